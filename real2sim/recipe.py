@@ -1,0 +1,101 @@
+"""Build a bundle from a scene recipe (``scenes/<name>/recipe.json``): meshes in, no camera frames needed.
+
+Recipe format::
+
+    {"name": str, "table_height": float, "physics": {...},
+     "cameras": {name: {"width", "height", "fx", "fy", "cx", "cy", "eye": [3], "target": [3]}},
+     "lights": [...],
+     "objects": {id: {"mesh": path, "texture": path?, "rgba": [4]?, "pose": {...}, "fixed": bool?,
+                      "density": float?, "mass": float?, "friction": float?}}}
+
+Paths are relative to the recipe file. A missing texture logs a warning and records
+the flat colour in the manifest.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from .bundle import Bundle
+from .camera import Camera
+from .errors import ManifestError
+from .geometry import look_at_opencv
+from .manifest import CameraSpec, LightSpec, ObjectSpec, PhysicsSpec, Pose, VisualSpec, _Reader
+from .meshes import load_mesh
+
+log = logging.getLogger(__name__)
+SCENES_DIR = Path(__file__).resolve().parent.parent / "scenes"
+OBJECT_KEYS = {"mesh", "texture", "rgba", "pose", "fixed", "density", "mass", "friction", "restitution"}
+
+
+def builtin_recipe(name: str = "tabletop") -> Path:
+    from .errors import UnknownNameError
+
+    known = sorted(p.parent.name for p in SCENES_DIR.glob("*/recipe.json"))
+    if name not in known:
+        raise UnknownNameError("bundled scene", name, known)
+    return SCENES_DIR / name / "recipe.json"
+
+
+def camera_from_recipe(r: _Reader, d: dict, where: str) -> Camera:
+    r.obj(d, where, {"width", "height", "fx", "fy", "cx", "cy", "eye", "target", "up"},
+          {"width", "height", "fx", "fy", "cx", "cy", "eye", "target"})
+    K = np.array([[r.number(d["fx"], f"{where}.fx", 0, strict_lo=True), 0, r.number(d["cx"], f"{where}.cx")],
+                  [0, r.number(d["fy"], f"{where}.fy", 0, strict_lo=True), r.number(d["cy"], f"{where}.cy")], [0, 0, 1]])
+    T = look_at_opencv(r.vector(d["eye"], f"{where}.eye", 3), r.vector(d["target"], f"{where}.target", 3),
+                       r.vector(d.get("up", [0, 0, 1]), f"{where}.up", 3))
+    return Camera(r.integer(d["width"], f"{where}.width", 1), r.integer(d["height"], f"{where}.height", 1), K, T)
+
+
+def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False) -> Bundle:
+    """Create a bundle in ``out_dir`` from a recipe file; copies meshes and textures in."""
+    recipe_path = Path(recipe_path)
+    base = recipe_path.parent
+    try:
+        data = json.loads(recipe_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ManifestError(str(recipe_path), f"<line {exc.lineno}>", f"is not valid JSON ({exc.msg})") from exc
+    r = _Reader(str(recipe_path))
+    r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects"}, {"name", "objects"})
+    bundle = Bundle.create(out_dir, name=r.string(data["name"], "name"), overwrite=overwrite)
+    m = bundle.manifest
+    m.provenance["recipe"] = recipe_path.name
+    m.table_height = r.number(data.get("table_height", 0.0), "table_height")
+    m.physics = PhysicsSpec.parse(r, data.get("physics", {}), "physics")
+    m.cameras = {k: CameraSpec.from_camera(camera_from_recipe(r, v, f"cameras.{k}")) for k, v in data.get("cameras", {}).items()}
+    if "lights" in data:
+        m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
+    for oid, od in data["objects"].items():
+        m.objects[oid] = _import_object(bundle, r, base, oid, od)
+    bundle.save()
+    return bundle
+
+
+def _import_object(bundle: Bundle, r: _Reader, base: Path, oid: str, od: dict) -> ObjectSpec:
+    where = f"objects.{oid}"
+    r.obj(od, where, OBJECT_KEYS, {"mesh", "pose"})
+    src = base / r.string(od["mesh"], f"{where}.mesh")
+    load_mesh(src)  # refuse unreadable meshes now, naming the file
+    dst_dir = bundle.object_dir(oid)
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    mesh_dst = dst_dir / f"visual{src.suffix.lower()}"
+    shutil.copyfile(src, mesh_dst)
+    texture = None
+    if od.get("texture"):
+        tex = base / r.string(od["texture"], f"{where}.texture")
+        if tex.is_file():
+            texture = bundle.rel(dst_dir / f"texture{tex.suffix.lower()}")
+            shutil.copyfile(tex, bundle.path(texture))
+        else:
+            log.warning("%s: texture %s not found; object '%s' gets its flat colour rgba (recorded in scene.json)", where, tex, oid)
+    spec = ObjectSpec.parse(r, {
+        "pose": od["pose"],
+        "visual": {"mesh": bundle.rel(mesh_dst), "texture": texture, "rgba": od.get("rgba", [0.7, 0.7, 0.7, 1.0])},
+        **{k: od[k] for k in ("fixed", "density", "mass", "friction", "restitution") if k in od},
+        "source": str(src.name),
+    }, where)
+    return spec
