@@ -1,0 +1,58 @@
+"""Shared fixtures. Bundles are built from the bundled 'tabletop' recipe."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def recipe_bundle(tmp_path):
+    """The tabletop recipe imported into a fresh bundle (no collision yet)."""
+    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+
+    return bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene")
+
+
+def give_simple_collision(bundle):
+    """Exact primitives where the object is one; a single convex hull otherwise. Fast (no CoACD)."""
+    import trimesh
+
+    from real2sim.manifest import CollisionSpec, Pose
+    from real2sim.meshes import load_mesh
+    from real2sim.objio import write_obj
+
+    prims = {"table": ("box", [0.45, 0.35, 0.02], [0, 0, -0.02]), "cube": ("box", [0.0225] * 3, [0, 0, 0]),
+             "domino": ("box", [0.01, 0.03, 0.05], [0, 0, 0]), "can": ("cylinder", [0.033, 0.061], [0, 0, 0])}
+    for oid, obj in bundle.manifest.objects.items():
+        if oid in prims:
+            kind, size, pos = prims[oid]
+            obj.collision = CollisionSpec(kind=kind, size=size, pose=Pose(list(map(float, pos))))
+        else:
+            hull = load_mesh(bundle.path(obj.visual.mesh)).convex_hull
+            path = bundle.object_dir(oid) / "collision" / "hull_000.obj"
+            write_obj(path, hull.vertices, hull.faces)
+            obj.collision = CollisionSpec(kind="hulls", hulls=[bundle.rel(path)])
+    from real2sim.inertia import compute_inertials
+
+    compute_inertials(bundle)
+    bundle.save()
+    return bundle
+
+
+@pytest.fixture
+def exportable_bundle(recipe_bundle):
+    """Tabletop bundle with collision geometry and inertials filled in: ready for every exporter."""
+    return give_simple_collision(recipe_bundle)
+
+
+@pytest.fixture
+def shared_data():
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
+    return SHARED_DATA
