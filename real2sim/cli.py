@@ -1,0 +1,170 @@
+"""The ``real2sim`` command line: one entry point, one subcommand per step of the journey."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(stderr=False)
+
+
+def cmd_demo(args) -> int:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from .demo import run_demo, worst
+
+    stages = ["recipe", "collision", "inertial", "export", "drop test", "projection", "render"]
+    con = _console()
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=con, transient=True) as prog:
+        task = prog.add_task("demo", total=len(stages))
+
+        def on_stage(name):
+            prog.update(task, description=f"demo: {name}", completed=stages.index(name))
+
+        rep = run_demo(Path(args.out), workers=args.workers, on_stage=on_stage)
+        prog.update(task, completed=len(stages))
+    t = Table(title=f"real2sim demo -> {rep.out_dir}")
+    t.add_column("stage")
+    t.add_column("seconds", justify="right")
+    for k, v in rep.stage_seconds.items():
+        t.add_row(k, f"{v:.2f}")
+    con.print(t)
+    for k, v in rep.exports.items():
+        con.print(f"export {k:7s} {v}")
+    con.print(f"collision: " + ", ".join(f"{k}={v['kind']}({v['hulls']})" for k, v in rep.collision.items() if not k.startswith("_")))
+    con.print(f"drop test MuJoCo vs SAPIEN: worst position {worst(rep.drop_position_mm):.2f} mm, "
+              f"worst angle {worst(rep.drop_angle_deg):.2f} deg (limits 5 mm / 5 deg)")
+    con.print("camera projection vs bundle (max px): " + ", ".join(f"{k} {v:.4f}" for k, v in rep.projection_px.items()))
+    con.print(f"side-by-side render: {rep.picture}  ({', '.join(f'{k}: {v}' for k, v in rep.render_notes.items())})")
+    ok = worst(rep.drop_position_mm) < 5 and worst(rep.drop_angle_deg) < 5 and worst(rep.projection_px) < 0.5
+    con.print("[green]demo OK[/green]" if ok else "[red]demo: engines disagree beyond the limits[/red]")
+    return 0 if ok else 1
+
+
+def cmd_check(args) -> int:
+    from .check import check_bundle
+
+    findings = check_bundle(Path(args.dir), load_meshes=not args.quick)
+    con = _console()
+    for f in findings:
+        con.print(("[red]" if f.level == "error" else "[yellow]") + str(f), markup=True, highlight=False)
+    errors = sum(f.level == "error" for f in findings)
+    con.print(f"{args.dir}: {errors} error(s), {len(findings) - errors} warning(s)")
+    return 1 if errors else 0
+
+
+def _collision_config(args):
+    import collision
+
+    return collision.CollisionConfig(method=args.method, threshold=args.threshold, timeout_s=args.timeout,
+                                     seed=args.seed, workers=args.workers)
+
+
+def cmd_build(args) -> int:
+    from .bundle import Bundle
+    from .pipeline import build
+
+    bundle = Bundle.load(Path(args.dir))
+    ran = build(bundle, _collision_config(args), force=args.force)
+    con = _console()
+    for name, did in ran.items():
+        rec = bundle.manifest.stages[name]
+        con.print(f"{name:10s} {'ran' if did else 'unchanged'}  {rec.metrics}  {rec.message}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .bundle import Bundle
+    from .pipeline import export_bundle
+
+    bundle = Bundle.load(Path(args.dir))
+    res = export_bundle(bundle, engines=args.engine or ("mjcf", "usd", "sapien"), force=args.force)
+    con = _console()
+    failed = 0
+    for k, v in res.items():
+        if isinstance(v, Exception):
+            failed += 1
+            con.print(f"[red]{k}: {v}[/red]")
+        else:
+            con.print(f"{k}: {getattr(v, 'main_file', v)}")
+    return 1 if failed else 0
+
+
+def cmd_collide(args) -> int:
+    import collision
+
+    res = collision.collide_command(Path(args.mesh), Path(args.out), _collision_config(args))
+    r = res.report
+    _console().print(f"{args.mesh}: {res.kind}, {len(res.hulls)} hull(s), occupancy IoU {r.get('occupancy_iou', float('nan')):.3f}, "
+                     f"volume ratio {r.get('volume_ratio', float('nan')):.3f}, Hausdorff/diag {r.get('hausdorff_rel', float('nan')):.4f} -> {args.out}")
+    return 0
+
+
+def _add_collision_args(p):
+    p.add_argument("--method", default="auto", choices=["auto", "coacd", "convex", "primitive"],
+                   help="auto: a primitive when exact enough, else CoACD")
+    p.add_argument("--threshold", type=float, default=0.05, help="CoACD concavity threshold (0.1 for coarse)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per object before CoACD is killed")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=2, help="objects decomposed in parallel")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    ap = argparse.ArgumentParser(prog="real2sim", description="Real frames -> matched simulated scene -> evaluation.")
+    ap.add_argument("--version", action="version", version=f"real2sim {__version__}")
+    ap.add_argument("-v", "--verbose", action="count", default=0)
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("demo", help="run the journey on the bundled tabletop scene")
+    p.add_argument("--out", default="demo_out", help="bundle directory to write (default: ./demo_out)")
+    p.add_argument("--workers", type=int, default=2)
+    p.set_defaults(fn=cmd_demo)
+    p = sub.add_parser("check", help="validate a scene bundle")
+    p.add_argument("dir")
+    p.add_argument("--quick", action="store_true", help="do not load meshes")
+    p.set_defaults(fn=cmd_check)
+    p = sub.add_parser("build", help="run the build stages (collision, inertial)")
+    p.add_argument("dir")
+    p.add_argument("--force", action="store_true", help="re-run stages even if unchanged")
+    _add_collision_args(p)
+    p.set_defaults(fn=cmd_build)
+    p = sub.add_parser("export", help="export to MJCF, USD and SAPIEN; each is loaded back in its engine")
+    p.add_argument("dir")
+    p.add_argument("--engine", action="append", choices=["mjcf", "usd", "sapien"], help="repeatable; default all")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_export)
+    p = sub.add_parser("collide", help="collision geometry for one mesh file")
+    p.add_argument("mesh")
+    p.add_argument("--out", required=True)
+    _add_collision_args(p)
+    p.set_defaults(fn=cmd_collide)
+    return ap
+
+
+def main(argv=None) -> int:
+    from rich.logging import RichHandler
+
+    from .errors import Real2SimError
+
+    args = make_parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(show_path=False, show_time=False)])
+    try:
+        return args.fn(args)
+    except Real2SimError as exc:
+        _console().print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
