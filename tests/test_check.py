@@ -1,0 +1,50 @@
+"""``real2sim check``: finds what is broken in a bundle and names the field or file."""
+from __future__ import annotations
+
+import json
+
+from real2sim.check import check_bundle
+from real2sim.cli import main
+
+
+def _errors(findings):
+    return [f for f in findings if f.level == "error"]
+
+
+def test_valid_bundle_has_no_errors(exportable_bundle):
+    assert _errors(check_bundle(exportable_bundle.root)) == []
+
+
+def test_missing_hull_file_is_an_error_naming_it(exportable_bundle):
+    hull = exportable_bundle.object("mug").collision.hulls[0]
+    exportable_bundle.path(hull).unlink()
+    errs = _errors(check_bundle(exportable_bundle.root))
+    assert any(f.where == "objects.mug.collision.hulls[0]" and hull in f.message for f in errs)
+
+
+def test_pending_collision_is_a_warning(recipe_bundle):
+    findings = check_bundle(recipe_bundle.root)
+    assert _errors(findings) == []
+    assert any(f.where == "objects.cube.collision" for f in findings)
+
+
+def test_camera_looking_away_is_flagged(exportable_bundle):
+    cam = exportable_bundle.manifest.cameras["main"]
+    T = [row[:] for row in cam.T_world_camera]
+    for r in range(3):
+        T[r][2] = -T[r][2]
+        T[r][0] = -T[r][0]
+    cam.T_world_camera = T
+    exportable_bundle.save()
+    assert any(f.where == "cameras.main.T_world_camera" for f in check_bundle(exportable_bundle.root))
+
+
+def test_cli_check_exit_codes(exportable_bundle, tmp_path, capsys):
+    assert main(["check", str(exportable_bundle.root)]) == 0
+    d = json.loads((exportable_bundle.root / "scene.json").read_text())
+    d["objects"]["cube"]["friction"] = "high"
+    (exportable_bundle.root / "scene.json").write_text(json.dumps(d))
+    assert main(["check", str(exportable_bundle.root)]) == 1
+    out = capsys.readouterr().out
+    assert "objects.cube.friction" in out
+    assert main(["check", str(tmp_path / "nowhere")]) == 1
