@@ -313,6 +313,58 @@ class StageRecord:
 
 
 @dataclass
+class FrameSpec:
+    """One captured frame: a bundle-relative PNG, its time, its camera and (when recorded) joint positions."""
+
+    image: str
+    timestamp: float = 0.0
+    camera: str = "main"
+    joint_positions: list[float] | None = None
+
+    @classmethod
+    def parse(cls, r: _Reader, d: Any, where: str) -> "FrameSpec":
+        r.obj(d, where, {"image", "timestamp", "camera", "joint_positions"}, {"image"})
+        jp = d.get("joint_positions")
+        if jp is not None:
+            if not isinstance(jp, list):
+                r.fail(f"{where}.joint_positions", f"must be a list of joint angles (rad), got {jp!r}")
+            jp = r.vector(jp, f"{where}.joint_positions", len(jp))
+        return cls(r.string(d["image"], f"{where}.image"), r.number(d.get("timestamp", 0.0), f"{where}.timestamp", 0.0),
+                   r.string(d.get("camera", "main"), f"{where}.camera"), jp)
+
+
+@dataclass
+class CaptureSpec:
+    """Real frames and what was derived from them.
+
+    ``masks`` maps a frame key (``"000000"``) to {entity id: bundle-relative mask PNG}.
+    """
+
+    source: str = ""
+    frames: list[FrameSpec] = field(default_factory=list)
+    plate: str | None = None
+    plate_confidence: str | None = None
+    masks: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, r: _Reader, d: Any, where: str) -> "CaptureSpec":
+        r.obj(d, where, {"source", "frames", "plate", "plate_confidence", "masks"})
+        frames = d.get("frames", [])
+        if not isinstance(frames, list):
+            r.fail(f"{where}.frames", "must be a list")
+        masks = d.get("masks", {})
+        r.obj(masks, f"{where}.masks", set(masks))
+        for k, v in masks.items():
+            r.obj(v, f"{where}.masks.{k}", set(v))
+            for e, path in v.items():
+                r.string(path, f"{where}.masks.{k}.{e}")
+        return cls(str(d.get("source", "")), [FrameSpec.parse(r, f, f"{where}.frames[{i}]") for i, f in enumerate(frames)],
+                   r.string(d.get("plate"), f"{where}.plate", optional=True),
+                   r.string(d.get("plate_confidence"), f"{where}.plate_confidence", optional=True),
+                   {k: dict(v) for k, v in masks.items()})
+
+
+@dataclass
 class Manifest:
     """Everything in ``scene.json``."""
 
@@ -324,6 +376,7 @@ class Manifest:
     physics: PhysicsSpec = field(default_factory=PhysicsSpec)
     stages: dict[str, StageRecord] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
+    capture: CaptureSpec = field(default_factory=CaptureSpec)
     schema_version: int = SCHEMA_VERSION
     units: dict = field(default_factory=lambda: dict(UNITS))
     conventions: dict = field(default_factory=lambda: dict(CONVENTIONS))
@@ -336,7 +389,7 @@ class Manifest:
             if obj["mass"] is None:
                 del obj["mass"]
         order = ["schema_version", "name", "units", "conventions", "provenance", "table_height", "physics",
-                 "cameras", "lights", "objects", "stages"]
+                 "cameras", "lights", "objects", "capture", "stages"]
         return {k: d[k] for k in order}
 
     @classmethod
@@ -371,5 +424,6 @@ class Manifest:
             physics=PhysicsSpec.parse(r, d.get("physics", {}), "physics"),
             stages={k: StageRecord.parse(r, v, f"stages.{k}") for k, v in stages.items()},
             provenance=dict(d.get("provenance", {})),
+            capture=CaptureSpec.parse(r, d.get("capture", {}), "capture"),
             schema_version=SCHEMA_VERSION,
         )
