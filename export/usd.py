@@ -141,9 +141,10 @@ def check_compliance(path: Path) -> tuple[list[str], list[str]]:
     for err in context.Validate(stage):
         if err.HasNoError():
             continue
-        sites = ", ".join(str(s.GetPrim().GetPath()) if s.IsPrim() else str(s.GetLayer().identifier if s.GetLayer() else "")
-                          for s in err.GetSites()) if hasattr(err, "GetSites") else ""
-        text = f"{err.GetValidator().GetMetadata().name if err.GetValidator() else err.GetName()}: {err.GetMessage()}"
+        sites = ", ".join(str(s.GetPrim().GetPath()) if s.IsPrim() else (s.GetLayer().identifier if s.GetLayer() else "")
+                          for s in err.GetSites())
+        validator = err.GetValidator()
+        text = f"{validator.GetMetadata().name if validator else err.GetName()}: {err.GetMessage()}"
         if sites:
             text += f" [{sites}]"
         (errors if err.GetType() == UsdValidation.ValidationErrorType.Error else warnings).append(text)
@@ -465,12 +466,7 @@ class UsdScene(LoadedScene):
         v = ((p["verticalApertureOffset"] + va / 2) - y * f) * h / va - 0.5
         return np.column_stack([u, v])
 
-    def step(self, seconds: float) -> None:
-        self.require("physics")
-
-    def render(self, camera: str) -> np.ndarray:
-        self.require("render")
-        raise AssertionError("unreachable")  # pragma: no cover
+    # step() and render() are inherited: they raise UnsupportedCapability (no physics or renderer here).
 
     def close(self) -> None:
         self.stage = None
