@@ -67,6 +67,11 @@ class LoadedScene(abc.ABC):
         self.require("render")
         raise UnsupportedCapability(f"{self.engine}: render not implemented")
 
+    def object_mask(self, camera: str, oid: str) -> np.ndarray:
+        """``(h, w) bool`` pixels where object ``oid`` is visible from the named camera."""
+        self.require("render")
+        raise UnsupportedCapability(f"{self.engine}: object_mask not implemented")
+
     def close(self) -> None:
         """Release engine resources."""
 

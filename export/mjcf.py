@@ -232,6 +232,12 @@ class MujocoScene(LoadedScene):
         r.update_scene(self.data, camera=camera)
         return r.render().copy()
 
+    def object_mask(self, camera: str, oid: str) -> np.ndarray:
+        seg = self.render(camera, segmentation=True)
+        bid = self._body(oid)
+        geoms = np.flatnonzero(self.model.geom_bodyid == bid)
+        return np.isin(seg[..., 0], geoms) & (seg[..., 1] == int(self._mj.mjtObj.mjOBJ_GEOM))
+
     def close(self) -> None:
         for r in self._renderers.values():
             r.close()
