@@ -25,14 +25,14 @@ def decompose(mesh, config: CollisionConfig | None = None, cache_dir: Path | Non
     Raises ``real2sim.errors.MeshError`` for degenerate or unrepairable meshes and
     ``real2sim.errors.CollisionError`` when CoACD crashes or times out.
     """
-    from .decompose import decompose as _impl
+    from .decomposition import decompose as _impl
 
     return _impl(mesh, config, cache_dir, name=name)
 
 
 def decompose_many(meshes: dict, config: CollisionConfig | None = None, cache_dir: Path | None = None) -> dict:
     """``{id: CollisionResult | CollisionError}``; ``config.workers`` objects in parallel, one failure never stops the rest."""
-    from .decompose import decompose_many as _impl
+    from .decomposition import decompose_many as _impl
 
     return _impl(meshes, config, cache_dir)
 
@@ -46,7 +46,7 @@ def hull_quality(mesh, result_or_hulls, seed: int = 0) -> dict:
 
 def write_result(result: CollisionResult, out_dir: Path) -> list[Path]:
     """Write ``hull_000.obj``..., ``report.json`` and ``quality.png`` into ``out_dir``; returns the paths."""
-    from .decompose import write_result as _impl
+    from .decomposition import write_result as _impl
 
     return _impl(result, out_dir)
 
@@ -54,6 +54,6 @@ def write_result(result: CollisionResult, out_dir: Path) -> list[Path]:
 def collide_command(mesh_path: Path, out_dir: Path, config: CollisionConfig | None = None,
                     cache_dir: Path | None = None) -> CollisionResult:
     """The CLI's ``real2sim collide MESH --out DIR``: load, decompose, write; errors name the file."""
-    from .decompose import collide_command as _impl
+    from .decomposition import collide_command as _impl
 
     return _impl(mesh_path, out_dir, config, cache_dir)

@@ -63,8 +63,7 @@ def quality_picture(mesh, pieces: list, report: dict, path: Path) -> Path:
     draw = ImageDraw.Draw(img)
     lines = [
         f"{report.get('name', '')}  kind={report.get('kind', '?')}  method={report.get('method', '?')}  "
-        f"pieces={report.get('hull_count', len(pieces))}  {report.get('seconds', 0):.2f} s"
-        f"{'  (cache hit)' if report.get('cache_hit') else ''}",
+        f"pieces={report.get('hull_count', len(pieces))}",  # no timings: same inputs, same bytes
         f"occupancy IoU {report.get('occupancy_iou', float('nan')):.3f}   volume ratio {report.get('volume_ratio', float('nan')):.3f}"
         f"   Hausdorff / diag {report.get('hausdorff_rel', float('nan')):.4f}",
         "grey: mesh   coloured: collision pieces   repair: " + "; ".join(report.get("repair", []))[:80],

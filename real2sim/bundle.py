@@ -171,3 +171,36 @@ class Bundle:
         path = self.reports_dir() / f"{stage}.json"
         atomic_write_json(path, data)
         return self.rel(path)
+
+
+# Diagnostic fields that legitimately differ between runs (wall time, cache state);
+# they are left out of :func:`bundle_digest`.
+VOLATILE_KEYS = frozenset({"seconds", "cache_hit", "coacd_seconds"})
+
+
+def _strip_volatile(obj):
+    if isinstance(obj, dict):
+        return {k: _strip_volatile(v) for k, v in obj.items() if k not in VOLATILE_KEYS}
+    if isinstance(obj, list):
+        return [_strip_volatile(v) for v in obj]
+    return obj
+
+
+def bundle_digest(root: Path, exclude_dirs=("exports",)) -> dict[str, str]:
+    """Content hash of every file in a bundle: ``{relative path: hash}``.
+
+    JSON files are hashed without :data:`VOLATILE_KEYS`. Same inputs and seeds must
+    give the same digest (tested). ``exports/`` is left out by default since it is
+    derived and re-creatable.
+    """
+    root = Path(root)
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if not p.is_file() or rel.split("/")[0] in exclude_dirs:
+            continue
+        if p.suffix == ".json":
+            out[rel] = hash_jsonable(_strip_volatile(json.loads(p.read_text())))
+        else:
+            out[rel] = hash_file(p)
+    return out

@@ -64,8 +64,8 @@ def collision_stage(bundle: Bundle, config=None, cache_dir: Path | None = None, 
                                                    pose=Pose.from_matrix(res.pose) if res.kind != "hulls" else Pose())
             outputs += hulls + [bundle.rel(out_dir / "report.json")]
             report[oid] = {**res.report, "kind": res.kind, "picture": bundle.rel(out_dir / "quality.png")}
-        if len(failed) == len(objects) and objects:
-            raise CollisionError(f"collision failed for every object: {failed}")
+        if objects and not report:
+            raise CollisionError(f"collision failed for every object, even the convex-hull fallback: {failed}")
         outputs.append(bundle.write_report("collision", {"objects": report, "failed": failed}))
         metrics = {"objects": len(report), "failed": sorted(failed),
                    "min_occupancy_iou": min((r.get("occupancy_iou", 1.0) for r in report.values()), default=None),

@@ -135,7 +135,7 @@ def test_timeout_is_collision_error():
 
 
 def test_crash_is_collision_error(monkeypatch):
-    import collision.decompose as dec
+    import collision.decomposition as dec
 
     monkeypatch.setattr(dec, "_WORKER_MODULE", "collision.no_such_worker")
     with pytest.raises(CollisionError, match="crashed") as ei:
