@@ -313,6 +313,46 @@ class StageRecord:
 
 
 @dataclass
+class RobotSpec:
+    """The robot in the scene: a registry name, its base pose, state, controller gains and appearance.
+
+    ``stiffness`` / ``damping`` are per actuated joint (None until set or fitted by sysid);
+    ``appearance`` maps a link name to an rgba colour (fitted from real frames later).
+    """
+
+    name: str
+    base_pose: Pose = field(default_factory=Pose)
+    joint_positions: list[float] = field(default_factory=list)
+    stiffness: list[float] | None = None
+    damping: list[float] | None = None
+    appearance: dict[str, list[float]] = field(default_factory=dict)
+    source: str = ""
+
+    @classmethod
+    def parse(cls, r: _Reader, d: Any, where: str) -> "RobotSpec":
+        names = {f.name for f in fields(cls)}
+        r.obj(d, where, names, {"name"})
+        def vec_or_none(key, lo=None):
+            v = d.get(key)
+            if v is None:
+                return None
+            if not isinstance(v, list):
+                r.fail(f"{where}.{key}", f"must be a list of numbers (one per joint), got {v!r}")
+            return r.vector(v, f"{where}.{key}", len(v), lo)
+        app = d.get("appearance", {})
+        r.obj(app, f"{where}.appearance", set(app))
+        return cls(
+            name=r.string(d["name"], f"{where}.name"),
+            base_pose=Pose.parse(r, d["base_pose"], f"{where}.base_pose") if "base_pose" in d else Pose(),
+            joint_positions=vec_or_none("joint_positions") or [],
+            stiffness=vec_or_none("stiffness", 0.0),
+            damping=vec_or_none("damping", 0.0),
+            appearance={k: r.vector(v, f"{where}.appearance.{k}", 4, 0.0) for k, v in app.items()},
+            source=str(d.get("source", "")),
+        )
+
+
+@dataclass
 class FrameSpec:
     """One captured frame: a bundle-relative PNG, its time, its camera and (when recorded) joint positions."""
 
@@ -377,6 +417,7 @@ class Manifest:
     stages: dict[str, StageRecord] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     capture: CaptureSpec = field(default_factory=CaptureSpec)
+    robot: RobotSpec | None = None
     schema_version: int = SCHEMA_VERSION
     units: dict = field(default_factory=lambda: dict(UNITS))
     conventions: dict = field(default_factory=lambda: dict(CONVENTIONS))
@@ -388,9 +429,11 @@ class Manifest:
                 del obj["inertial"]
             if obj["mass"] is None:
                 del obj["mass"]
+        if d["robot"] is None:
+            del d["robot"]
         order = ["schema_version", "name", "units", "conventions", "provenance", "table_height", "physics",
-                 "cameras", "lights", "objects", "capture", "stages"]
-        return {k: d[k] for k in order}
+                 "cameras", "lights", "robot", "objects", "capture", "stages"]
+        return {k: d[k] for k in order if k in d}
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "scene.json") -> "Manifest":
@@ -425,5 +468,6 @@ class Manifest:
             stages={k: StageRecord.parse(r, v, f"stages.{k}") for k, v in stages.items()},
             provenance=dict(d.get("provenance", {})),
             capture=CaptureSpec.parse(r, d.get("capture", {}), "capture"),
+            robot=RobotSpec.parse(r, d["robot"], "robot") if d.get("robot") else None,
             schema_version=SCHEMA_VERSION,
         )
