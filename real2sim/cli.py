@@ -109,6 +109,30 @@ def cmd_collide(args) -> int:
     return 0
 
 
+def cmd_metrics(args) -> int:
+    from rich.table import Table
+
+    from .bundle import atomic_write_json
+    from .metrics import compare, plot, read_results, to_json
+
+    metrics = compare(read_results(Path(args.real)), read_results(Path(args.sim)), n_boot=args.bootstrap, seed=args.seed,
+                      real_name=args.real, sim_name=args.sim)
+    con = _console()
+    t = Table(title="sim vs real")
+    for c in ("task", "policies", "MMRV [95% CI]", "Pearson r [95% CI]"):
+        t.add_column(c)
+    for m in metrics:
+        t.add_row(m.task, str(len(m.policies)), f"{m.mmrv:.3f} [{m.mmrv_ci[0]:.3f}, {m.mmrv_ci[1]:.3f}]",
+                  f"{m.pearson:.3f} [{m.pearson_ci[0]:.3f}, {m.pearson_ci[1]:.3f}]")
+    con.print(t)
+    if args.json:
+        atomic_write_json(Path(args.json), to_json(metrics))
+        con.print(f"wrote {args.json}")
+    if args.plot:
+        con.print(f"wrote {plot(metrics, Path(args.plot))}")
+    return 0
+
+
 def _add_collision_args(p):
     p.add_argument("--method", default="auto", choices=["auto", "coacd", "convex", "primitive"],
                    help="auto: a primitive when exact enough, else CoACD")
@@ -143,6 +167,14 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", action="append", choices=["mjcf", "usd", "sapien"], help="repeatable; default all")
     p.add_argument("--force", action="store_true")
     p.set_defaults(fn=cmd_export)
+    p = sub.add_parser("metrics", help="MMRV and Pearson r between real and sim success tables")
+    p.add_argument("--real", required=True, help="CSV: policy, task, successes, trials (or rate, trials)")
+    p.add_argument("--sim", required=True, help="CSV with the same columns and policy/task pairs")
+    p.add_argument("--json", help="write the metrics here")
+    p.add_argument("--plot", help="write a real-vs-sim scatter PNG here")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for the intervals")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_metrics)
     p = sub.add_parser("collide", help="collision geometry for one mesh file")
     p.add_argument("mesh")
     p.add_argument("--out", required=True)

@@ -1,0 +1,110 @@
+"""MMRV / Pearson exactly as SIMPLER defines them, with named columns and uncertainty."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from real2sim.metrics import MetricsInputError, compare, mmrv, pearson, read_results, wilson_interval
+
+
+def simpler_reference_mmrv(real, sim):
+    """SIMPLER's published loop, written out literally as the reference."""
+    n = len(real)
+    worst = []
+    for i in range(n):
+        v = 0.0
+        for j in range(n):
+            if (sim[i] > sim[j]) != (real[i] > real[j]):
+                v = max(v, abs(real[i] - real[j]))
+        worst.append(v)
+    return sum(worst) / n
+
+
+def test_mmrv_matches_the_reference_loop_on_random_inputs():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = rng.integers(2, 8)
+        real = rng.integers(0, 5, n) / 4  # coarse values -> many ties
+        sim = rng.integers(0, 5, n) / 4
+        assert mmrv(real, sim) == pytest.approx(simpler_reference_mmrv(real, sim))
+
+
+def test_mmrv_values_and_tie_rule():
+    assert mmrv([0.1, 0.5, 0.9], [0.2, 0.4, 0.8]) == 0.0  # same ranking
+    # swap of the top two: policies 1 and 2 each see a violation of 0.4
+    assert mmrv([0.1, 0.5, 0.9], [0.2, 0.8, 0.4]) == pytest.approx((0 + 0.4 + 0.4) / 3)
+    # sim ties where real differs: a violation
+    assert mmrv([0.2, 0.6], [0.5, 0.5]) == pytest.approx(0.4 / 2)  # only policy 1 sees it
+    # real ties where sim differs: costs nothing
+    assert mmrv([0.5, 0.5], [0.1, 0.9]) == 0.0
+    # argument order matters (that is why the CLI takes named columns)
+    assert mmrv([0.2, 0.6], [0.5, 0.5]) != mmrv([0.5, 0.5], [0.2, 0.6])
+
+
+def test_pearson_and_constant_input():
+    assert pearson([0, 0.5, 1], [0.1, 0.6, 1.1]) == pytest.approx(1.0)
+    assert math.isnan(pearson([0.5, 0.5], [0.1, 0.2]))
+
+
+def test_wilson_interval_known_value():
+    lo, hi = wilson_interval(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
+    assert wilson_interval(0, 10)[0] == 0.0
+
+
+def _csv(path, rows, header="policy,task,successes,trials"):
+    path.write_text(header + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    return path
+
+
+def test_compare_with_named_columns_in_any_order(tmp_path):
+    real = _csv(tmp_path / "real.csv", [("a", "pick", 2, 10), ("b", "pick", 5, 10), ("c", "pick", 9, 10)])
+    sim = _csv(tmp_path / "sim.csv", [(10, "pick", 3, "a"), (20, "pick", 12, "b"), (10, "pick", 8, "c")],
+               header="trials,task,successes,policy")
+    (m,) = compare(read_results(real), read_results(sim), n_boot=500)
+    assert m.policies == ["a", "b", "c"]
+    assert m.sim == [0.3, 0.6, 0.8]
+    assert m.mmrv == 0.0 and m.pearson > 0.95
+    assert m.mmrv_ci[0] == 0.0 and m.mmrv_ci[1] > 0.0  # 10 trials leave rank swaps possible
+    assert all(0 <= p <= 1 for p in m.kruskal_p.values())
+    again = compare(read_results(real), read_results(sim), n_boot=500)[0]
+    assert again.mmrv_ci == m.mmrv_ci  # seeded
+
+
+@pytest.mark.parametrize("header, rows, words", [
+    ("policy,task,sucesses,trials", [("a", "t", 1, 2)], "did you mean 'successes'"),
+    ("policy,task,successes", [("a", "t", 1)], "'trials'"),
+    ("policy,task,successes,trials", [("a", "t", 3, 2)], "line 2"),
+    ("policy,task,successes,trials", [("a", "t", 1, 2), ("a", "t", 1, 2)], "appears twice"),
+])
+def test_bad_tables_name_the_problem(tmp_path, header, rows, words):
+    with pytest.raises(MetricsInputError, match=words):
+        read_results(_csv(tmp_path / "x.csv", rows, header))
+
+
+def test_mismatched_policies_are_refused(tmp_path):
+    real = read_results(_csv(tmp_path / "r.csv", [("a", "t", 1, 2), ("b", "t", 1, 2)]))
+    sim = read_results(_csv(tmp_path / "s.csv", [("a", "t", 1, 2), ("c", "t", 1, 2)]))
+    with pytest.raises(MetricsInputError, match="only in real"):
+        compare(real, sim)
+
+
+def test_cli_writes_json_and_plot(tmp_path):
+    from real2sim.cli import main
+
+    real = _csv(tmp_path / "real.csv", [("a", "pick", 2, 10), ("b", "pick", 5, 10), ("c", "pick", 9, 10),
+                                        ("a", "push", 1, 10), ("b", "push", 7, 10), ("c", "push", 4, 10)])
+    sim = _csv(tmp_path / "sim.csv", [("a", "pick", 3, 10), ("b", "pick", 4, 10), ("c", "pick", 8, 10),
+                                      ("a", "push", 2, 10), ("b", "push", 3, 10), ("c", "push", 6, 10)])
+    code = main(["metrics", "--real", str(real), "--sim", str(sim), "--json", str(tmp_path / "m.json"),
+                 "--plot", str(tmp_path / "m.png")])
+    assert code == 0
+    d = json.loads((tmp_path / "m.json").read_text())
+    assert d["tasks"]["pick"]["mmrv"] == 0.0
+    assert d["tasks"]["push"]["mmrv"] > 0.0
+    from PIL import Image
+
+    assert Image.open(tmp_path / "m.png").size[0] > 600
