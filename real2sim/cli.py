@@ -142,6 +142,20 @@ def _add_collision_args(p):
     p.add_argument("--workers", type=int, default=2, help="objects decomposed in parallel")
 
 
+# Stage packages register their own subcommands (module, function); imported at parse time only.
+STAGE_PARSERS = [
+    ("capture.cli", "add_parsers"),        # init, plate
+    ("segmentation.cli", "add_parsers"),   # segment
+]
+
+
+def _add_stage_parsers(sub) -> None:
+    import importlib
+
+    for module, fn in STAGE_PARSERS:
+        getattr(importlib.import_module(module), fn)(sub)
+
+
 def make_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -175,6 +189,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for the intervals")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_metrics)
+    _add_stage_parsers(sub)
     p = sub.add_parser("collide", help="collision geometry for one mesh file")
     p.add_argument("mesh")
     p.add_argument("--out", required=True)

@@ -90,8 +90,12 @@ def inertial_stage(bundle: Bundle, force: bool = False):
 
 
 def build(bundle: Bundle, collision_config=None, cache_dir: Path | None = None, force: bool = False) -> dict:
-    """Run every build stage that the bundle's inputs allow (issue #2: collision, inertial)."""
+    """Run every build stage that the bundle's inputs allow: plate (when it has frames), collision, inertial."""
     ran = {}
+    if bundle.manifest.capture.frames:
+        import capture
+
+        ran["plate"] = capture.plate_stage(bundle, force=force)[1]
     ran["collision"] = collision_stage(bundle, collision_config, cache_dir, force)[1]
     ran["inertial"] = inertial_stage(bundle, force)[1]
     return ran

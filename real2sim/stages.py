@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 
 # Which stages read the outputs of which: editing one marks these stale.
 DOWNSTREAM = {
+    "plate": (),
     "collision": ("inertial", "export"),
     "inertial": ("export",),
     "export": (),

@@ -1,0 +1,97 @@
+"""CLI handlers of the capture stage: ``real2sim init`` and ``real2sim plate``.
+
+Wire them with ``capture.cli.add_parsers(subparsers)``; each handler takes the parsed namespace and returns an
+exit code (errors are :class:`real2sim.errors.Real2SimError`, printed by the main CLI).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def cmd_init(args) -> int:
+    from rich.console import Console
+
+    from .init import init_bundle
+
+    b = init_bundle(Path(args.dir), args.frames, camera=args.camera, robot=args.robot, name=getattr(args, "name", None),
+                    stride=getattr(args, "stride", 1), max_frames=getattr(args, "max_frames", None),
+                    episode=getattr(args, "episode", 0), overwrite=getattr(args, "force", False))
+    rec = b.manifest.stages["capture"]
+    con = Console()
+    con.print(f"{b.root}: {rec.message}")
+    if "main" not in b.manifest.cameras:
+        con.print("[yellow]no camera file given: add one with --camera camera.json (see docs/capture.md)[/yellow]")
+    con.print(f"contact sheet: {b.root / 'reports' / 'capture.png'}")
+    return 0
+
+
+def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
+    import numpy as np
+
+    from .errors import CaptureError
+    from .images import IMAGE_SUFFIXES, read_mask
+
+    files = sorted(p for p in Path(masks_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    by_stem = {p.stem: p for p in files}
+    out = np.zeros((n,) + tuple(shape), bool)
+    if names and all(Path(nm).stem in by_stem for nm in names):
+        chosen = [by_stem[Path(nm).stem] for nm in names]
+    elif len(files) == n:
+        chosen = files
+    else:
+        raise CaptureError(f"{masks_dir}: {len(files)} mask images for {n} frames; give one mask per frame (same file "
+                           "names as the frames, or as many masks as frames in name order), white = foreground")
+    for i, p in enumerate(chosen):
+        out[i] = read_mask(p, shape)
+    return out
+
+
+def cmd_plate(args) -> int:
+    from rich.console import Console
+
+    from .frames import read_frames
+    from .images import write_gray, write_rgb
+    from .plate import PlateConfig, make_plate
+
+    src = read_frames(args.frames)
+    masks = None
+    if args.masks:
+        masks = _read_mask_dir(Path(args.masks), len(src.frames), src.frames.shape[1:3], src.names)
+    cfg = PlateConfig(inpaint=args.inpaint, reference_frame=args.reference_frame)
+    plate, conf, rep = make_plate(src.frames, masks, cfg)
+    write_rgb(Path(args.out), plate)
+    if args.confidence:
+        write_gray(Path(args.confidence), conf)
+    Console().print(f"{args.out}: plate from {rep['frames_used']} frames in {rep['seconds']:.2f} s; "
+                    f"{rep['coverage_many']:.1%} seen in many frames, {rep['coverage_few']:.1%} in few, "
+                    f"{rep['inpainted_fraction']:.1%} inpainted ({rep['inpaint_method']})")
+    for w in rep["warnings"]:
+        Console().print(f"[yellow]warning:[/yellow] {w}")
+    return 0
+
+
+def add_parsers(subparsers) -> None:
+    """Register ``init`` and ``plate`` on an argparse subparsers object."""
+    p = subparsers.add_parser("init", help="create a bundle from frames (image folder, video, LeRobot episode)")
+    p.add_argument("dir", help="bundle directory to create")
+    p.add_argument("--frames", required=True, help="image folder, video file, or LeRobot dataset root / episode parquet")
+    p.add_argument("--camera", help="camera.json: intrinsics + extrinsics (see docs/capture.md)")
+    p.add_argument("--robot", help="robot name recorded in robot/robot.json (e.g. widowx)")
+    p.add_argument("--name", help="scene name (default: the directory name)")
+    p.add_argument("--stride", type=int, default=1, help="keep every N-th frame")
+    p.add_argument("--max-frames", type=int, default=None, dest="max_frames")
+    p.add_argument("--episode", type=int, default=0, help="LeRobot episode index")
+    p.add_argument("--force", action="store_true", help="re-initialise the capture of an existing bundle")
+    p.set_defaults(fn=cmd_init)
+    p = subparsers.add_parser("plate", help="background plate from frames of a fixed camera")
+    p.add_argument("--frames", required=True, help="video file or folder of frames")
+    p.add_argument("--masks", help="folder of foreground masks, one per frame (white = not background)")
+    p.add_argument("--out", required=True, help="plate PNG to write")
+    p.add_argument("--confidence", help="confidence PNG to write (255 many frames, 128 few, 0 inpainted)")
+    p.add_argument("--inpaint", default="telea", choices=["telea", "ns", "patchmatch"], help="fill for unseen pixels")
+    p.add_argument("--reference-frame", type=int, default=0, dest="reference_frame",
+                   help="frame whose exposure the plate matches")
+    p.set_defaults(fn=cmd_plate)

@@ -1,0 +1,81 @@
+"""CLI handler of ``real2sim segment``; wire it with ``segmentation.cli.add_parsers(subparsers)``."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _pair(text: str) -> tuple[float, float]:
+    try:
+        x, y = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected X,Y (pixels), got {text!r}") from None
+    return x, y
+
+
+def _box(text: str) -> tuple[float, float, float, float]:
+    try:
+        x0, y0, x1, y1 = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected X0,Y0,X1,Y1 (pixels), got {text!r}") from None
+    return x0, y0, x1, y1
+
+
+def _read_rgb(path: Path, what: str):
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+
+    from .core import SegmentationError
+
+    try:
+        with Image.open(path) as im:
+            return np.asarray(im.convert("RGB"), np.uint8).copy()
+    except (FileNotFoundError, UnidentifiedImageError, OSError) as exc:
+        raise SegmentationError(f"{path}: cannot read the {what} ({exc}); give a PNG or JPEG") from exc
+
+
+def cmd_segment(args) -> int:
+    import io
+    import time
+
+    import numpy as np
+    from PIL import Image
+    from rich.console import Console
+
+    from real2sim.bundle import atomic_write_bytes
+
+    from . import BACKENDS, Prompt, SamBackend, segment
+
+    image = _read_rgb(Path(args.image), "image")
+    plate = _read_rgb(Path(args.plate), "plate") if args.plate else None
+    pts = list(args.point or []) + list(args.negative or [])
+    labels = [1] * len(args.point or []) + [0] * len(args.negative or [])
+    prompt = Prompt(pts, labels, args.box)
+    backend = args.backend
+    if backend == "sam" and getattr(args, "sam_checkpoint", None):
+        BACKENDS["sam"] = SamBackend(args.sam_checkpoint, args.sam_model)
+    t0 = time.perf_counter()
+    mask = segment(image, prompt, plate=plate, backend=backend)
+    dt = time.perf_counter() - t0
+    buf = io.BytesIO()
+    Image.fromarray(np.where(mask, 255, 0).astype(np.uint8), mode="L").save(buf, format="PNG")
+    atomic_write_bytes(Path(args.out), buf.getvalue())
+    Console().print(f"{args.out}: {int(mask.sum())} px ({mask.mean():.2%} of the image) in {dt:.2f} s")
+    return 0 if mask.any() else 1
+
+
+def add_parsers(subparsers) -> None:
+    """Register ``segment`` on an argparse subparsers object."""
+    p = subparsers.add_parser("segment", help="mask of an object in one image from clicks or a box")
+    p.add_argument("--image", required=True, help="image (PNG/JPEG)")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--point", type=_pair, nargs="+", metavar="X,Y", help="click(s) on the object, pixels")
+    g.add_argument("--box", type=_box, metavar="X0,Y0,X1,Y1", help="box around the object, pixels")
+    p.add_argument("--negative", type=_pair, nargs="+", metavar="X,Y", help="click(s) on background")
+    p.add_argument("--plate", help="background plate of the same camera (enables the 'difference' backend)")
+    p.add_argument("--backend", default="auto", choices=["auto", "difference", "grabcut", "sam"],
+                   help="auto = difference with a plate, else grabcut")
+    p.add_argument("--sam-checkpoint", dest="sam_checkpoint", help="SAM .pth checkpoint (or env REAL2SIM_SAM_CHECKPOINT)")
+    p.add_argument("--sam-model", dest="sam_model", default="vit_b", choices=["vit_b", "vit_l", "vit_h"])
+    p.add_argument("--out", required=True, help="mask PNG to write (0/255)")
+    p.set_defaults(fn=cmd_segment)
