@@ -73,6 +73,37 @@ def cmd_plate(args) -> int:
     return 0
 
 
+def _pattern(text: str) -> tuple[int, int]:
+    import argparse
+
+    try:
+        a, b = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected inner corners as COLSxROWS (e.g. 9x6), got {text!r}") from None
+    return a, b
+
+
+def cmd_calibrate(args) -> int:
+    from rich.console import Console
+
+    from real2sim.bundle import Bundle
+
+    from .calibrate import calibrate_extrinsics, calibrate_intrinsics
+
+    bundle = Bundle.load(Path(args.dir))
+    con = Console()
+    if args.checkerboard:
+        rep = calibrate_intrinsics(bundle, Path(args.checkerboard), args.pattern, args.square, args.camera)
+        con.print(f"intrinsics from {rep['images']} checkerboard images: RMS {rep['rms_px']:.3f} px")
+    if args.points:
+        rep = calibrate_extrinsics(bundle, Path(args.points), args.camera)
+        con.print(f"camera pose from {rep['points']} points: RMS {rep['rms_px']:.2f} px, max {rep['max_px']:.2f} px"
+                  + (f"; picture {rep['picture']}" if "picture" in rep else ""))
+        if rep["max_px"] > 5:
+            con.print("[yellow]a point reprojects more than 5 px off: check the clicks and the world coordinates[/yellow]")
+    return 0
+
+
 def add_parsers(subparsers) -> None:
     """Register ``init`` and ``plate`` on an argparse subparsers object."""
     p = subparsers.add_parser("init", help="create a bundle from frames (image folder, video, LeRobot episode)")
@@ -86,6 +117,15 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--episode", type=int, default=0, help="LeRobot episode index")
     p.add_argument("--force", action="store_true", help="re-initialise the capture of an existing bundle")
     p.set_defaults(fn=cmd_init)
+    p = subparsers.add_parser("calibrate", help="set a bundle camera: pose from clicked points (PnP), intrinsics from a checkerboard")
+    p.add_argument("dir", help="bundle directory")
+    p.add_argument("--points", help="JSON of >= 4 pixel <-> world pairs (see docs/capture.md)")
+    p.add_argument("--checkerboard", help="folder of checkerboard images for the intrinsics")
+    p.add_argument("--pattern", type=_pattern, default=(9, 6), help="inner corners COLSxROWS (default 9x6)")
+    p.add_argument("--square", type=float, default=0.025, help="checkerboard square size in metres")
+    p.add_argument("--camera", default="main", help="bundle camera name")
+    p.set_defaults(fn=cmd_calibrate)
+
     p = subparsers.add_parser("plate", help="background plate from frames of a fixed camera")
     p.add_argument("--frames", required=True, help="video file or folder of frames")
     p.add_argument("--masks", help="folder of foreground masks, one per frame (white = not background)")

@@ -64,6 +64,31 @@ def cmd_segment(args) -> int:
     return 0 if mask.any() else 1
 
 
+def cmd_masks(args) -> int:
+    import json
+
+    from rich.console import Console
+
+    from real2sim.bundle import Bundle
+
+    from . import Prompt
+    from .stage import segment_stage
+
+    bundle = Bundle.load(Path(args.dir))
+    stored = bundle.root / "masks" / "prompts.json"
+    prompts = json.loads(stored.read_text()) if stored.is_file() else {}  # earlier entities are kept and re-used
+    pts = list(args.point or []) + list(args.negative or [])
+    labels = [1] * len(args.point or []) + [0] * len(args.negative or [])
+    prompts[args.entity] = {"frame": args.frame, "prompt": Prompt(pts, labels, args.box).to_dict()}
+    rec = segment_stage(bundle, prompts, backend=args.backend, propagate_masks=not args.no_propagate)
+    con = Console()
+    con.print(f"{rec.message}; masks recorded in {bundle.root / 'scene.json'} (capture.masks)")
+    con.print(f"contact sheet: {bundle.root / 'reports' / 'segment.png'}")
+    if rec.metrics.get("flagged_frames"):
+        con.print(f"[yellow]{rec.metrics['flagged_frames']} frame mask(s) flagged as unreliable: see reports/segment.json[/yellow]")
+    return 0
+
+
 def add_parsers(subparsers) -> None:
     """Register ``segment`` on an argparse subparsers object."""
     p = subparsers.add_parser("segment", help="mask of an object in one image from clicks or a box")
@@ -79,3 +104,16 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--sam-model", dest="sam_model", default="vit_b", choices=["vit_b", "vit_l", "vit_h"])
     p.add_argument("--out", required=True, help="mask PNG to write (0/255)")
     p.set_defaults(fn=cmd_segment)
+
+    p = subparsers.add_parser("masks", help="segment an entity in a bundle's frames (and propagate to the others)")
+    p.add_argument("dir", help="bundle directory")
+    p.add_argument("--entity", required=True, help="object id (or 'robot'); becomes masks/<frame>/<entity>.png")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--point", type=_pair, nargs="+", metavar="X,Y", help="click(s) on the entity, pixels")
+    g.add_argument("--box", type=_box, metavar="X0,Y0,X1,Y1", help="box around the entity, pixels")
+    p.add_argument("--negative", type=_pair, nargs="+", metavar="X,Y", help="click(s) on background")
+    p.add_argument("--frame", type=int, default=0, help="frame the clicks refer to")
+    p.add_argument("--backend", default="auto", choices=["auto", "difference", "grabcut", "sam"])
+    p.add_argument("--no-propagate", action="store_true", dest="no_propagate",
+                   help="mask only the prompted frame (propagation can drift when the robot occludes the entity)")
+    p.set_defaults(fn=cmd_masks)
