@@ -33,7 +33,7 @@ class LoadedScene(abc.ABC):
     """
 
     engine: str = ""
-    capabilities: frozenset[str] = frozenset()  # subset of {"physics", "render", "project", "mass"}
+    capabilities: frozenset[str] = frozenset()  # subset of {"physics", "render", "project", "mass", "robot"}
 
     def require(self, capability: str) -> None:
         if capability not in self.capabilities:
@@ -71,6 +71,74 @@ class LoadedScene(abc.ABC):
         """``(h, w) bool`` pixels where object ``oid`` is visible from the named camera."""
         self.require("render")
         raise UnsupportedCapability(f"{self.engine}: object_mask not implemented")
+
+    # -- robot (capability "robot"; joint vectors follow RobotDef.joint_names: arm, then gripper) --
+    def robot_name(self) -> str:
+        """Registry name of the robot in the scene."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: robot_name not implemented")
+
+    def robot_joint_names(self) -> list[str]:
+        """Actuated joint names (registry names, not the engine's prefixed ones)."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: robot_joint_names not implemented")
+
+    def robot_qpos(self) -> np.ndarray:
+        """Actuated joint positions (rad or m)."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: robot_qpos not implemented")
+
+    def robot_qvel(self) -> np.ndarray:
+        """Actuated joint velocities."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: robot_qvel not implemented")
+
+    def set_robot_qpos(self, q) -> None:
+        """Teleport the actuated joints to ``q`` with zero velocity; drive targets follow."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: set_robot_qpos not implemented")
+
+    def set_joint_targets(self, q) -> None:
+        """Position targets of the joint drives (force = K (q* - q) - D qdot)."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: set_joint_targets not implemented")
+
+    def set_joint_gains(self, stiffness, damping) -> None:
+        """Per actuated joint drive stiffness (N m/rad or N/m) and damping (N m s/rad or N s/m)."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: set_joint_gains not implemented")
+
+    def link_pose(self, link: str) -> np.ndarray:
+        """``(4, 4)`` world pose of robot link ``link`` (URDF link name)."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: link_pose not implemented")
+
+    def robot_base_pose(self) -> np.ndarray:
+        """``(4, 4)`` world pose of the robot base link."""
+        self.require("robot")
+        raise UnsupportedCapability(f"{self.engine}: robot_base_pose not implemented")
+
+    def robot_mask(self, camera: str) -> np.ndarray:
+        """``(h, w) bool`` pixels where any robot link is visible from the named camera."""
+        self.require("robot")
+        self.require("render")
+        raise UnsupportedCapability(f"{self.engine}: robot_mask not implemented")
+
+    @property
+    def physics_timestep(self) -> float:
+        """Seconds per physics step."""
+        self.require("physics")
+        raise UnsupportedCapability(f"{self.engine}: physics_timestep not implemented")
+
+    def set_physics_timestep(self, dt: float) -> None:
+        """Change the physics step (the controller sets its physics rate through this)."""
+        self.require("physics")
+        raise UnsupportedCapability(f"{self.engine}: set_physics_timestep not implemented")
+
+    def step_physics(self, n: int) -> None:
+        """Advance exactly ``n`` physics steps."""
+        self.require("physics")
+        raise UnsupportedCapability(f"{self.engine}: step_physics not implemented")
 
     def close(self) -> None:
         """Release engine resources."""

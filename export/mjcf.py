@@ -73,6 +73,8 @@ class MjcfExporter(Exporter):
         seen_assets: set[str] = set()
         for oid, obj in m.objects.items():
             self._object(bundle, world, asset, out, oid, obj, seen_assets)
+        if m.robot is not None:
+            _add_robot(root, asset, world, out, m.robot)
         return root
 
     @staticmethod
@@ -137,6 +139,105 @@ class MjcfExporter(Exporter):
         return MujocoScene(Path(out_dir) / MAIN_FILE)
 
 
+def _robot_urdf_mjcf(urdf: Path) -> ET.Element:
+    """The URDF converted by MuJoCo's own URDF importer, as MJCF XML (every link kept as a body)."""
+    mujoco = require("mujoco", "mujoco")
+    text = urdf.read_text()
+    ext = ('<mujoco><compiler strippath="false" fusestatic="false" discardvisual="false" '
+           'balanceinertia="true"/></mujoco>')
+    i = text.index("<link")
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # source OBJ UV warnings: the copies we write are cleaned
+            warnings.simplefilter("ignore")
+            spec = mujoco.MjSpec.from_string(text[:i] + ext + "\n" + text[i:])
+            return ET.fromstring(spec.to_xml())
+    except ValueError as exc:
+        raise ExportError(f"{urdf}: MuJoCo refused the robot URDF: {exc}") from exc
+
+
+def _robot_mesh_copy(src: Path, dst_dir: Path) -> str:
+    """Content-addressed copy of a robot mesh; OBJ files lose texture coordinates and materials
+    (robot colours come from the appearance; partial UVs make MuJoCo warn)."""
+    import hashlib
+    import re
+
+    if src.suffix.lower() != ".obj":
+        return content_addressed_copy(src, dst_dir)
+    text = src.read_text(errors="replace")
+    text = re.sub(r"(?m)^(vt|mtllib|usemtl)\b.*\n?", "", text)
+    text = re.sub(r"(?m)^(f\s.*)$", lambda m: re.sub(r"(\d+)/\d*(/?)", lambda g: g.group(1) + ("//" if g.group(2) else ""),
+                                                       m.group(1)), text)
+    name = hashlib.sha256(text.encode()).hexdigest()[:16] + ".obj"
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    if not (dst_dir / name).exists():
+        (dst_dir / name).write_text(text)
+    return name
+
+
+def _add_robot(root, asset, world, out: Path, spec) -> None:
+    """Graft the robot (URDF via MuJoCo's importer) under ``worldbody`` with position actuators.
+
+    Names get the ``robot/`` prefix; bodies are gravity-compensated (``gravcomp=1``, as SIMPLER
+    balances passive forces); robot geoms do not collide with each other (contype 2, conaffinity 1)
+    but do with objects; the integrator becomes ``implicitfast`` so that large drive damping is stable.
+    """
+    from real2sim.robots.scene import ROBOT_PREFIX as P, robot_setup
+
+    rs = robot_setup(spec)
+    r = rs.robot
+    rx = _robot_urdf_mjcf(rs.urdf)
+    root.find("option").set("integrator", "implicitfast")
+    default = root.find("default")
+    _sub(_sub(default, "default", class_="robot_visual"), "geom", contype=0, conaffinity=0, group=2)
+    _sub(_sub(default, "default", class_="robot_collision"), "geom", group=3, contype=2, conaffinity=1, condim=4,
+         rgba="0.2 0.6 0.9 0.5")
+    meshes = {}
+    for m_el in rx.find("asset").findall("mesh"):
+        fname = _robot_mesh_copy(Path(m_el.get("file")), out / "meshes")
+        name = f"{P}{m_el.get('name')}"
+        meshes[m_el.get("name")] = name
+        attrs = {"name": name, "file": fname}
+        if m_el.get("scale"):
+            attrs["scale"] = m_el.get("scale")
+        _sub(asset, "mesh", inertia="shell", **attrs)
+    base = rx.find("worldbody").find("body")
+    links = []
+    for body in base.iter("body"):
+        link = body.get("name")
+        links.append(link)
+        body.set("name", P + link)
+        body.set("gravcomp", "1")
+        rgba = rs.robot.link_rgba(link, rs.appearance)
+        mat = f"{P}mat_{link}"
+        _sub(asset, "material", name=mat, rgba=fmt(rgba), specular="0.3", shininess="0.3")
+        for g in body.findall("geom"):
+            visual = g.get("contype") == "0" and g.get("conaffinity") == "0"
+            for k in ("contype", "conaffinity", "group", "density"):
+                g.attrib.pop(k, None)
+            g.set("class", "robot_visual" if visual else "robot_collision")
+            if visual:
+                g.set("material", mat)
+            if g.get("mesh"):
+                g.set("mesh", meshes[g.get("mesh")])
+        for j in body.findall("joint"):
+            j.set("name", P + j.get("name"))
+            j.set("armature", fmt([r.armature]))
+            j.attrib.pop("actuatorfrcrange", None)
+    p, q = rs.base[:3, 3], matrix_to_quat_wxyz(rs.base[:3, :3])
+    base.set("pos", fmt(p))
+    base.set("quat", fmt(q))
+    world.append(base)
+    act = _sub(root, "actuator")
+    for name, kp, kv in zip(r.joint_names, rs.stiffness, rs.damping):
+        _sub(act, "general", name=P + name, joint=P + name, gaintype="fixed", gainprm=fmt([kp]), biastype="affine",
+             biasprm=fmt([0.0, -kp, -kv]))
+    custom = _sub(root, "custom")
+    _sub(custom, "text", name="real2sim:robot", data=r.name)
+    _sub(custom, "numeric", name="real2sim:robot_qpos", data=fmt(rs.qpos))
+
+
 class MujocoScene(LoadedScene):
     """An MJCF export loaded in MuJoCo."""
 
@@ -157,8 +258,100 @@ class MujocoScene(LoadedScene):
         caps = {"physics", "mass", "project"}
         if os.environ.get("MUJOCO_GL", "egl") in ("egl", "osmesa", "glfw"):
             caps.add("render")
+        self._robot = None
+        self._init_robot()
+        if self._robot is not None:
+            caps.add("robot")
         self.capabilities = frozenset(caps)
-        self._ids = [self.model.body(i).name for i in range(1, self.model.nbody)]
+        self._ids = [self.model.body(i).name for i in range(1, self.model.nbody)
+                     if not self.model.body(i).name.startswith("robot/")]
+
+    # -- robot ------------------------------------------------------------------------
+    def _init_robot(self) -> None:
+        mj, m = self._mj, self.model
+        tid = mj.mj_name2id(m, mj.mjtObj.mjOBJ_TEXT, "real2sim:robot")
+        if tid < 0:
+            return
+        from real2sim.robots import get_robot
+
+        adr, n = m.text_adr[tid], m.text_size[tid]
+        name = bytes(m.text_data[adr:adr + n - 1]).decode()
+        self._robot = get_robot(name)
+        names = self._robot.joint_names
+        jids = [mj.mj_name2id(m, mj.mjtObj.mjOBJ_JOINT, "robot/" + j) for j in names]
+        self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
+        self._dadr = np.array([m.jnt_dofadr[j] for j in jids])
+        self._act = np.array([mj.mj_name2id(m, mj.mjtObj.mjOBJ_ACTUATOR, "robot/" + j) for j in names])
+        nid = mj.mj_name2id(m, mj.mjtObj.mjOBJ_NUMERIC, "real2sim:robot_qpos")
+        q0 = np.array(m.numeric_data[m.numeric_adr[nid]:m.numeric_adr[nid] + m.numeric_size[nid]])
+        self._base_body = mj.mj_name2id(m, mj.mjtObj.mjOBJ_BODY, "robot/" + self._robot.base_link)
+        self.set_robot_qpos(q0)
+
+    def robot_name(self) -> str:
+        self.require("robot")
+        return self._robot.name
+
+    def robot_joint_names(self) -> list[str]:
+        self.require("robot")
+        return list(self._robot.joint_names)
+
+    def robot_qpos(self) -> np.ndarray:
+        self.require("robot")
+        return self.data.qpos[self._qadr].copy()
+
+    def robot_qvel(self) -> np.ndarray:
+        self.require("robot")
+        return self.data.qvel[self._dadr].copy()
+
+    def set_robot_qpos(self, q) -> None:
+        q = np.asarray(q, float)
+        self.data.qpos[self._qadr] = q
+        self.data.qvel[self._dadr] = 0.0
+        self.data.ctrl[self._act] = q
+        self._mj.mj_forward(self.model, self.data)
+
+    def set_joint_targets(self, q) -> None:
+        self.require("robot")
+        self.data.ctrl[self._act] = np.asarray(q, float)
+
+    def set_joint_gains(self, stiffness, damping) -> None:
+        self.require("robot")
+        kp, kv = np.asarray(stiffness, float), np.asarray(damping, float)
+        self.model.actuator_gainprm[self._act, 0] = kp
+        self.model.actuator_biasprm[self._act, 1] = -kp
+        self.model.actuator_biasprm[self._act, 2] = -kv
+
+    def link_pose(self, link: str) -> np.ndarray:
+        self.require("robot")
+        b = self._mj.mj_name2id(self.model, self._mj.mjtObj.mjOBJ_BODY, "robot/" + link)
+        if b < 0:
+            links = [self.model.body(i).name[6:] for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
+            raise UnknownNameError("robot link", link, links)
+        T = np.eye(4)
+        T[:3, :3] = self.data.xmat[b].reshape(3, 3)
+        T[:3, 3] = self.data.xpos[b]
+        return T
+
+    def robot_base_pose(self) -> np.ndarray:
+        return self.link_pose(self._robot.base_link) if self._robot else super().robot_base_pose()
+
+    def robot_mask(self, camera: str) -> np.ndarray:
+        self.require("robot")
+        seg = self.render(camera, segmentation=True)
+        robot_bodies = [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
+        geoms = np.flatnonzero(np.isin(self.model.geom_bodyid, robot_bodies))
+        return np.isin(seg[..., 0], geoms) & (seg[..., 1] == int(self._mj.mjtObj.mjOBJ_GEOM))
+
+    @property
+    def physics_timestep(self) -> float:
+        return float(self.model.opt.timestep)
+
+    def set_physics_timestep(self, dt: float) -> None:
+        self.model.opt.timestep = float(dt)
+
+    def step_physics(self, n: int) -> None:
+        if n > 0:
+            self._mj.mj_step(self.model, self.data, nstep=int(n))
 
     def object_ids(self) -> list[str]:
         return list(self._ids)

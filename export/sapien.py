@@ -329,8 +329,75 @@ def build_sapien_files(bundle: Bundle) -> tuple[dict[str, bytes], list[str]]:
                    "directional": [{"direction": [_r(x) for x in li.direction], "color": [_r(x) for x in li.color]}
                                    for li in m.lights]},
     }
+    if m.robot is not None:
+        scene["robot"] = _robot_files(w, m.robot)
     w.add(SCENE_FILE, (json.dumps(scene, indent=2) + "\n").encode())
     return w.files, warnings
+
+
+def _robot_files(w: _Writer, spec) -> dict:
+    """Copy the robot's resolved URDF (meshes content-addressed, link colours from the appearance) into ``robot/``."""
+    from real2sim.robots.scene import robot_setup
+
+    rs = robot_setup(spec)
+    root = ElementTree.fromstring(rs.urdf.read_text())
+    for link in root.findall("link"):
+        rgba = rs.robot.link_rgba(link.get("name"), rs.appearance)
+        for vis in link.findall("visual"):
+            for mat in vis.findall("material"):
+                vis.remove(mat)
+            mat = ElementTree.SubElement(vis, "material", name=f"mat_{link.get('name')}")
+            ElementTree.SubElement(mat, "color", rgba=_vec(rgba))
+        for mesh in link.iter("mesh"):
+            src = Path(mesh.get("filename"))
+            data = src.read_bytes()
+            if src.suffix.lower() == ".obj":  # drop material libraries we do not ship
+                data = re.sub(rb"(?m)^(mtllib|usemtl)\b.*$", b"", data)
+            rel = w.add(f"robot/meshes/{hash_bytes(data)}{src.suffix.lower()}", data)
+            mesh.set("filename", rel[len("robot/"):])
+    ElementTree.indent(root, space="  ")
+    urdf_rel = w.add(f"robot/{rs.robot.name}.urdf", (ElementTree.tostring(root, encoding="unicode") + "\n").encode())
+    p, q = split_pose(rs.base)
+    return {"name": rs.robot.name, "urdf": urdf_rel, "base_pose": _pose_json(p, q),
+            "joint_names": rs.robot.joint_names, "qpos": [_r(x) for x in rs.qpos],
+            "stiffness": [_r(x) for x in rs.stiffness], "damping": [_r(x) for x in rs.damping],
+            "armature": _r(rs.robot.armature), "gravity_compensation": True}
+
+
+def _load_robot(sapien, scene, root: Path, rd: dict, has_render: bool):
+    """Build the robot articulation (fixed root, gravity-compensated links, no self-collision, force-mode drives)."""
+    urdf = root / rd["urdf"]
+    if not urdf.is_file():
+        raise ExportError(f"{urdf}: robot URDF is missing. Fix: export the scene again")
+    loader = scene.create_urdf_loader()
+    loader.fix_root_link = True
+    try:
+        arts, _, _ = loader.parse(str(urdf))
+        builder = arts[0]
+        if not has_render:
+            for lb in builder.link_builders:
+                lb.visual_records = []
+        builder.initial_pose = sapien.Pose(rd["base_pose"]["position"], rd["base_pose"]["quaternion_wxyz"])
+        art = builder.build()
+    except Exception as exc:  # noqa: BLE001 - SAPIEN raises many types
+        raise ExportError(f"{urdf}: SAPIEN refused the robot URDF ({type(exc).__name__}: {exc})") from exc
+    art.name = "robot"
+    for link in art.links:
+        link.disable_gravity = True
+        for shape in link.collision_shapes:
+            g = list(shape.get_collision_groups())
+            g[2] |= 1 << 30  # shapes sharing a bit in group 2 never collide: no robot self-collision
+            shape.set_collision_groups(g)
+    by_name = {j.name: j for j in art.active_joints}
+    missing = [n for n in rd["joint_names"] if n not in by_name]
+    if missing:
+        raise ExportError(f"{urdf}: joints {missing} not found in the SAPIEN articulation")
+    joints = [by_name[n] for n in rd["joint_names"]]
+    idx = [art.active_joints.index(j) for j in joints]
+    for j, k, d in zip(joints, rd["stiffness"], rd["damping"]):
+        j.set_drive_properties(float(k), float(d), 1e10, "force")
+        j.set_armature([float(rd["armature"])])
+    return art, joints, np.asarray(idx)
 
 
 # ---------------------------------------------------------------------------------------
@@ -516,9 +583,13 @@ def load_sapien_scene(scene_json_path, render: bool = True) -> "SapienScene":
         for li in lights.get("directional", []):
             scene.add_directional_light(li["direction"], li["color"], shadow=False)
 
-    log.info("sapien: loaded %s (%d objects, render=%s) in %.2f s", path, len(entities), has_render,
-             time.perf_counter() - t0)
-    return SapienScene(scene, entities, cameras, data, path, why_no_render)
+    robot = _load_robot(sapien, scene, root, data["robot"], has_render) if data.get("robot") else None
+    log.info("sapien: loaded %s (%d objects, robot=%s, render=%s) in %.2f s", path, len(entities),
+             data.get("robot", {}).get("name"), has_render, time.perf_counter() - t0)
+    sc = SapienScene(scene, entities, cameras, data, path, why_no_render)
+    if robot is not None:
+        sc._attach_robot(*robot)
+    return sc
 
 
 def _physx_body(sapien, entity):
@@ -550,6 +621,79 @@ class SapienScene(LoadedScene):
             caps.add("render")
         self.capabilities = frozenset(caps)
         self.timestep = float(data["physics"]["timestep"])
+
+    # -- robot ----------------------------------------------------------------------
+    def _attach_robot(self, art, joints, idx) -> None:
+        from real2sim.robots import get_robot
+
+        self.articulation = art
+        self._joints = joints
+        self._jidx = idx
+        self._robot = get_robot(self.data["robot"]["name"])
+        self._links = {l.name: l for l in art.links}
+        self.capabilities = self.capabilities | {"robot"}
+        self.set_robot_qpos(self.data["robot"]["qpos"])
+
+    def robot_name(self) -> str:
+        self.require("robot")
+        return self._robot.name
+
+    def robot_joint_names(self) -> list[str]:
+        self.require("robot")
+        return list(self._robot.joint_names)
+
+    def robot_qpos(self) -> np.ndarray:
+        self.require("robot")
+        return np.asarray(self.articulation.get_qpos(), float)[self._jidx]
+
+    def robot_qvel(self) -> np.ndarray:
+        self.require("robot")
+        return np.asarray(self.articulation.get_qvel(), float)[self._jidx]
+
+    def set_robot_qpos(self, q) -> None:
+        self.require("robot")
+        q = np.asarray(q, float)
+        full = np.asarray(self.articulation.get_qpos(), np.float32)
+        full[self._jidx] = q
+        self.articulation.set_qpos(full)
+        self.articulation.set_qvel(np.zeros_like(full))
+        self.set_joint_targets(q)
+
+    def set_joint_targets(self, q) -> None:
+        self.require("robot")
+        for j, x in zip(self._joints, np.asarray(q, float)):
+            j.set_drive_target(float(x))
+
+    def set_joint_gains(self, stiffness, damping) -> None:
+        self.require("robot")
+        for j, k, d in zip(self._joints, stiffness, damping):
+            j.set_drive_properties(float(k), float(d), 1e10, "force")
+
+    def link_pose(self, link: str) -> np.ndarray:
+        self.require("robot")
+        if link not in self._links:
+            raise UnknownNameError("robot link", link, self._links)
+        return np.asarray(self._links[link].entity_pose.to_transformation_matrix(), float)
+
+    def robot_base_pose(self) -> np.ndarray:
+        return self.link_pose(self._robot.base_link)
+
+    def robot_mask(self, camera: str) -> np.ndarray:
+        self.require("robot")
+        seg, _ = self.segmentation(camera)
+        return np.isin(seg, [int(l.entity.per_scene_id) for l in self._links.values()])
+
+    @property
+    def physics_timestep(self) -> float:
+        return float(self.scene.timestep)
+
+    def set_physics_timestep(self, dt: float) -> None:
+        self.scene.timestep = float(dt)
+        self.timestep = float(dt)
+
+    def step_physics(self, n: int) -> None:
+        for _ in range(int(n)):
+            self.scene.step()
 
     # -- lookup ---------------------------------------------------------------------
     def object_ids(self) -> list[str]:

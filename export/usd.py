@@ -52,7 +52,8 @@ log = logging.getLogger(__name__)
 MAIN_FILE = "scene.usda"
 HORIZONTAL_APERTURE = 20.955  # mm, the USD/Maya 35 mm academy default; only ratios matter
 ID_KEY = "real2sim:id"
-RESERVED = ("PhysicsScene", "Looks", "PhysicsMaterials", "Cameras", "Lights")
+RESERVED = ("PhysicsScene", "Looks", "PhysicsMaterials", "Cameras", "Lights", "Robot")
+ROBOT_KEY = "real2sim:robot"
 
 
 def _pxr():
@@ -198,6 +199,9 @@ class UsdExporter(Exporter):
         for oid, obj in m.objects.items():
             self._object(bundle, stage, path.parent, oid, obj, _prim_name(oid, used), warnings)
 
+        if m.robot is not None:
+            self._robot(stage, m.robot)
+
         cam_used: set[str] = set()
         if m.cameras:
             UsdGeom.Scope.Define(stage, "/World/Cameras")
@@ -327,6 +331,126 @@ class UsdExporter(Exporter):
         mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, d)))
         mass.CreatePrincipalAxesAttr(Gf.Quatf(float(q[0]), Gf.Vec3f(*map(float, q[1:]))))
 
+    def _robot(self, stage, spec) -> None:
+        """``/World/Robot``: ArticulationRootAPI; one rigid-body Xform per URDF link (posed at the bundle's joint
+        values, relative to the robot base); Revolute/Prismatic/Fixed joints with limits; force drives.
+
+        Units: revolute limits and drive targets in degrees, angular drive stiffness/damping per degree
+        (``K_usd = K * pi / 180``), as UsdPhysics specifies. Each joint frame's X axis is the URDF axis.
+        Link visual meshes carry a displayColor from the bundle's appearance; collision meshes use
+        ``convexHull`` approximation (URDF primitives are meshed).
+        """
+        import trimesh
+
+        Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
+        from real2sim.robots.scene import link_poses, parse_urdf, robot_setup
+
+        rs = robot_setup(spec)
+        links, joints, root_link = parse_urdf(rs.urdf)
+        q0 = dict(zip(rs.robot.joint_names, rs.qpos))
+        poses = link_poses(joints, root_link, q0)
+        robot = UsdGeom.Xform.Define(stage, "/World/Robot")
+        rp = robot.GetPrim()
+        rp.SetCustomDataByKey(ROBOT_KEY, rs.robot.name)
+        rp.CreateAttribute("real2sim:joint_names", Sdf.ValueTypeNames.StringArray, custom=True).Set(rs.robot.joint_names)
+        UsdPhysics.ArticulationRootAPI.Apply(rp)
+        _set_pose(UsdGeom, Gf, robot, rs.base[:3, 3], matrix_to_quat_wxyz(rs.base[:3, :3]))
+        used = set()
+        names = {}
+        cache: dict = {}
+
+        def geom_mesh(g):
+            if g.tag == "mesh":
+                key = (g.get("filename"), g.get("scale"))
+                if key not in cache:
+                    m = trimesh.load(g.get("filename"), force="mesh", process=False)
+                    if g.get("scale"):
+                        m.apply_scale([float(v) for v in g.get("scale").split()])
+                    cache[key] = m
+                return cache[key]
+            if g.tag == "box":
+                return trimesh.creation.box([float(v) for v in g.get("size").split()])
+            if g.tag == "cylinder":
+                return trimesh.creation.cylinder(float(g.get("radius")), float(g.get("length")), sections=24)
+            if g.tag == "sphere":
+                return trimesh.creation.icosphere(2, float(g.get("radius")))
+            raise ExportError(f"{rs.urdf}: URDF geometry '{g.tag}' is not supported by the USD exporter")
+
+        for lname, link in links.items():
+            pn = _prim_name(lname, used)
+            names[lname] = f"/World/Robot/{pn}"
+            xf = UsdGeom.Xform.Define(stage, names[lname])
+            xf.GetPrim().SetCustomDataByKey(ID_KEY, lname)
+            T = poses.get(lname, np.eye(4))
+            _set_pose(UsdGeom, Gf, xf, T[:3, 3], matrix_to_quat_wxyz(T[:3, :3]))
+            UsdPhysics.RigidBodyAPI.Apply(xf.GetPrim())
+            mass = UsdPhysics.MassAPI.Apply(xf.GetPrim())
+            Rc = link.com[:3, :3]
+            d, R = _principal_axes(Rc @ link.inertia @ Rc.T)
+            q = matrix_to_quat_wxyz(R)
+            mass.CreateMassAttr(float(link.mass))
+            mass.CreateCenterOfMassAttr(Gf.Vec3f(*map(float, link.com[:3, 3])))
+            mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, d)))
+            mass.CreatePrincipalAxesAttr(Gf.Quatf(float(q[0]), Gf.Vec3f(*map(float, q[1:]))))
+            rgba = rs.robot.link_rgba(lname, rs.appearance)
+            for i, (Tv, g) in enumerate(link.visuals):
+                m = geom_mesh(g)
+                mesh = self._mesh(stage, f"{names[lname]}/Visual_{i}", transform_points(Tv, m.vertices), m.faces)
+                mesh.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*map(float, rgba[:3]))]))
+                mesh.CreateDisplayOpacityAttr(Vt.FloatArray([float(rgba[3])]))
+            for i, (Tc, g) in enumerate(link.collisions):
+                m = geom_mesh(g)
+                mesh = self._mesh(stage, f"{names[lname]}/Collision_{i}", transform_points(Tc, m.vertices), m.faces)
+                mesh.CreatePurposeAttr(UsdGeom.Tokens.guide)
+                UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+                UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
+        UsdGeom.Scope.Define(stage, "/World/Robot/Joints")
+        k_by = dict(zip(rs.robot.joint_names, rs.stiffness))
+        d_by = dict(zip(rs.robot.joint_names, rs.damping))
+        jused: set[str] = set()
+        for j in joints:
+            path = f"/World/Robot/Joints/{_prim_name(j.name, jused)}"
+            a = j.axis / np.linalg.norm(j.axis) if np.linalg.norm(j.axis) > 1e-12 else np.array([1.0, 0.0, 0.0])
+            helper = np.array([0.0, 0.0, 1.0]) if abs(a[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+            y = np.cross(helper, a)
+            y /= np.linalg.norm(y)
+            R_align = np.column_stack([a, y, np.cross(a, y)])
+            J0 = j.origin.copy()
+            J0[:3, :3] = J0[:3, :3] @ R_align
+            if j.type == "revolute":
+                jt = UsdPhysics.RevoluteJoint.Define(stage, path)
+                jt.CreateAxisAttr("X")
+                jt.CreateLowerLimitAttr(float(np.degrees(j.lower)))
+                jt.CreateUpperLimitAttr(float(np.degrees(j.upper)))
+                kind, unit = "angular", np.pi / 180.0
+            elif j.type == "prismatic":
+                jt = UsdPhysics.PrismaticJoint.Define(stage, path)
+                jt.CreateAxisAttr("X")
+                jt.CreateLowerLimitAttr(float(j.lower))
+                jt.CreateUpperLimitAttr(float(j.upper))
+                kind, unit = "linear", 1.0
+            else:
+                jt = UsdPhysics.FixedJoint.Define(stage, path)
+                kind = None
+            jt.GetPrim().SetCustomDataByKey(ID_KEY, j.name)
+            jt.CreateBody0Rel().SetTargets([names[j.parent]])
+            jt.CreateBody1Rel().SetTargets([names[j.child]])
+            q0r = matrix_to_quat_wxyz(J0[:3, :3])
+            q1r = matrix_to_quat_wxyz(R_align if kind else np.eye(3))
+            jt.CreateLocalPos0Attr(Gf.Vec3f(*map(float, J0[:3, 3])))
+            jt.CreateLocalRot0Attr(Gf.Quatf(float(q0r[0]), Gf.Vec3f(*map(float, q0r[1:]))))
+            jt.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
+            jt.CreateLocalRot1Attr(Gf.Quatf(float(q1r[0]), Gf.Vec3f(*map(float, q1r[1:]))))
+            if kind and j.name in k_by:
+                drive = UsdPhysics.DriveAPI.Apply(jt.GetPrim(), kind)
+                drive.CreateTypeAttr("force")
+                drive.CreateStiffnessAttr(float(k_by[j.name] * unit))
+                drive.CreateDampingAttr(float(d_by[j.name] * unit))
+                target = q0[j.name] / unit if kind == "angular" else q0[j.name]
+                drive.CreateTargetPositionAttr(float(target))
+                jt.GetPrim().CreateAttribute("real2sim:position", Sdf.ValueTypeNames.Double, custom=True).Set(
+                    float(q0[j.name]))
+
     @staticmethod
     def _mesh(stage, path: str, vertices, faces):
         from pxr import UsdGeom, Vt
@@ -401,6 +525,13 @@ class UsdScene(LoadedScene):
             if not child.GetChild("Visual").IsValid():
                 raise ExportError(f"{self.path}: object prim {child.GetPath()} has no Visual mesh; re-export the scene")
             self._objects[str(oid)] = child
+        self._robot_prim = None
+        rp = self.stage.GetPrimAtPath("/World/Robot")
+        if rp.IsValid() and rp.GetCustomDataByKey(ROBOT_KEY):
+            self._robot_prim = rp
+            self._links = {str(c.GetCustomDataByKey(ID_KEY)): c for c in rp.GetChildren() if c.GetCustomDataByKey(ID_KEY)}
+            self._joints = {str(c.GetCustomDataByKey(ID_KEY)): c for c in rp.GetChild("Joints").GetChildren()}
+            self.capabilities = frozenset(self.capabilities | {"robot"})
         self._cameras: dict[str, object] = {}
         cams = self.stage.GetPrimAtPath("/World/Cameras")
         for child in cams.GetChildren() if cams.IsValid() else []:
@@ -415,6 +546,27 @@ class UsdScene(LoadedScene):
 
     def object_ids(self) -> list[str]:
         return list(self._objects)
+
+    # -- robot (static: the authored configuration) ------------------------------------------
+    def robot_name(self) -> str:
+        self.require("robot")
+        return str(self._robot_prim.GetCustomDataByKey(ROBOT_KEY))
+
+    def robot_joint_names(self) -> list[str]:
+        self.require("robot")
+        return list(self._robot_prim.GetAttribute("real2sim:joint_names").Get())
+
+    def robot_qpos(self) -> np.ndarray:
+        return np.array([self._joints[n].GetAttribute("real2sim:position").Get() for n in self.robot_joint_names()])
+
+    def link_pose(self, link: str) -> np.ndarray:
+        self.require("robot")
+        if link not in self._links:
+            raise UnknownNameError("robot link", link, self._links)
+        return _world_matrix(self._links[link])
+
+    def robot_base_pose(self) -> np.ndarray:
+        return _world_matrix(self._robot_prim)
 
     def object_pose(self, oid: str) -> np.ndarray:
         return _world_matrix(self._object(oid))

@@ -145,7 +145,8 @@ def _add_collision_args(p):
 # Stage packages register their own subcommands (module, function); imported at parse time only.
 STAGE_PARSERS = [
     ("capture.cli", "add_parsers"),        # init, plate
-    ("segmentation.cli", "add_parsers"),   # segment
+    ("segmentation.cli", "add_parsers"),   # segment, masks
+    ("real2sim.robots.cli", "add_parsers"),  # sysid, robots
 ]
 
 

@@ -6,7 +6,9 @@ Recipe format::
      "cameras": {name: {"width", "height", "fx", "fy", "cx", "cy", "eye": [3], "target": [3]}},
      "lights": [...],
      "objects": {id: {"mesh": path, "texture": path?, "rgba": [4]?, "pose": {...}, "fixed": bool?,
-                      "density": float?, "mass": float?, "friction": float?}}}
+                      "density": float?, "mass": float?, "friction": float?}},
+     "robot": {"name": registry name, "base_pose": {...}?, "joint_positions": [...]?,
+               "stiffness": [...]?, "damping": [...]?, "appearance": {link: rgba}?}?}
 
 Paths are relative to the recipe file. A missing texture logs a warning and records
 the flat colour in the manifest.
@@ -60,7 +62,9 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
     except json.JSONDecodeError as exc:
         raise ManifestError(str(recipe_path), f"<line {exc.lineno}>", f"is not valid JSON ({exc.msg})") from exc
     r = _Reader(str(recipe_path))
-    r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects"}, {"name", "objects"})
+    r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects", "robot"},
+          {"name", "objects"})
+    robot = _import_robot(r, data["robot"]) if data.get("robot") is not None else None  # refuse before writing
     bundle = Bundle.create(out_dir, name=r.string(data["name"], "name"), overwrite=overwrite)
     m = bundle.manifest
     m.provenance["recipe"] = recipe_path.name
@@ -71,6 +75,7 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
         m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
     for oid, od in data["objects"].items():
         m.objects[oid] = _import_object(bundle, r, base, oid, od)
+    m.robot = robot
     bundle.save()
     return bundle
 
@@ -98,4 +103,21 @@ def _import_object(bundle: Bundle, r: _Reader, base: Path, oid: str, od: dict) -
         **{k: od[k] for k in ("fixed", "density", "mass", "friction", "restitution") if k in od},
         "source": str(src.name),
     }, where)
+    return spec
+
+
+def _import_robot(r: _Reader, d: dict):
+    """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones)."""
+    from .manifest import RobotSpec
+    from .robots import get_robot
+
+    spec = RobotSpec.parse(r, d, "robot")
+    robot = get_robot(spec.name)
+    spec.name = robot.name
+    if not spec.joint_positions:
+        spec.joint_positions = [float(x) for x in robot.default_qpos]
+    elif len(spec.joint_positions) != robot.dof:
+        r.fail("robot.joint_positions", f"has {len(spec.joint_positions)} values, robot '{robot.name}' has {robot.dof} "
+               f"joints ({', '.join(robot.joint_names)})")
+    spec.source = spec.source or "recipe"
     return spec

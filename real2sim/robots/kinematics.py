@@ -1,0 +1,144 @@
+"""Engine-independent kinematics (pinocchio): forward kinematics and damped least-squares IK.
+
+All poses are ``(4, 4)`` matrices of the end-effector frame (``RobotDef.ee_link`` composed with
+``ee_offset``) in the **robot base frame** (the URDF root link). Joint vectors follow
+``RobotDef.joint_names`` (arm joints, then gripper joints); ``ik`` solves for the arm joints only.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from real2sim.errors import require
+
+from . import get_robot, robot_urdf
+from .spec import RobotDef
+
+log = logging.getLogger(__name__)
+
+
+def _so3_log(R: np.ndarray) -> np.ndarray:
+    """Axis-angle vector of a rotation matrix."""
+    c = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
+    angle = np.arccos(c)
+    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if angle < 1e-7:
+        return 0.5 * w
+    if np.pi - angle < 1e-4:  # near pi: axis from the symmetric part
+        A = (R + np.eye(3)) / 2.0
+        axis = np.sqrt(np.clip(np.diag(A), 0, None))
+        i = int(np.argmax(axis))
+        axis = A[i] / max(axis[i], 1e-12)
+        axis /= np.linalg.norm(axis)
+        if np.dot(axis, w) < 0:
+            axis = -axis
+        return axis * angle
+    return w * angle / (2.0 * np.sin(angle))
+
+
+def so3_exp(v) -> np.ndarray:
+    """Rotation matrix of an axis-angle vector (Rodrigues)."""
+    v = np.asarray(v, float)
+    a = np.linalg.norm(v)
+    if a < 1e-12:
+        return np.eye(3)
+    k = v / a
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + np.sin(a) * K + (1 - np.cos(a)) * K @ K
+
+
+so3_log = _so3_log
+
+
+class Kinematics:
+    """Pinocchio model of one registry robot (loaded from its resolved URDF, no meshes)."""
+
+    def __init__(self, robot: str | RobotDef):
+        self.pin = require("pinocchio", "robots", "pin")
+        self.robot = get_robot(robot)
+        self.model = self.pin.buildModelFromUrdf(str(robot_urdf(self.robot)))
+        self.data = self.model.createData()
+        self._qidx = []
+        for name in self.robot.joint_names:
+            jid = self.model.getJointId(name)
+            if jid >= self.model.njoints:
+                raise ValueError(f"robot '{self.robot.name}': joint '{name}' not in the pinocchio model")
+            self._qidx.append(self.model.joints[jid].idx_q)
+        self._qidx = np.asarray(self._qidx)
+        self._vidx = np.asarray([self.model.joints[self.model.getJointId(n)].idx_v for n in self.robot.arm_joints])
+        self.ee_frame = self.model.getFrameId(self.robot.ee_link)
+        self.T_link_ee = self.robot.ee_offset_matrix()
+        self.lower = np.asarray(self.model.lowerPositionLimit)[self._qidx]
+        self.upper = np.asarray(self.model.upperPositionLimit)[self._qidx]
+        self._q = self.pin.neutral(self.model)
+
+    def _full(self, q) -> np.ndarray:
+        q = np.asarray(q, float)
+        full = self._q.copy()
+        full[self._qidx[: len(q)]] = q
+        return full
+
+    def link_pose(self, q, link: str) -> np.ndarray:
+        """Pose of ``link`` in the base frame."""
+        self.pin.framesForwardKinematics(self.model, self.data, self._full(q))
+        return np.asarray(self.data.oMf[self.model.getFrameId(link)].homogeneous).copy()
+
+    def fk(self, q) -> np.ndarray:
+        """End-effector pose in the base frame for joint vector ``q`` (arm joints, optionally gripper)."""
+        self.pin.framesForwardKinematics(self.model, self.data, self._full(q))
+        return np.asarray(self.data.oMf[self.ee_frame].homogeneous) @ self.T_link_ee
+
+    def ik(self, T_target, q0, iters: int = 50, tol_pos: float = 1e-5, tol_rot: float = 1e-4,
+           damping: float = 1e-2, rot_weight: float = 0.5) -> tuple[np.ndarray, bool]:
+        """Arm joints reaching ``T_target`` (base frame) from ``q0``; returns (q_arm, converged).
+
+        Damped least squares on the 6-D error (position, rotation log in the base frame) with a
+        damping that shrinks with the error (quadratic convergence near the solution, robust far
+        from it); joint limits enforced by clipping after each step.
+        """
+        pin = self.pin
+        n = self.robot.n_arm
+        q0 = np.asarray(q0, float)
+        qa = q0[:n].copy()
+        extra = q0[n:]
+        T_target = np.asarray(T_target, float)
+        W = np.array([1, 1, 1, rot_weight, rot_weight, rot_weight])
+        ok = False
+        for _ in range(iters):
+            full = self._full(np.concatenate([qa, extra]))
+            pin.computeJointJacobians(self.model, self.data, full)
+            pin.updateFramePlacements(self.model, self.data)
+            T_link = np.asarray(self.data.oMf[self.ee_frame].homogeneous)
+            T = T_link @ self.T_link_ee
+            dp = T_target[:3, 3] - T[:3, 3]
+            dr = _so3_log(T_target[:3, :3] @ T[:3, :3].T)
+            if np.linalg.norm(dp) < tol_pos and np.linalg.norm(dr) < tol_rot:
+                ok = True
+                break
+            J = pin.getFrameJacobian(self.model, self.data, self.ee_frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+            J = np.asarray(J)[:, self._vidx]
+            # the Jacobian is of the link origin; shift the linear part to the EE point
+            r = T[:3, 3] - T_link[:3, 3]
+            J[:3] = J[:3] + np.cross(J[3:].T, r).T
+            e = np.concatenate([dp, dr]) * W
+            Jw = J * W[:, None]
+            lam = 1e-9 + damping * float(e @ e)  # Levenberg-Marquardt style: vanishes at the solution
+            dq = Jw.T @ np.linalg.solve(Jw @ Jw.T + lam * np.eye(6), e)
+            qa = np.clip(qa + dq, self.lower[:n], self.upper[:n])
+        return qa, ok
+
+
+def camera_mount_pose(kin: Kinematics, name: str, q) -> np.ndarray:
+    """Pose (base frame) of the robot-mounted camera ``name`` (``RobotDef.camera_mounts``) at joints ``q``.
+
+    The mount frame follows the OpenCV camera convention (+Z forward, +Y down).
+    """
+    from real2sim.errors import UnknownNameError
+    from real2sim.geometry import make_pose
+
+    mounts = kin.robot.camera_mounts
+    if name not in mounts:
+        raise UnknownNameError("camera mount", name, mounts)
+    m = mounts[name]
+    return kin.link_pose(q, m["link"]) @ make_pose(m["position"], m["quaternion_wxyz"])

@@ -1,0 +1,142 @@
+"""What the exporters need from a bundle's robot section, resolved against the registry (engine-neutral)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.errors import ExportError
+
+from . import get_robot, robot_urdf
+from .spec import RobotDef
+
+ROBOT_PREFIX = "robot/"
+"""Engine names (MJCF bodies/joints/geoms) of the robot carry this prefix so they never clash with object ids."""
+
+
+@dataclass
+class RobotSetup:
+    robot: RobotDef
+    urdf: Path
+    base: np.ndarray  # (4, 4) world pose of the base link
+    qpos: np.ndarray
+    stiffness: np.ndarray
+    damping: np.ndarray
+    appearance: dict
+
+
+def robot_setup(spec) -> RobotSetup:
+    """Resolve a manifest ``RobotSpec``: registry robot, URDF, base pose, initial joints and gains (defaults filled)."""
+    r = get_robot(spec.name)
+    n = r.dof
+
+    def vec(v, default, what):
+        if v is None or len(v) == 0:
+            return np.asarray(default, float)
+        if len(v) != n:
+            raise ExportError(f"scene.json: robot.{what} has {len(v)} values but robot '{r.name}' has {n} actuated "
+                              f"joints ({', '.join(r.joint_names)}). Fix: give one value per joint")
+        return np.asarray(v, float)
+
+    return RobotSetup(r, robot_urdf(r), spec.base_pose.matrix(), vec(spec.joint_positions, r.default_qpos, "joint_positions"),
+                      vec(spec.stiffness, r.default_stiffness(), "stiffness"),
+                      vec(spec.damping, r.default_damping(), "damping"), dict(spec.appearance))
+
+
+# ---------------------------------------------------------------------------------------------
+# a minimal URDF tree (for exporters that build the articulation themselves, e.g. USD)
+# ---------------------------------------------------------------------------------------------
+def _origin(el) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    T = np.eye(4)
+    if el is None:
+        return T
+    T[:3, 3] = [float(v) for v in el.get("xyz", "0 0 0").split()]
+    T[:3, :3] = Rotation.from_euler("xyz", [float(v) for v in el.get("rpy", "0 0 0").split()]).as_matrix()
+    return T
+
+
+@dataclass
+class UrdfJoint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray
+    axis: np.ndarray
+    lower: float
+    upper: float
+
+
+@dataclass
+class UrdfLink:
+    name: str
+    visuals: list  # (T (4,4), geometry element)
+    collisions: list
+    mass: float
+    com: np.ndarray  # (4, 4) inertial frame
+    inertia: np.ndarray  # (3, 3) in the inertial frame
+
+
+def parse_urdf(path: Path) -> tuple[dict, list, str]:
+    """(links by name, joints in file order, root link name) of a resolved URDF."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    links = {}
+    for l in root.findall("link"):
+        inn = l.find("inertial")
+        I = inn.find("inertia")
+        inertia = np.array([[float(I.get("ixx")), float(I.get("ixy", 0)), float(I.get("ixz", 0))],
+                            [float(I.get("ixy", 0)), float(I.get("iyy")), float(I.get("iyz", 0))],
+                            [float(I.get("ixz", 0)), float(I.get("iyz", 0)), float(I.get("izz"))]])
+        links[l.get("name")] = UrdfLink(
+            l.get("name"), [(_origin(v.find("origin")), v.find("geometry")[0]) for v in l.findall("visual")],
+            [(_origin(c.find("origin")), c.find("geometry")[0]) for c in l.findall("collision")],
+            float(inn.find("mass").get("value")), _origin(inn.find("origin")), inertia)
+    joints = []
+    for j in root.findall("joint"):
+        ax = j.find("axis")
+        lim = j.find("limit")
+        joints.append(UrdfJoint(j.get("name"), j.get("type"), j.find("parent").get("link"), j.find("child").get("link"),
+                                _origin(j.find("origin")),
+                                np.array([float(v) for v in (ax.get("xyz") if ax is not None else "1 0 0").split()]),
+                                float(lim.get("lower", 0)) if lim is not None else 0.0,
+                                float(lim.get("upper", 0)) if lim is not None else 0.0))
+    children = {j.child for j in joints}
+    roots = [n for n in links if n not in children]
+    return links, joints, roots[0]
+
+
+def joint_motion(j: UrdfJoint, q: float) -> np.ndarray:
+    """Transform of the child w.r.t. the joint frame at joint value ``q``."""
+    from real2sim.robots.kinematics import so3_exp
+
+    T = np.eye(4)
+    if j.type == "fixed" or np.linalg.norm(j.axis) < 1e-12:
+        return T
+    a = j.axis / np.linalg.norm(j.axis)
+    if j.type in ("revolute", "continuous"):
+        T[:3, :3] = so3_exp(a * q)
+    elif j.type == "prismatic":
+        T[:3, 3] = a * q
+    return T
+
+
+def link_poses(joints: list, root: str, q: dict) -> dict:
+    """Poses of every link in the root-link frame for joint values ``q`` (name -> value; missing = 0)."""
+    poses = {root: np.eye(4)}
+    pending = list(joints)
+    while pending:
+        rest = []
+        for j in pending:
+            if j.parent in poses:
+                poses[j.child] = poses[j.parent] @ j.origin @ joint_motion(j, q.get(j.name, 0.0))
+            else:
+                rest.append(j)
+        if len(rest) == len(pending):
+            break
+        pending = rest
+    return poses
