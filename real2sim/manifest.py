@@ -352,6 +352,45 @@ class RobotSpec:
         )
 
 
+SUCCESS_TYPES = ("lifted", "near", "on_top", "inside", "joint_opened", "all_of", "any_of")
+
+
+@dataclass
+class TaskSpec:
+    """A declarative evaluation task.
+
+    ``success`` is a predicate dict with a ``type`` in :data:`SUCCESS_TYPES` (e.g.
+    ``{"type": "lifted", "object": "cube", "height": 0.05}``, ``{"type": "on_top",
+    "object": "cube", "support": "domino"}``; ``all_of``/``any_of`` take ``"terms": [...]``).
+    ``init`` describes the initial-state randomisation or grid (interpreted by real2sim.envs).
+    """
+
+    instruction: str
+    success: dict
+    time_limit_s: float = 20.0
+    init: dict = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, r: _Reader, d: Any, where: str) -> "TaskSpec":
+        r.obj(d, where, {"instruction", "success", "time_limit_s", "init"}, {"instruction", "success"})
+
+        def check(pred, w):
+            r.obj(pred, w, set(pred), {"type"})
+            r.string(pred["type"], f"{w}.type", SUCCESS_TYPES)
+            if pred["type"] in ("all_of", "any_of"):
+                terms = pred.get("terms")
+                if not isinstance(terms, list) or not terms:
+                    r.fail(f"{w}.terms", "must be a non-empty list of predicates")
+                for i, t in enumerate(terms):
+                    check(t, f"{w}.terms[{i}]")
+
+        check(d["success"], f"{where}.success")
+        init = d.get("init", {})
+        r.obj(init, f"{where}.init", set(init))
+        return cls(r.string(d["instruction"], f"{where}.instruction"), dict(d["success"]),
+                   r.number(d.get("time_limit_s", 20.0), f"{where}.time_limit_s", 0.0, strict_lo=True), dict(init))
+
+
 @dataclass
 class FrameSpec:
     """One captured frame: a bundle-relative PNG, its time, its camera and (when recorded) joint positions."""
@@ -418,6 +457,7 @@ class Manifest:
     provenance: dict = field(default_factory=dict)
     capture: CaptureSpec = field(default_factory=CaptureSpec)
     robot: RobotSpec | None = None
+    tasks: dict[str, TaskSpec] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     units: dict = field(default_factory=lambda: dict(UNITS))
     conventions: dict = field(default_factory=lambda: dict(CONVENTIONS))
@@ -432,7 +472,7 @@ class Manifest:
         if d["robot"] is None:
             del d["robot"]
         order = ["schema_version", "name", "units", "conventions", "provenance", "table_height", "physics",
-                 "cameras", "lights", "robot", "objects", "capture", "stages"]
+                 "cameras", "lights", "robot", "objects", "tasks", "capture", "stages"]
         return {k: d[k] for k in order if k in d}
 
     @classmethod
@@ -469,5 +509,6 @@ class Manifest:
             provenance=dict(d.get("provenance", {})),
             capture=CaptureSpec.parse(r, d.get("capture", {}), "capture"),
             robot=RobotSpec.parse(r, d["robot"], "robot") if d.get("robot") else None,
+            tasks={k: TaskSpec.parse(r, v, f"tasks.{k}") for k, v in r.obj(d.get("tasks", {}), "tasks", set(d.get("tasks", {}))).items()},
             schema_version=SCHEMA_VERSION,
         )
