@@ -147,6 +147,7 @@ STAGE_PARSERS = [
     ("capture.cli", "add_parsers"),        # init, plate
     ("segmentation.cli", "add_parsers"),   # segment, masks
     ("real2sim.robots.cli", "add_parsers"),  # sysid, robots
+    ("texture.cli", "add_parsers"),        # align, texture, robot-appearance
 ]
 
 

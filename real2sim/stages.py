@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 # Which stages read the outputs of which: editing one marks these stale.
 DOWNSTREAM = {
     "plate": (),
+    "alignment": ("texture", "export"),
+    "texture": ("export",),
+    "robot_appearance": ("export",),
     "collision": ("inertial", "export"),
     "inertial": ("export",),
     "export": (),
