@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-time (and idempotent) set-up for real2sim on Debian/Ubuntu.
-#   - system libraries: Mesa EGL (MuJoCo headless rendering), Mesa Vulkan >= 24.3
+#   - system libraries: Mesa EGL (MuJoCo and moderngl headless rendering), Chromium (browser tests), Mesa Vulkan >= 24.3
 #     (SAPIEN CPU rendering through lavapipe; on Debian 12 from bookworm-backports)
 #   - .venv with the project and the extras named in $REAL2SIM_EXTRAS
 # Re-running is fast: each step is skipped when its stamp file says it is current.
@@ -12,7 +12,7 @@ SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
 need_apt=0
-for pkg in libegl1 libgl1-mesa-dri libgl1 libglib2.0-0 libusb-1.0-0 mesa-vulkan-drivers; do
+for pkg in libegl1 libgl1-mesa-dri libgl1 libglib2.0-0 libusb-1.0-0 mesa-vulkan-drivers chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt=1
 done
 mesa_version() { dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | sed -E 's/^[0-9]+://; s/^([0-9]+\.[0-9]+).*/\1/'; }
@@ -26,7 +26,7 @@ if [ "$need_apt" = 1 ] && command -v apt-get >/dev/null 2>&1; then
   fi
   $SUDO apt-get update -qq
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y -qq --no-install-recommends libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 libusb-1.0-0 >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 libusb-1.0-0 chromium >/dev/null
   if grep -qs 'bookworm' /etc/os-release; then
     $SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports mesa-vulkan-drivers libgl1-mesa-dri libegl-mesa0 >/dev/null
   else
