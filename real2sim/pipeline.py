@@ -90,12 +90,23 @@ def inertial_stage(bundle: Bundle, force: bool = False):
 
 
 def build(bundle: Bundle, collision_config=None, cache_dir: Path | None = None, force: bool = False) -> dict:
-    """Run every build stage that the bundle's inputs allow: plate (when it has frames), collision, inertial."""
+    """Run every build stage that the bundle's inputs allow.
+
+    plate (when it has frames) -> alignment and texture (when objects have masks) ->
+    collision -> inertial. Each stage skips itself when its inputs are unchanged.
+    """
     ran = {}
-    if bundle.manifest.capture.frames:
+    m = bundle.manifest
+    if m.capture.frames:
         import capture
 
         ran["plate"] = capture.plate_stage(bundle, force=force)[1]
+    masked = {e for masks in m.capture.masks.values() for e in masks}
+    if m.cameras and masked & set(bundle.dynamic_objects()):
+        import texture.stage
+
+        ran["alignment"] = texture.stage.align_stage(bundle, force=force)[1]
+        ran["texture"] = texture.stage.texture_stage(bundle, force=force)[1]
     ran["collision"] = collision_stage(bundle, collision_config, cache_dir, force)[1]
     ran["inertial"] = inertial_stage(bundle, force)[1]
     return ran
