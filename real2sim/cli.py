@@ -148,6 +148,7 @@ STAGE_PARSERS = [
     ("segmentation.cli", "add_parsers"),   # segment, masks
     ("real2sim.robots.cli", "add_parsers"),  # sysid, robots
     ("texture.cli", "add_parsers"),        # align, texture, robot-appearance
+    ("apps.cli", "add_parsers"),           # review
 ]
 
 

@@ -1,0 +1,317 @@
+"""Review-time edits (real2sim.review): validation, atomic saves, undo, staleness, concurrent edits, preview."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from real2sim import review as rv
+from real2sim.bundle import Bundle
+from real2sim.check import check_bundle
+from real2sim.errors import ExportError
+
+
+@pytest.fixture
+def exported(exportable_bundle):
+    from real2sim.pipeline import export_bundle
+
+    export_bundle(exportable_bundle, engines=("mjcf",))
+    return Bundle.load(exportable_bundle.root)
+
+
+def pose(root, oid):
+    return json.loads((root / "scene.json").read_text())["objects"][oid]["pose"]
+
+
+def test_set_object_pose_saves_marks_stale_and_undoes(exported):
+    root = exported.root
+    assert exported.manifest.stages["export"].status == "done"
+    before = (root / "scene.json").read_bytes()
+    v0 = rv.manifest_version(root)
+    res = rv.set_object_pose(root, "cube", [0.05, -0.02, 0.0225], np.radians([0, 0, 90]), expected_version=v0)
+    assert res.version != v0 and res.version == rv.manifest_version(root)
+    assert res.stale == ["export"]
+    p = pose(root, "cube")
+    assert p["position"] == [0.05, -0.02, 0.0225]
+    assert p["quaternion_wxyz"] == pytest.approx([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)], abs=1e-8)
+    b = Bundle.load(root)
+    assert b.manifest.stages["export"].status == "stale"
+    xyz, rpy = rv.pose_to_xyz_rpy(b.manifest.objects["cube"].pose)
+    assert rpy == pytest.approx([0, 0, np.pi / 2], abs=1e-8)
+    assert [h["edit"] for h in rv.history(root)] == [res.message]
+    rv.undo(root, res.version)
+    assert (root / "scene.json").read_bytes() == before
+    assert rv.history(root) == []
+    with pytest.raises(rv.EditError, match="nothing to undo"):
+        rv.undo(root)
+
+
+@pytest.mark.parametrize("position,rpy,match", [
+    ([6.0, 0, 0], [0, 0, 0], "out of range"),
+    ([0, 0, float("nan")], [0, 0, 0], "finite"),
+    ([0, 0, float("inf")], [0, 0, 0], "finite"),
+    ([0, 0], [0, 0, 0], "3 numbers"),
+    ("abc", [0, 0, 0], "3 numbers"),
+    ([0, 0, 0], [0, 0, 4.0], r"\+-pi"),
+    ([0, 0, 0], [0, float("nan"), 0], "finite"),
+])
+def test_bad_values_are_refused_and_nothing_is_written(recipe_bundle, position, rpy, match):
+    root = recipe_bundle.root
+    before = (root / "scene.json").read_bytes()
+    with pytest.raises(rv.EditError, match=match):
+        rv.set_object_pose(root, "cube", position, rpy)
+    assert (root / "scene.json").read_bytes() == before
+    assert rv.history(root) == []
+
+
+def test_unknown_names_and_missing_robot(recipe_bundle):
+    root = recipe_bundle.root
+    with pytest.raises(rv.EditError, match="did you mean 'cube'"):
+        rv.set_object_pose(root, "cub", [0, 0, 0], [0, 0, 0])
+    with pytest.raises(rv.EditError, match="unknown camera"):
+        rv.set_camera_pose(root, "side", [0, 0, 1], [0, 0, 0])
+    with pytest.raises(rv.EditError, match="has no robot.*--robot"):
+        rv.set_robot_base_pose(root, [0, 0, 0], [0, 0, 0])
+    with pytest.raises(rv.EditError, match="not close to unit"):
+        rv.set_object_pose(root, "cube", [0, 0, 0], quaternion_wxyz=[0, 0, 0, 0.01])
+
+
+def test_concurrent_edit_is_refused(recipe_bundle):
+    root = recipe_bundle.root
+    v_tab1 = v_tab2 = rv.manifest_version(root)
+    rv.set_object_pose(root, "cube", [0.1, 0, 0.0225], [0, 0, 0], expected_version=v_tab1)
+    with pytest.raises(rv.ConcurrentEditError, match="changed since this page loaded it"):
+        rv.set_object_pose(root, "cube", [-0.1, 0, 0.0225], [0, 0, 0], expected_version=v_tab2)
+    assert pose(root, "cube")["position"] == [0.1, 0, 0.0225]
+    with pytest.raises(rv.ConcurrentEditError):
+        rv.undo(root, v_tab2)
+
+
+def test_own_quick_edits_are_not_concurrent(recipe_bundle):
+    """A tab's slider events may carry the version from before its own previous edit: not a conflict."""
+    root = recipe_bundle.root
+    v0 = rv.manifest_version(root)
+    rv.set_object_pose(root, "cube", [0.1, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-a")
+    rv.set_object_pose(root, "cube", [0.11, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-a")
+    assert pose(root, "cube")["position"] == [0.11, 0, 0.0225]
+    with pytest.raises(rv.ConcurrentEditError):
+        rv.set_object_pose(root, "cube", [0.2, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-b")
+    with pytest.raises(rv.ConcurrentEditError):
+        rv.set_object_pose(root, "cube", [0.2, 0, 0.0225], [0, 0, 0], expected_version=v0)
+    assert pose(root, "cube")["position"] == [0.11, 0, 0.0225]
+
+
+def test_parallel_writers_never_lose_an_edit(recipe_bundle):
+    """Threads editing different objects without version checks: every edit lands, the file stays valid."""
+    root = recipe_bundle.root
+    ids = ["cube", "can", "domino", "mug"]
+    errors = []
+
+    def work(oid, k):
+        try:
+            for i in range(5):
+                rv.set_object_pose(root, oid, [0.01 * i, 0.1 * k, 0.05], [0, 0, 0])
+        except Exception as exc:  # pragma: no cover
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(oid, k)) for k, oid in enumerate(ids)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    b = Bundle.load(root)
+    for k, oid in enumerate(ids):
+        assert b.manifest.objects[oid].pose.position == pytest.approx([0.04, 0.1 * k, 0.05])
+
+
+def test_slider_drag_coalesces_into_one_undo_step(recipe_bundle):
+    root = recipe_bundle.root
+    before = pose(root, "cube")
+    for i in range(6):
+        rv.set_object_pose(root, "cube", [0.01 * i, 0, 0.0225], [0, 0, 0])
+    rv.set_object_pose(root, "can", [0.2, 0.2, 0.061], [0, 0, 0])
+    assert len(rv.history(root)) == 2
+    rv.undo(root)
+    rv.undo(root)
+    assert pose(root, "cube") == before
+
+
+def test_camera_pose_round_trip_and_staleness(exported):
+    root = exported.root
+    T0 = np.array(exported.manifest.cameras["main"].T_world_camera)
+    xyz, rpy = rv.camera_xyz_rpy(T0)
+    res = rv.set_camera_pose(root, "main", np.array(xyz) + [0, 0, 0.05], rpy)
+    T1 = np.array(Bundle.load(root).manifest.cameras["main"].T_world_camera)
+    assert np.allclose(T1[:3, :3], T0[:3, :3], atol=1e-8)
+    assert T1[:3, 3] == pytest.approx(T0[:3, 3] + [0, 0, 0.05])
+    assert res.stale == ["export"]
+
+
+def test_preview_renderer_moves_bodies_without_reexport(exported):
+    root = exported.root
+    xml = root / "exports" / "mjcf" / "scene.xml"
+    mtime = xml.stat().st_mtime_ns
+    pr = rv.PreviewRenderer(exported)
+    try:
+        pr.sync(exported.manifest)
+        img0 = pr.render("main")
+        m0 = pr.mask("main", ["cube"])
+        assert img0.shape == (480, 640, 3) and m0.sum() > 100
+        rv.set_object_pose(root, "cube", np.add(exported.manifest.objects["cube"].pose.position, [0.05, 0, 0]), [0, 0, 0])
+        b = Bundle.load(root)
+        pr.sync(b.manifest)
+        img1, m1 = pr.render("main"), pr.mask("main", ["cube"])
+        assert np.abs(img1.astype(int) - img0).max(-1).__gt__(30).sum() > 100
+        assert np.argwhere(m1).mean(0)[1] != pytest.approx(np.argwhere(m0).mean(0)[1], abs=2)
+        # the engine's own pose equals the manifest's
+        T = pr.scene.object_pose("cube")
+        assert T[:3, 3] == pytest.approx(b.manifest.objects["cube"].pose.position, abs=1e-9)
+        # the table is fixed (no free joint): it moves through body_pos
+        rv.set_object_pose(root, "table", [0, 0, -0.1], [0, 0, 0])
+        pr.sync(Bundle.load(root).manifest)
+        assert pr.scene.object_pose("table")[2, 3] == pytest.approx(-0.1)
+        # the camera moves too
+        xyz, rpy = rv.camera_xyz_rpy(b.manifest.cameras["main"].T_world_camera)
+        rv.set_camera_pose(root, "main", np.add(xyz, [0, 0.1, 0]), rpy)
+        b = Bundle.load(root)
+        pr.sync(b.manifest)
+        cam = b.manifest.cameras["main"].camera()
+        pts = np.array([[0.0, 0.0, 0.0], [0.1, -0.05, 0.03]])
+        assert pr.scene.project("main", pts) == pytest.approx(cam.project(pts), abs=1e-3)
+    finally:
+        pr.close()
+    assert xml.stat().st_mtime_ns == mtime, "the preview must not re-export"
+
+
+def test_preview_exports_when_missing_or_says_what_to_run(tmp_path, exportable_bundle):
+    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+
+    bare = bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "bare")
+    with pytest.raises(ExportError, match="real2sim build"):
+        rv.PreviewRenderer(bare)
+    pr = rv.PreviewRenderer(exportable_bundle)
+    try:
+        assert pr.exported_now and (exportable_bundle.root / "exports" / "mjcf" / "scene.xml").is_file()
+    finally:
+        pr.close()
+
+
+def test_compose_overlay_modes():
+    render = np.zeros((4, 6, 3), np.uint8)
+    real = np.full((4, 6, 3), 200, np.uint8)
+    assert (rv.compose_overlay(render, None) == render).all()
+    assert (rv.compose_overlay(render, real, 0.0) == real).all()
+    assert (rv.compose_overlay(render, real, 1.0) == render).all()
+    assert (rv.compose_overlay(render, real, 0.5) == 100).all()
+    mask = np.zeros((4, 6), bool)
+    mask[1, 2] = True
+    comp = rv.compose_overlay(render, real, 1.0, "composite", mask)
+    assert comp[1, 2].tolist() == [0, 0, 0] and comp[0, 0].tolist() == [200, 200, 200]
+    heat = rv.compose_overlay(render, real, mode="difference")
+    assert heat.shape == (4, 6, 3) and heat[..., 0].min() == 255
+    assert rv.difference_heatmap(real, real).max() == 0
+    # a real image of another size is resized to the render
+    assert rv.compose_overlay(render, np.zeros((8, 12, 3), np.uint8), 0.5).shape == (4, 6, 3)
+
+
+def test_real_image_falls_back_frame_then_plate(recipe_bundle):
+    from PIL import Image
+
+    from real2sim.manifest import FrameSpec
+
+    b = recipe_bundle
+    img, note = rv.real_image(b)
+    assert img is None and "real2sim init" in note
+    (b.root / "background").mkdir()
+    Image.fromarray(np.full((480, 640, 3), 7, np.uint8)).save(b.root / "background" / "plate.png")
+    b.manifest.capture.plate = "background/plate.png"
+    img, note = rv.real_image(b)
+    assert img[0, 0, 0] == 7 and "plate" in note
+    (b.root / "capture" / "frames").mkdir(parents=True)
+    Image.fromarray(np.full((480, 640, 3), 9, np.uint8)).save(b.root / "capture" / "frames" / "000000.png")
+    b.manifest.capture.frames = [FrameSpec("capture/frames/000000.png")]
+    img, note = rv.real_image(b, frame=5)
+    assert img[0, 0, 0] == 9 and "frame 0" in note
+
+
+def test_masks_accept_reject_and_undo(recipe_bundle):
+    root = recipe_bundle.root
+    m = np.zeros((48, 64), bool)
+    m[10:20, 5:15] = True
+    rv.set_mask(root, "000000", "cube", m)
+    b = Bundle.load(root)
+    assert b.manifest.capture.masks == {"000000": {"cube": "masks/000000/cube.png"}}
+    assert (rv.read_rgb(root / "masks/000000/cube.png")[..., 0] > 127).sum() == 100
+    with pytest.raises(rv.EditError, match="empty"):
+        rv.set_mask(root, "000000", "cube", np.zeros((4, 4), bool))
+    with pytest.raises(rv.EditError, match="alphanumeric"):
+        rv.set_mask(root, "../x", "cube", m)
+    rv.remove_mask(root, "000000", "cube")
+    assert Bundle.load(root).manifest.capture.masks == {}
+    rv.undo(root)
+    assert Bundle.load(root).manifest.capture.masks["000000"]["cube"] == "masks/000000/cube.png"
+
+
+def test_collision_glb_and_stats(exportable_bundle):
+    import trimesh
+
+    for oid in ("cube", "mug", "can"):
+        path = rv.collision_glb(exportable_bundle, oid)
+        assert path == exportable_bundle.root / "reports" / f"collision_{oid}.glb"
+        scene = trimesh.load(path)
+        assert len(scene.geometry) == 2  # visual + one hull / primitive
+    assert rv.collision_stats(exportable_bundle, "cube") == {}  # no collision report in this fixture
+
+
+def test_overview_helpers(exported):
+    rows = rv.stage_table(exported)
+    assert [r[0] for r in rows] == ["export"] and rows[0][1] == "done"
+    missing = rv.missing_pieces(exported)
+    assert any("real2sim init" in m for m in missing)
+    assert not any("stage 'export'" in m for m in missing)
+    assert any("stage 'collision' is not run" in m for m in missing)
+
+
+def test_edits_keep_the_bundle_valid(exported):
+    root = exported.root
+    rv.set_object_pose(root, "mug", [0.1, 0.1, 0.0], np.radians([10, -20, 30]))
+    rv.set_camera_pose(root, "main", [0.6, 0.2, 0.4], np.radians([-120, 0, 100]))
+    errors = [f for f in check_bundle(root) if f.level == "error"]
+    assert not errors, errors
+
+
+def test_export_failing_midway_keeps_bundle_and_previous_export(exported):
+    from real2sim.pipeline import export_bundle
+
+    root = exported.root
+    hull = next(h for o in exported.manifest.objects.values() for h in o.collision.hulls)
+    exported.path(hull).unlink()
+    rv.set_object_pose(root, "cube", [0.0, 0.0, 0.0225], [0, 0, 0])  # makes the export input change
+    with pytest.raises(ExportError, match="hull_000.obj"):
+        export_bundle(Bundle.load(root), engines=("mjcf",))
+    b = Bundle.load(root)
+    assert b.manifest.stages["export"].status == "failed"
+    assert (root / "exports" / "mjcf" / "scene.xml").is_file()
+
+
+def test_real2sim_import_does_not_import_gradio():
+    code = "import sys, real2sim, real2sim.review, apps.cli; assert 'gradio' not in sys.modules, 'gradio imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_parser_registers_review():
+    import argparse
+
+    from apps.cli import add_parsers
+
+    ap = argparse.ArgumentParser()
+    add_parsers(ap.add_subparsers(dest="command"))
+    args = ap.parse_args(["review", "some/dir", "--port", "7999", "--auth", "bob:pw:with:colons"])
+    assert (args.dir, args.port, args.host, args.auth) == ("some/dir", 7999, "127.0.0.1", ("bob", "pw:with:colons"))
+    with pytest.raises(SystemExit):
+        ap.parse_args(["review", "d", "--auth", "nocolon"])

@@ -1,0 +1,441 @@
+"""The review page in a real Chromium (Debian ``chromium`` driven by Playwright).
+
+One server per module, in a thread of the test process, on a free localhost port, over a
+tabletop bundle with a synthetic "real" frame (the scene rendered before the cube was
+misplaced by 4 cm). Screenshots go to ``test-artifacts/review/``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "review"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is missing: install Debian's 'chromium' package (apt-get install -y chromium)",
+                allow_module_level=True)
+pytest.importorskip("gradio", reason="the review page needs gradio: pip install 'real2sim[review]'")
+pytest.importorskip("playwright", reason="browser tests need playwright: pip install 'real2sim[review]'")
+
+
+REAL_CUBE_POSITION: list[float] = []  # where the cube is in the synthetic real frame
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_review_bundle(root: Path):
+    """Tabletop bundle (simple collision, MJCF export) + a synthetic real frame; the cube then misplaced."""
+    from conftest import give_simple_collision
+    from PIL import Image
+
+    from real2sim import review as rv
+    from real2sim.manifest import FrameSpec
+    from real2sim.pipeline import export_bundle
+    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+
+    b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), root))
+    export_bundle(b, engines=("mjcf",))
+    pr = rv.PreviewRenderer(b)
+    pr.sync(b.manifest)
+    img = pr.render("main")
+    pr.close()
+    (root / "capture" / "frames").mkdir(parents=True)
+    Image.fromarray(img).save(root / "capture" / "frames" / "000000.png")
+    b.manifest.capture.frames = [FrameSpec("capture/frames/000000.png")]
+    real_pos = list(b.manifest.objects["cube"].pose.position)
+    b.manifest.objects["cube"].pose.position[0] += 0.04  # "misplaced"
+    b.save()
+    return real_pos
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from apps.review import launch
+
+    root = tmp_path_factory.mktemp("review") / "scene"
+    REAL_CUBE_POSITION[:] = make_review_bundle(root)
+    app, url = launch(root, port=_free_port(), block=False, quiet=True)
+    yield root, url.rstrip("/")
+    app.close()
+    app.review_server.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        user_dir = tempfile.mkdtemp(prefix="r2s-chromium-")
+        ctx = p.chromium.launch_persistent_context(user_dir, executable_path=str(CHROMIUM), headless=True, args=ARGS,
+                                                   viewport={"width": 1400, "height": 1000})
+        yield ctx
+        ctx.close()
+        shutil.rmtree(user_dir, ignore_errors=True)
+
+
+def open_page(browser, url):
+    page = browser.new_page()
+    page.goto(url)
+    page.wait_for_function("() => document.querySelector('#version') && document.querySelector('#version').innerText.includes('version')",
+                           timeout=60_000)
+    return page
+
+
+def goto_tab(page, name):
+    page.get_by_role("tab", name=name).click()
+    time.sleep(0.3)
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, b""
+
+
+def img_pixels(page, base, selector) -> tuple[str, np.ndarray]:
+    from PIL import Image
+
+    src = page.locator(f"{selector} img").first.get_attribute("src")
+    assert src, f"no image in {selector}"
+    status, data = fetch(src if src.startswith("http") else base + src)
+    assert status == 200, (src, status)
+    return src, np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).astype(int)
+
+
+def wait_new_src(page, selector, old_src, timeout=20.0) -> str:
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        src = page.locator(f"{selector} img").first.get_attribute("src")
+        if src and src != old_src:
+            return src
+        time.sleep(0.1)
+    raise AssertionError(f"{selector} did not change within {timeout} s")
+
+
+def status_text(page, contains, timeout=20.0) -> str:
+    t0 = time.time()
+    txt = ""
+    while time.time() - t0 < timeout:
+        txt = page.locator("#status").inner_text()
+        if contains in txt:
+            return txt
+        time.sleep(0.1)
+    raise AssertionError(f"status never said {contains!r}; last: {txt!r}")
+
+
+def apply_exact(page, text):
+    """Type an exact pose into the text field and press 'Apply exact pose'."""
+    page.bring_to_front()
+    box = page.locator("#pose_text textarea, #pose_text input").first
+    box.fill(text)
+    box.press("Tab")
+    assert box.input_value() == text
+    time.sleep(0.2)
+    page.locator("#apply_pose").click()
+
+
+def pose(root, oid):
+    return json.loads((root / "scene.json").read_text())["objects"][oid]["pose"]
+
+
+def test_pose_slider_moves_object_and_updates_overlay(server, browser):
+    root, url = server
+    page = open_page(browser, url)
+    goto_tab(page, "Objects")
+    page.wait_for_selector("#object_preview img", timeout=30_000)
+    before = pose(root, "cube")
+    before_x = before["position"][0]
+    src0, img0 = img_pixels(page, url, "#object_preview")
+    box = page.locator("#pose_x input[type=number]")
+    box.fill(f"{before_x - 0.04:.3f}")  # put the misplaced cube back
+    box.press("Enter")
+    src1 = wait_new_src(page, "#object_preview", src0)
+    status_text(page, "object cube")
+    _, img1 = img_pixels(page, url, "#object_preview")
+    diff = np.abs(img1 - img0).max(-1)
+    assert (diff > 30).sum() > 200, "the overlay did not change after moving the slider"
+    after = pose(root, "cube")["position"]
+    assert after[0] == pytest.approx(before_x - 0.04, abs=1e-6)
+    assert after[1:] == before["position"][1:] and pose(root, "cube")["quaternion_wxyz"] == before["quaternion_wxyz"]
+    page.screenshot(path=str(ARTIFACTS / "objects_after_move.png"), full_page=True)
+    # the keyboard on the range slider also edits
+    rng = page.locator("#pose_y input[type=range]")
+    y0 = pose(root, "cube")["position"][1]
+    rng.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    wait_new_src(page, "#object_preview", src1)
+    t0 = time.time()
+    while abs(pose(root, "cube")["position"][1] - (y0 + 0.005)) > 1e-6 and time.time() - t0 < 15:
+        time.sleep(0.1)
+    assert pose(root, "cube")["position"][1] == pytest.approx(y0 + 0.005, abs=1e-6)
+    # the difference view now shows the cube where the real frame has it
+    goto_tab(page, "Overlay")
+    page.get_by_label("difference").check()
+    time.sleep(1.5)
+    page.screenshot(path=str(ARTIFACTS / "overlay_difference.png"), full_page=True)
+    page.close()
+
+
+def test_camera_slider_moves_camera(server, browser):
+    root, url = server
+    page = open_page(browser, url)
+    goto_tab(page, "Camera & robot")
+    page.wait_for_selector("#camera_preview img", timeout=30_000)
+    T0 = json.loads((root / "scene.json").read_text())["cameras"]["main"]["T_world_camera"]
+    src0, img0 = img_pixels(page, url, "#camera_preview")
+    box = page.locator("#cam_z input[type=number]")
+    box.fill(f"{T0[2][3] + 0.05:.3f}")
+    box.press("Enter")
+    wait_new_src(page, "#camera_preview", src0)
+    status_text(page, "camera main")
+    _, img1 = img_pixels(page, url, "#camera_preview")
+    assert (np.abs(img1 - img0).max(-1) > 30).sum() > 1000
+    T1 = json.loads((root / "scene.json").read_text())["cameras"]["main"]["T_world_camera"]
+    assert T1[2][3] == pytest.approx(T0[2][3] + 0.05, abs=1e-6)
+    assert np.allclose(np.array(T1)[:3, :3], np.array(T0)[:3, :3], atol=1e-9), "moving z must not touch the rotation"
+    page.locator("#undo").click()
+    status_text(page, "undid: camera main")
+    assert json.loads((root / "scene.json").read_text())["cameras"]["main"]["T_world_camera"] == T0
+    page.close()
+
+
+def test_undo_restores_previous_pose(server, browser):
+    from real2sim import review as rv
+
+    root, url = server
+    page = open_page(browser, url)
+    goto_tab(page, "Objects")
+    before = pose(root, "cube")
+    apply_exact(page, "0.05, 0.05, 0.0225, 0, 0, 45")
+    status_text(page, "object cube: position [0.05, 0.05")
+    assert pose(root, "cube")["position"] == pytest.approx([0.05, 0.05, 0.0225])
+    page.locator("#undo").click()
+    status_text(page, "undid: object cube")
+    assert pose(root, "cube") == before
+    assert rv.history(root)  # earlier edits are still undoable
+    page.close()
+
+
+def test_out_of_range_value_is_refused_and_shown(server, browser):
+    from real2sim.bundle import Bundle
+
+    root, url = server
+    page = open_page(browser, url)
+    goto_tab(page, "Objects")
+    before = (root / "scene.json").read_bytes()
+    apply_exact(page, "9, 0, 0, 0, 0, 0")
+    txt = status_text(page, "Error")
+    assert "out of range" in txt and "5 m" in txt
+    apply_exact(page, "0, 0, nan, 0, 0, 0")
+    status_text(page, "finite")
+    apply_exact(page, "0, 0, 0, 0, 0, 400")
+    status_text(page, "+-180 deg")
+    assert (root / "scene.json").read_bytes() == before
+    Bundle.load(root)
+    page.screenshot(path=str(ARTIFACTS / "objects_out_of_range.png"), full_page=True)
+    page.close()
+
+
+def test_concurrent_edit_from_second_tab_is_refused(server, browser):
+    root, url = server
+    a = open_page(browser, url)
+    b = open_page(browser, url)
+    for p in (a, b):
+        goto_tab(p, "Objects")
+    apply_exact(a, "0.1, -0.05, 0.0225, 0, 0, 0")
+    status_text(a, "object cube: position [0.1, -0.05")
+    apply_exact(b, "-0.1, 0.05, 0.0225, 0, 0, 0")
+    txt = status_text(b, "Error")
+    assert "changed since this page loaded it" in txt
+    assert pose(root, "cube")["position"] == pytest.approx([0.1, -0.05, 0.0225])
+    b.screenshot(path=str(ARTIFACTS / "concurrent_edit_refused.png"), full_page=True)
+    # after reloading, tab B may edit
+    b.locator("#reload").click()
+    status_text(b, "reloaded")
+    apply_exact(b, "-0.1, 0.05, 0.0225, 0, 0, 0")
+    status_text(b, "object cube: position [-0.1, 0.05")
+    assert pose(root, "cube")["position"] == pytest.approx([-0.1, 0.05, 0.0225])
+    a.close()
+    b.close()
+
+
+def test_export_button_writes_files_and_failure_keeps_bundle(server, browser):
+    from real2sim.bundle import Bundle
+
+    root, url = server
+    page = open_page(browser, url)
+    goto_tab(page, "Export & evaluate")
+    shutil.rmtree(root / "exports" / "usd", ignore_errors=True)
+    for name in ("sapien",):  # keep the test short: MJCF + USD
+        page.get_by_label(name).uncheck()
+    page.locator("#export_btn").click()
+    status_text(page, "export finished", timeout=90)
+    assert (root / "exports" / "mjcf" / "scene.xml").is_file()
+    assert (root / "exports" / "usd").is_dir() and any((root / "exports" / "usd").iterdir())
+    t0 = time.time()
+    while "exports/usd/" not in page.locator("#export_result").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert "exports/usd/" in page.locator("#export_result").inner_text(), page.locator("#export_result").inner_text()
+    page.wait_for_function("() => document.querySelector('#export_files').innerText.includes('exports/mjcf/')", timeout=20_000)
+    page.screenshot(path=str(ARTIFACTS / "export_done.png"), full_page=True)
+    # a stage failing midway: a collision hull file vanished
+    b = Bundle.load(root)
+    hull = next(h for o in b.manifest.objects.values() for h in o.collision.hulls)
+    saved = b.path(hull).read_bytes()
+    b.path(hull).unlink()
+    try:
+        page.locator("#export_btn").click()
+        txt = status_text(page, "export failed", timeout=90)
+        assert Path(hull).name in txt
+        b2 = Bundle.load(root)  # still valid
+        assert b2.manifest.stages["export"].status == "failed"
+        assert (root / "exports" / "mjcf" / "scene.xml").is_file(), "the previous export must be kept"
+        page.screenshot(path=str(ARTIFACTS / "export_failed.png"), full_page=True)
+    finally:
+        b.path(hull).write_bytes(saved)
+    # Evaluate runs real2sim.envs (issue 6) when present and shows its result or its error, never a made-up number
+    page.locator("#eval_btn").click()
+    t0 = time.time()
+    while not any(w in page.locator("#eval_result").inner_text() for w in ("successes", "Error")) and time.time() - t0 < 120:
+        time.sleep(0.3)
+    txt = page.locator("#eval_result").inner_text()
+    assert ("successes" in txt) or ("Error" in txt and ("defines no tasks" in txt or "issue 6" in txt)), txt
+    page.screenshot(path=str(ARTIFACTS / "evaluate.png"), full_page=True)
+    page.close()
+
+
+def test_only_bundle_files_are_served(server):
+    root, url = server
+    inside = root / "capture" / "frames" / "000000.png"
+    assert fetch(f"{url}/gradio_api/file={inside}")[0] == 200
+    for outside in ("/etc/passwd", str(Path(__file__).resolve()), str(root.parent / "elsewhere.txt")):
+        if outside.endswith("elsewhere.txt"):
+            Path(outside).write_text("secret")
+        status, body = fetch(f"{url}/gradio_api/file={outside}")
+        assert status in (403, 404), (outside, status)
+        assert b"root:" not in body and b"secret" not in body
+    status, _ = fetch(f"{url}/gradio_api/file={root}/../elsewhere.txt")
+    assert status in (403, 404)
+    # the undo history is not served either
+    hist = root / ".history" / "lock"
+    if hist.exists():
+        assert fetch(f"{url}/gradio_api/file={hist}")[0] in (403, 404)
+
+
+def test_click_resegments(server, browser):
+    import apps.review as ar
+
+    if ar._seg_module() is None:
+        page = open_page(browser, server[1])
+        goto_tab(page, "Masks")
+        page.wait_for_function("() => document.querySelector('#mask_note').innerText.includes('unavailable')",
+                               timeout=20_000)
+        page.close()
+        pytest.skip("segmentation.segment is not in this build yet (segmentation/ is being written); the Masks tab "
+                    "says re-segmentation is unavailable")
+    root, url = server
+    page = open_page(browser, url)
+    goto_tab(page, "Masks")
+    page.wait_for_selector("#mask_image img", timeout=30_000)
+    img = page.locator("#mask_image img").first
+    bb = img.bounding_box()
+    # the cube's position in the real frame: project its pose
+    from real2sim.bundle import Bundle
+
+    b = Bundle.load(root)
+    cam = b.manifest.cameras["main"].camera()
+    u, v = cam.project(np.array([REAL_CUBE_POSITION]))[0]
+    # the image is letterboxed inside its box: map pixels through the displayed size
+    shown = page.evaluate("() => { const i = document.querySelector('#mask_image img'); "
+                          "return [i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width, i.getBoundingClientRect().height]; }")
+    img.click(position={"x": u * shown[2] / shown[0], "y": v * shown[3] / shown[1]})
+    status_text(page, "re-segmented", timeout=60)
+    page.screenshot(path=str(ARTIFACTS / "mask_proposal.png"), full_page=True)
+    page.locator("#accept_mask").click()
+    status_text(page, "mask 000000/cube")
+    from PIL import Image
+
+    m = np.asarray(Image.open(root / "masks" / "000000" / "cube.png")) > 127
+    ys, xs = np.nonzero(m)
+    assert 50 < m.sum() < 0.05 * m.size, "the mask should be about the size of the cube"
+    assert abs(xs.mean() - u) < 25 and abs(ys.mean() - v) < 25, "the mask should sit where the click was"
+    assert Bundle.load(root).manifest.capture.masks["000000"]["cube"] == "masks/000000/cube.png"
+    # a box from two corner clicks
+    page.locator("#clear_clicks").click()
+    page.get_by_label("box corner").check()
+    time.sleep(0.5)
+    scale = (shown[2] / shown[0], shown[3] / shown[1])
+    img.click(position={"x": (u - 30) * scale[0], "y": (v - 35) * scale[1]})
+    status_text(page, "click the opposite corner")
+    img.click(position={"x": (u + 30) * scale[0], "y": (v + 35) * scale[1]})
+    txt = status_text(page, "re-segmented 'cube' from box", timeout=60)
+    page.screenshot(path=str(ARTIFACTS / "mask_box_proposal.png"), full_page=True)
+    page.locator("#reject_mask").click()
+    status_text(page, "proposal discarded")
+    page.close()
+
+
+def test_screenshot_every_tab(server, browser):
+    root, url = server
+    page = open_page(browser, url)
+    for tab in ["Overview", "Overlay", "Objects", "Masks", "Camera & robot", "Collision", "Export & evaluate"]:
+        goto_tab(page, tab)
+        time.sleep(1.5)
+        page.screenshot(path=str(ARTIFACTS / f"tab_{tab.split()[0].lower()}.png"), full_page=True)
+        if tab == "Collision":
+            page.wait_for_selector("#collision_view canvas", timeout=30_000)  # the WebGL view started
+            time.sleep(2)
+            page.screenshot(path=str(ARTIFACTS / "tab_collision.png"), full_page=True)
+    txt = page.locator("#collision_note").inner_text()
+    assert "3D view written to" in txt
+    assert (root / "reports" / "collision_cube.glb").is_file()
+    page.close()
+
+
+def test_auth_required_when_set(tmp_path):
+    from apps.review import launch
+
+    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+
+    root = tmp_path / "scene"
+    bundle_from_recipe(builtin_recipe("tabletop"), root)
+    app, url = launch(root, port=_free_port(), auth="alice:s3cret", block=False, quiet=True)
+    try:
+        url = url.rstrip("/")
+        assert fetch(f"{url}/config")[0] == 401
+        import http.cookiejar
+
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        data = urllib.parse.urlencode({"username": "alice", "password": "wrong"}).encode()
+        with pytest.raises(urllib.error.HTTPError):
+            opener.open(f"{url}/login", data=data, timeout=10)
+        data = urllib.parse.urlencode({"username": "alice", "password": "s3cret"}).encode()
+        assert opener.open(f"{url}/login", data=data, timeout=10).status == 200
+        assert opener.open(f"{url}/config", timeout=10).status == 200
+    finally:
+        app.close()
+        app.review_server.close()
