@@ -168,11 +168,11 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
                     pose_text = gr.Textbox(label="Exact pose: x, y, z (m), roll, pitch, yaw (deg)",
                                            elem_id="pose_text")
                     apply_btn = gr.Button("Apply exact pose", elem_id="apply_pose")
-                    gr.Markdown("Re-running alignment or texturing for one object needs the alignment/texture stages "
-                                "(`texture/`), which are not in this build yet.")
+                    gr.Markdown("Re-fit this object to its masks (render-and-compare), or re-project its texture "
+                                "from the frames. Both can be undone.")
                     with gr.Row():
-                        gr.Button("Re-run alignment", interactive=False)
-                        gr.Button("Re-run texturing", interactive=False)
+                        realign_btn = gr.Button("Re-run alignment", elem_id="rerun_alignment")
+                        retexture_btn = gr.Button("Re-run texturing", elem_id="rerun_texture")
                 with gr.Column(scale=2):
                     obj_img = gr.Image(label="Live overlay", type="numpy", format="png", interactive=False,
                                        elem_id="object_preview")
@@ -374,6 +374,23 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
             sl = object_values(oid)[:6] if out[1].startswith("**OK:**") else [gr.update()] * 6
             return (*out, *sl)
         apply_btn.click(apply_text, [version, obj_dd, pose_text, *view_inputs], pose_outputs + pose_sliders)
+
+        def rerun(stage, ver, oid, camera, frame, mode, blend, request: gr.Request = None):
+            try:
+                res = rv.rerun_object_stage(srv.root, stage, oid, expected_version=ver, writer=_writer(request))
+                msg, nver, ok = res.message, res.version, True
+            except Real2SimError as exc:
+                msg, nver, ok = str(exc), ver, False
+            img, _ = view(camera, frame, mode, blend)
+            sl = object_values(oid)[:6] if ok and oid else [gr.update()] * 6
+            return (nver, _ok(msg) if ok else _err(msg), img, img, f"scene.json version `{nver}`", gr.update(), *sl)
+        def realign(ver, oid, camera, frame, mode, blend, request: gr.Request = None):
+            return rerun("alignment", ver, oid, camera, frame, mode, blend, request)
+
+        def retexture(ver, oid, camera, frame, mode, blend, request: gr.Request = None):
+            return rerun("texture", ver, oid, camera, frame, mode, blend, request)
+        realign_btn.click(realign, [version, obj_dd, *view_inputs], pose_outputs + pose_sliders)
+        retexture_btn.click(retexture, [version, obj_dd, *view_inputs], pose_outputs + pose_sliders)
 
         # -- camera & robot
         def camera_select(cam, frame, mode, blend):

@@ -632,3 +632,35 @@ def missing_pieces(bundle: Bundle) -> list[str]:
     if m.robot is None:
         out.append(f"no robot: run '{PRODUCERS['robot'].replace('DIR', root)}'")
     return out
+
+
+# -- re-running stages for one object -----------------------------------------------------------
+RERUNNABLE = ("alignment", "texture")
+
+
+def rerun_object_stage(root: Path, stage: str, oid: str, expected_version: str | None = None,
+                       writer: str | None = None) -> EditResult:
+    """Re-run alignment or texturing for one object (forced), undoable like an edit.
+
+    The stage keeps the previous pose/texture when it fails (its report says why).
+    """
+    if stage not in RERUNNABLE:
+        raise EditError(f"cannot re-run '{stage}' from the review page (can: {', '.join(RERUNNABLE)})")
+    root = Path(root)
+    with _locked(root):
+        _check_version(root, expected_version, writer)
+        bundle = Bundle.load(root)
+        if oid not in bundle.manifest.objects:
+            raise EditError(f"object '{oid}' is not in the bundle")
+        if not any(oid in m for m in bundle.manifest.capture.masks.values()):
+            raise EditError(f"object '{oid}' has no mask in any frame: draw one in the Masks tab "
+                            f"or run 'real2sim masks {root} --entity {oid} --point X,Y'")
+        import texture.stage as ts
+
+        _snapshot(root, f"re-run {stage} for {oid}", f"rerun-{stage}-{oid}")
+        fn = ts.align_stage if stage == "alignment" else ts.texture_stage
+        rec, _ = fn(bundle, [oid], force=True)
+        report = rec.metrics
+        log.info("review: re-ran %s for %s: %s", stage, oid, rec.message)
+        return EditResult(_record_writer(root, writer), f"{stage} for {oid}: {rec.message or rec.status} {report}",
+                          list(_stale_closure([stage])[1:]))

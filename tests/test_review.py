@@ -315,3 +315,30 @@ def test_cli_parser_registers_review():
     assert (args.dir, args.port, args.host, args.auth) == ("some/dir", 7999, "127.0.0.1", ("bob", "pw:with:colons"))
     with pytest.raises(SystemExit):
         ap.parse_args(["review", "d", "--auth", "nocolon"])
+
+
+def test_rerun_alignment_for_one_object_is_undoable(tmp_path):
+    """A misplaced object is re-fitted to its mask from the review page, and the fit can be undone."""
+    import collision
+    from real2sim import review as rv
+    from real2sim.pipeline import build, export_bundle
+    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.synthetic import SyntheticCaptureConfig, synthesize_capture
+
+    truth = bundle_from_recipe(builtin_recipe(), tmp_path / "truth")
+    truth.object("domino").pose.position[2] -= 0.005
+    truth.save()
+    build(truth, collision.CollisionConfig(workers=2), cache_dir=tmp_path / "cache")
+    export_bundle(truth, engines=("mjcf",))
+    work = bundle_from_recipe(builtin_recipe(), tmp_path / "work")
+    synthesize_capture(work, truth, SyntheticCaptureConfig(masked=("domino",)))
+    moved = rv.set_object_pose(work.root, "domino", [0.05, 0.02, 0.01], [0.0, np.pi / 2, 0.0])
+    res = rv.rerun_object_stage(work.root, "alignment", "domino", expected_version=moved.version)
+    from real2sim import Bundle
+
+    got = Bundle.load(work.root).object("domino").pose.position
+    assert np.linalg.norm(np.subtract(got, truth.object("domino").pose.position)) < 0.003, res.message
+    rv.undo(work.root, expected_version=res.version)
+    assert Bundle.load(work.root).object("domino").pose.position == pytest.approx([0.05, 0.02, 0.01])
+    with pytest.raises(rv.EditError, match="no mask"):
+        rv.rerun_object_stage(work.root, "texture", "cube")
