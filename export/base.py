@@ -33,7 +33,7 @@ class LoadedScene(abc.ABC):
     """
 
     engine: str = ""
-    capabilities: frozenset[str] = frozenset()  # subset of {"physics", "render", "project", "mass", "robot"}
+    capabilities: frozenset[str] = frozenset()  # subset of {"physics", "render", "depth", "project", "mass", "robot"}
 
     def require(self, capability: str) -> None:
         if capability not in self.capabilities:
@@ -117,6 +117,48 @@ class LoadedScene(abc.ABC):
         """``(4, 4)`` world pose of the robot base link."""
         self.require("robot")
         raise UnsupportedCapability(f"{self.engine}: robot_base_pose not implemented")
+
+    def set_object_pose(self, oid: str, pose) -> None:
+        """Teleport movable object ``oid`` to the world ``(4, 4)`` pose of its frame, at rest (capability ``"physics"``)."""
+        self.require("physics")
+        raise UnsupportedCapability(f"{self.engine}: set_object_pose not implemented")
+
+    def reset_state(self) -> None:
+        """Back to the exported state: objects at their bundle poses at rest, robot at its bundle joints,
+        engine caches (warm starts, contacts) cleared where the engine allows, so the same actions
+        after a reset give the same trajectory."""
+        self.require("physics")
+        raise UnsupportedCapability(f"{self.engine}: reset_state not implemented")
+
+    def depth(self, camera: str) -> np.ndarray:
+        """``(h, w) float32`` depth in metres along the camera's +Z (OpenCV), 0 where nothing was hit
+        (capability ``"depth"``)."""
+        self.require("depth")
+        raise UnsupportedCapability(f"{self.engine}: depth not implemented")
+
+    def foreground_mask(self, camera: str, oids, robot: bool = True) -> np.ndarray:
+        """``(h, w) bool`` union of the masks of objects ``oids`` (and the robot when ``robot``).
+
+        Backends override this with one segmentation render; the default combines the per-entity masks."""
+        self.require("render")
+        m = None
+        for oid in oids:
+            x = self.object_mask(camera, oid)
+            m = x if m is None else (m | x)
+        if robot and "robot" in self.capabilities:
+            x = self.robot_mask(camera)
+            m = x if m is None else (m | x)
+        if m is None:
+            raise UnsupportedCapability(f"{self.engine}: foreground_mask needs at least one object or the robot")
+        return m
+
+    def render_layers(self, camera: str, oids, robot: bool = True, depth: bool = False):
+        """``(rgb (h, w, 3) uint8, foreground mask (h, w) bool, depth (h, w) float32 or None)`` of one state.
+
+        The mask is :meth:`foreground_mask` of ``oids`` (+ robot). Backends that can take every layer
+        from one picture override this."""
+        return (self.render(camera), self.foreground_mask(camera, oids, robot),
+                self.depth(camera) if depth else None)
 
     def robot_mask(self, camera: str) -> np.ndarray:
         """``(h, w) bool`` pixels where any robot link is visible from the named camera."""

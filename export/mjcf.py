@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.bundle import Bundle, replace_dir_atomically
-from real2sim.errors import ExportError, UnknownNameError, require
+from real2sim.errors import ExportError, UnknownNameError, UnsupportedCapability, require
 from real2sim.geometry import make_pose, matrix_to_quat_wxyz
 
 from .base import Exporter, ExportResult, LoadedScene
@@ -257,7 +257,7 @@ class MujocoScene(LoadedScene):
         self._renderers: dict = {}
         caps = {"physics", "mass", "project"}
         if os.environ.get("MUJOCO_GL", "egl") in ("egl", "osmesa", "glfw"):
-            caps.add("render")
+            caps |= {"render", "depth"}
         self._robot = None
         self._init_robot()
         if self._robot is not None:
@@ -285,6 +285,7 @@ class MujocoScene(LoadedScene):
         nid = mj.mj_name2id(m, mj.mjtObj.mjOBJ_NUMERIC, "real2sim:robot_qpos")
         q0 = np.array(m.numeric_data[m.numeric_adr[nid]:m.numeric_adr[nid] + m.numeric_size[nid]])
         self._base_body = mj.mj_name2id(m, mj.mjtObj.mjOBJ_BODY, "robot/" + self._robot.base_link)
+        self._q0 = q0.copy()
         self.set_robot_qpos(q0)
 
     def robot_name(self) -> str:
@@ -356,6 +357,24 @@ class MujocoScene(LoadedScene):
     def object_ids(self) -> list[str]:
         return list(self._ids)
 
+    def set_object_pose(self, oid: str, pose) -> None:
+        b = self._body(oid)
+        if self.model.body_jntnum[b] == 0:
+            raise UnsupportedCapability(f"object '{oid}' is fixed; it cannot be moved")
+        j = self.model.body_jntadr[b]
+        qa, da = self.model.jnt_qposadr[j], self.model.jnt_dofadr[j]
+        T = np.asarray(pose, float)
+        self.data.qpos[qa:qa + 3] = T[:3, 3]
+        self.data.qpos[qa + 3:qa + 7] = matrix_to_quat_wxyz(T[:3, :3])
+        self.data.qvel[da:da + 6] = 0.0
+        self._mj.mj_forward(self.model, self.data)
+
+    def reset_state(self) -> None:
+        self._mj.mj_resetData(self.model, self.data)  # qpos0 = exported poses; clears warm starts
+        if self._robot is not None:
+            self.set_robot_qpos(self._q0)
+        self._mj.mj_forward(self.model, self.data)
+
     def _body(self, oid: str) -> int:
         bid = self._mj.mj_name2id(self.model, self._mj.mjtObj.mjOBJ_BODY, oid)
         if bid < 0:
@@ -410,7 +429,7 @@ class MujocoScene(LoadedScene):
         K = self.intrinsics(camera)
         return pc[:, :2] / pc[:, 2:3] * [K[0, 0], K[1, 1]] + [K[0, 2], K[1, 2]]
 
-    def render(self, camera: str, segmentation: bool = False) -> np.ndarray:
+    def render(self, camera: str, segmentation: bool = False, depth: bool = False) -> np.ndarray:
         self.require("render")
         c = self._camera_id(camera)
         w, h = self.model.cam_resolution[c]
@@ -418,12 +437,28 @@ class MujocoScene(LoadedScene):
         if key not in self._renderers:
             self._renderers[key] = self._mj.Renderer(self.model, height=int(h), width=int(w))
         r = self._renderers[key]
+        r.disable_depth_rendering()
+        r.disable_segmentation_rendering()
         if segmentation:
             r.enable_segmentation_rendering()
-        else:
-            r.disable_segmentation_rendering()
+        elif depth:
+            r.enable_depth_rendering()
         r.update_scene(self.data, camera=camera)
         return r.render().copy()
+
+    def depth(self, camera: str) -> np.ndarray:
+        self.require("depth")
+        d = self.render(camera, depth=True).astype(np.float32)
+        d[d >= 0.999 * self.model.stat.extent * self.model.vis.map.zfar] = 0.0  # background: no hit
+        return d
+
+    def foreground_mask(self, camera: str, oids, robot: bool = True) -> np.ndarray:
+        seg = self.render(camera, segmentation=True)
+        bodies = [self._body(o) for o in oids]
+        if robot and self._robot is not None:
+            bodies += [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
+        geoms = np.flatnonzero(np.isin(self.model.geom_bodyid, bodies))
+        return np.isin(seg[..., 0], geoms) & (seg[..., 1] == int(self._mj.mjtObj.mjOBJ_GEOM))
 
     def object_mask(self, camera: str, oid: str) -> np.ndarray:
         seg = self.render(camera, segmentation=True)

@@ -60,8 +60,8 @@ from xml.etree import ElementTree
 import numpy as np
 
 from real2sim.bundle import Bundle, hash_bytes, replace_dir_atomically
-from real2sim.errors import ExportError, MeshError, UnknownNameError, require
-from real2sim.geometry import R_OPENCV_FROM_SAPIEN, split_pose
+from real2sim.errors import ExportError, MeshError, UnknownNameError, UnsupportedCapability, require
+from real2sim.geometry import R_OPENCV_FROM_SAPIEN, make_pose, split_pose
 from real2sim.manifest import ObjectSpec
 
 from .base import Exporter, ExportResult, LoadedScene
@@ -618,7 +618,7 @@ class SapienScene(LoadedScene):
         self.render_unavailable = why_no_render
         caps = {"physics", "mass", "project"}
         if why_no_render is None:
-            caps.add("render")
+            caps |= {"render", "depth"}
         self.capabilities = frozenset(caps)
         self.timestep = float(data["physics"]["timestep"])
 
@@ -720,6 +720,23 @@ class SapienScene(LoadedScene):
     def object_pose(self, oid: str) -> np.ndarray:
         return np.asarray(self.entity(oid).pose.to_transformation_matrix(), float)
 
+    def set_object_pose(self, oid: str, pose) -> None:
+        self.require("physics")
+        b = self.body(oid)
+        if not isinstance(b, self._sapien.physx.PhysxRigidDynamicComponent):
+            raise UnsupportedCapability(f"object '{oid}' is fixed; it cannot be moved")
+        self.entity(oid).set_pose(self._sapien.Pose(np.asarray(pose, np.float32)))
+        b.set_linear_velocity(np.zeros(3, np.float32))
+        b.set_angular_velocity(np.zeros(3, np.float32))
+
+    def reset_state(self) -> None:
+        self.require("physics")
+        for oid, od in self.data["objects"].items():
+            if not od["fixed"]:
+                self.set_object_pose(oid, make_pose(od["pose"]["position"], od["pose"]["quaternion_wxyz"]))
+        if "robot" in self.capabilities:
+            self.set_robot_qpos(self.data["robot"]["qpos"])
+
     def object_velocity(self, oid: str) -> tuple[np.ndarray, np.ndarray]:
         """(linear (3,), angular (3,)) world velocity; zeros for static objects."""
         b = self.body(oid)
@@ -770,6 +787,39 @@ class SapienScene(LoadedScene):
         seg = self._picture(camera, "Segmentation")
         ids = {oid: int(e.per_scene_id) for oid, e in self._entities.items()}
         return np.asarray(seg[..., 1], np.int64), ids
+
+    def depth(self, camera: str) -> np.ndarray:
+        self.require("depth")
+        pos = np.asarray(self._picture(camera, "Position"))  # OpenGL camera frame; w = 1 where nothing was hit
+        d = (-pos[..., 2]).astype(np.float32)
+        d[pos[..., 3] >= 1.0] = 0.0
+        return d
+
+    def render_layers(self, camera: str, oids, robot: bool = True, depth: bool = False):
+        self.require("render")
+        if depth:
+            self.require("depth")
+        cam = self.camera(camera)
+        self.scene.update_render()
+        cam.take_picture()  # one picture, every layer
+        rgb = (np.clip(np.asarray(cam.get_picture("Color"))[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        seg = np.asarray(cam.get_picture("Segmentation")[..., 1], np.int64)
+        want = [int(self.entity(o).per_scene_id) for o in oids]
+        if robot and "robot" in self.capabilities:
+            want += [int(l.entity.per_scene_id) for l in self._links.values()]
+        d = None
+        if depth:
+            pos = np.asarray(cam.get_picture("Position"))
+            d = (-pos[..., 2]).astype(np.float32)
+            d[pos[..., 3] >= 1.0] = 0.0
+        return rgb, np.isin(seg, want), d
+
+    def foreground_mask(self, camera: str, oids, robot: bool = True) -> np.ndarray:
+        seg, ids = self.segmentation(camera)
+        want = [ids[o] for o in oids if self.entity(o) is not None]
+        if robot and "robot" in self.capabilities:
+            want += [int(l.entity.per_scene_id) for l in self._links.values()]
+        return np.isin(seg, want)
 
     def object_mask(self, camera: str, oid: str) -> np.ndarray:
         """``(h, w) bool`` pixels where object ``oid`` is visible."""

@@ -149,6 +149,7 @@ STAGE_PARSERS = [
     ("real2sim.robots.cli", "add_parsers"),  # sysid, robots
     ("texture.cli", "add_parsers"),        # align, texture, robot-appearance
     ("apps.cli", "add_parsers"),           # review
+    ("real2sim.envs.cli", "add_parsers"),  # eval
 ]
 
 

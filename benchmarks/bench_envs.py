@@ -1,0 +1,117 @@
+"""Env step and evaluation throughput against the simplest alternatives, same run.
+
+* env step with compositing (controller + 100 physics substeps + render + segmentation + composite)
+  vs the raw engine doing the same substeps, render and segmentation (target <= 1.15x);
+* env step in state mode vs the raw physics substeps alone;
+* episodes/s with 2 local workers vs 1 (target >= 1.8x on >= 2 free cores);
+* remote policy round trip (HTTP + msgpack on localhost) vs an in-process call.
+
+    MUJOCO_GL=egl .venv/bin/python benchmarks/bench_envs.py [--backend mujoco|sapien] [--episodes 8]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def per_call(fn, n: int) -> float:
+    fn()  # warm
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="mujoco", choices=["mujoco", "sapien"])
+    ap.add_argument("--episodes", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=20)
+    args, _ = ap.parse_known_args()  # benchmarks/run_all.py passes its own filter words
+
+    from envbundle import make_env_bundle
+
+    from real2sim.envs.env import Real2SimEnv
+    from real2sim.policies import PolicyServer
+    from real2sim.policies.base import make_policy
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_envs_"))
+    bundle = make_env_bundle(tmp / "scene")
+    hold = np.array([0, 0, 0, 0, 0, 0, 1.0])
+
+    env = Real2SimEnv(bundle.root, task="lift_cube", backend=args.backend)
+    env.reset(seed=0)
+    sc, sub = env.scene, env.controller.substeps
+    t_env = per_call(lambda: env.step(hold), args.steps)
+
+    def raw():
+        sc.step_physics(sub)
+        sc.render(env.camera)
+        sc.foreground_mask(env.camera, env.movable)
+
+    t_raw = per_call(raw, args.steps)
+    w, h = env.native_size
+    print(f"[{args.backend}] composited env step {w}x{h}: {t_env * 1e3:.1f} ms; raw substeps+render+segmentation "
+          f"{t_raw * 1e3:.1f} ms -> ratio {t_env / t_raw:.2f}x (target <= 1.15x)")
+    env.close()
+
+    st = Real2SimEnv(bundle.root, task="lift_cube", backend=args.backend, obs_mode="state", render_mode=None)
+    st.reset(seed=0)
+    t_state = per_call(lambda: st.step(hold), args.steps * 5)
+    t_phys = per_call(lambda: st.scene.step_physics(st.controller.substeps), args.steps * 5)
+    print(f"[{args.backend}] state env step: {t_state * 1e3:.2f} ms; raw {st.controller.substeps} substeps "
+          f"{t_phys * 1e3:.2f} ms -> ratio {t_state / t_phys:.2f}x (controller IK + observation)")
+
+    obs, info = st.reset(seed=0)
+    pol = make_policy("random")
+    pol.reset("x", info, 0)
+    t_local = per_call(lambda: pol.act(obs), 200)
+    with PolicyServer(lambda o, i: pol.act(o), name="bench") as srv:
+        rp = make_policy(srv.url)
+        rp.reset("x", info, 0)
+        t_remote = per_call(lambda: rp.act(obs), 100)
+    print(f"remote policy round trip {t_remote * 1e3:.2f} ms vs in-process {t_local * 1e3:.3f} ms "
+          f"-> overhead {(t_remote - t_local) * 1e3:.2f} ms per call")
+    st.close()
+
+    # the pool spawns processes that re-import the main module: measure it in a process whose main
+    # module is this (guarded) file, not benchmarks/run_all.py
+    import subprocess
+
+    r = subprocess.run([sys.executable, __file__, "--pool", str(bundle.root), "--backend", args.backend,
+                        "--episodes", str(args.episodes)], capture_output=True, text=True)
+    print(r.stdout.strip() or r.stderr[-2000:])
+
+
+def pool(bundle_root: str, backend: str, episodes: int) -> None:
+    from real2sim.envs.runner import evaluate
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_envs_pool_"))
+    eps = {}
+    for workers in (1, 2):
+        t0 = time.perf_counter()
+        evaluate(bundle_root, "lift_cube", "scripted", episodes, workers=workers, backend=backend,
+                 out_dir=tmp / f"w{workers}", obs_mode="composited", obs_size=(160, 120))
+        eps[workers] = episodes / (time.perf_counter() - t0)
+    print(f"[{backend}] episodes/s (composited, {episodes} episodes, incl. worker start): 1 worker "
+          f"{eps[1]:.2f}, 2 workers {eps[2]:.2f} -> ratio {eps[2] / eps[1]:.2f}x (target >= 1.8x)")
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--pool":
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--pool")
+        ap.add_argument("--backend")
+        ap.add_argument("--episodes", type=int)
+        a = ap.parse_args()
+        pool(a.pool, a.backend, a.episodes)
+    else:
+        main()

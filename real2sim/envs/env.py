@@ -1,0 +1,355 @@
+"""``Real2SimEnv``: a Gymnasium env over any exported bundle, in MuJoCo or SAPIEN.
+
+The engine sits behind :class:`export.base.LoadedScene`; this module has no per-engine
+branches. Observation modes (``obs_mode``):
+
+``"composited"`` (SIMPLER "visual matching"): ``I' = M * I_sim + (1 - M) * I_real`` with ``M`` the
+    simulator's segmentation of the robot and the movable objects and ``I_real`` the bundle's
+    background plate. A bundle without a plate falls back to ``"render"`` (logged; ``env.obs_mode``
+    says which mode is in force).
+``"render"``: the simulator's own image.
+``"state"``: no image (proprioception, and object poses when ``privileged``).
+
+Observation dict: ``image`` (h, w, 3) uint8 (not in ``"state"``), ``depth`` (h, w, 1) float32 metres
+(``depth=True``; 0 = no hit), ``qpos`` (dof,) float32, ``ee_pose`` (7,) float32 end-effector position
++ quaternion wxyz in the robot base frame, and with ``privileged=True`` ``objects`` (n, 7) float32, the
+movable objects' poses (position + quaternion wxyz, robot base frame) in ``info["object_ids"]`` order.
+
+Actions: the robot controller's (:mod:`real2sim.robots.control`); ``ee_delta`` by default:
+``[dx, dy, dz, rx, ry, rz, gripper]`` clipped to the action space (``MAX_TRANSLATION`` m and
+``MAX_ROTATION`` rad per step, gripper in [0 closed, 1 open]). NaN or a wrong shape raises.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.bundle import Bundle
+from real2sim.errors import Real2SimError, UnknownNameError, UnsupportedCapability, require
+from real2sim.geometry import matrix_to_quat_wxyz, make_pose
+
+from . import tasks as T
+
+log = logging.getLogger(__name__)
+BACKENDS = {"mujoco": "mjcf", "sapien": "sapien"}
+OBS_MODES = ("composited", "render", "state")
+MAX_TRANSLATION = 0.05
+MAX_ROTATION = 0.25
+VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "table_texture", "distractors"}
+BACKGROUNDS = ("plate", "plate_jitter", "noise")
+
+
+def _gym():
+    return require("gymnasium", "envs")
+
+
+def _pose7(T: np.ndarray) -> np.ndarray:
+    return np.concatenate([T[:3, 3], matrix_to_quat_wxyz(T[:3, :3])]).astype(np.float32)
+
+
+def load_backend(bundle: Bundle, backend: str):
+    """The bundle's export for ``backend`` loaded in its engine."""
+    from export import get_exporter
+
+    if backend not in BACKENDS:
+        raise UnknownNameError("backend", backend, BACKENDS)
+    exp = BACKENDS[backend]
+    d = bundle.root / "exports" / exp
+    if not d.is_dir():
+        raise Real2SimError(f"{d}: no {exp} export in this bundle. Fix: run 'real2sim export {bundle.root}'")
+    return get_exporter(exp).load(d)
+
+
+def resolve_task(manifest, task):
+    """(task id, TaskSpec) from an id, a TaskSpec or a dict; None picks the bundle's only/first task."""
+    from real2sim.manifest import TaskSpec, _Reader
+
+    if isinstance(task, TaskSpec):
+        return "custom", task
+    if isinstance(task, dict):
+        return task.get("id", "custom"), TaskSpec.parse(_Reader("<task>"), {k: v for k, v in task.items() if k != "id"}, "task")
+    if not manifest.tasks:
+        raise Real2SimError(f"bundle '{manifest.name}' defines no tasks. Fix: add a 'tasks' entry to scene.json "
+                            "(see docs/evaluation.md) or pass a task dict")
+    if task is None:
+        tid = sorted(manifest.tasks)[0]
+        if len(manifest.tasks) > 1:
+            log.info("no task given; using '%s' (bundle has %s)", tid, ", ".join(sorted(manifest.tasks)))
+        return tid, manifest.tasks[tid]
+    if task not in manifest.tasks:
+        raise UnknownNameError("task", task, manifest.tasks)
+    return task, manifest.tasks[task]
+
+
+def _env_base():
+    return _gym().Env
+
+
+class Real2SimEnv(_env_base()):
+    """A matched evaluation scene as a Gymnasium env (see the module docstring)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 5}
+
+    def __init__(self, bundle_dir, task=None, backend: str = "mujoco", obs_mode: str = "composited",
+                 camera: str | None = None, obs_size: tuple[int, int] | None = None, depth: bool = False,
+                 control_mode: str = "ee_delta", privileged: bool = False, variants: dict | None = None,
+                 terminate_on_success: bool = True, render_mode: str | None = "rgb_array", scene=None):
+        gym = _gym()
+        from real2sim.robots.control import Controller, ControllerConfig
+
+        if obs_mode not in OBS_MODES:
+            raise UnknownNameError("obs_mode", obs_mode, OBS_MODES)
+        if render_mode not in (None, "rgb_array"):
+            raise UnsupportedCapability(f"render_mode '{render_mode}' is not supported; use 'rgb_array'")
+        self.render_mode = render_mode
+        self.bundle = Bundle.load(Path(bundle_dir))
+        m = self.bundle.manifest
+        self.backend = backend
+        self.scene = scene if scene is not None else load_backend(self.bundle, backend)
+        self.scene.require("robot")
+        self.scene.require("physics")
+        self.task_id, self.task = resolve_task(m, task)
+        self.movable = [o for o in self.scene.object_ids() if o in m.objects and not m.objects[o].fixed]
+        T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success")
+        self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
+        T.validate_init(self.task.init, self.movable, self.controller.robot.dof, f"tasks.{self.task_id}.init")
+        self.max_steps = max(1, int(round(self.task.time_limit_s * self.controller.control_hz)))
+        self.terminate_on_success = terminate_on_success
+        self.privileged = privileged
+        self._base_poses = {o: make_pose(m.objects[o].pose.position, m.objects[o].pose.quaternion_wxyz) for o in m.objects}
+        self._bounds = self._object_bounds()
+
+        # -- images --------------------------------------------------------------------------------
+        self.camera = camera or (sorted(m.cameras)[0] if m.cameras else None)
+        self.obs_mode = obs_mode
+        self.depth = bool(depth)
+        self.plate = None
+        if obs_mode != "state" or depth or render_mode:
+            if self.camera is None:
+                raise UnsupportedCapability(f"bundle '{m.name}' has no camera; use obs_mode='state', depth=False, render_mode=None")
+            if self.camera not in m.cameras:
+                raise UnknownNameError("camera", self.camera, m.cameras)
+        if obs_mode != "state":
+            self.scene.require("render")
+        if depth:
+            self.scene.require("depth")
+        if obs_mode == "composited":
+            self.plate = self._load_plate()
+            if self.plate is None:
+                self.obs_mode = "render"
+        cam = m.cameras[self.camera] if self.camera else None
+        self.native_size = (cam.width, cam.height) if cam else None
+        self.obs_size = tuple(int(x) for x in obs_size) if obs_size else self.native_size
+        self.variants = self._check_variants(dict(variants or {}))
+
+        # -- spaces --------------------------------------------------------------------------------
+        spaces = gym.spaces
+        dof = self.controller.robot.dof
+        obs = {"qpos": spaces.Box(-np.inf, np.inf, (dof,), np.float32),
+               "ee_pose": spaces.Box(-np.inf, np.inf, (7,), np.float32)}
+        if self.obs_mode != "state":
+            w, h = self.obs_size
+            obs["image"] = spaces.Box(0, 255, (h, w, 3), np.uint8)
+        if self.depth:
+            w, h = self.obs_size
+            obs["depth"] = spaces.Box(0.0, np.inf, (h, w, 1), np.float32)
+        if privileged:
+            obs["objects"] = spaces.Box(-np.inf, np.inf, (len(self.movable), 7), np.float32)
+        self.observation_space = spaces.Dict(obs)
+        if control_mode == "ee_delta":
+            lo = np.array([-MAX_TRANSLATION] * 3 + [-MAX_ROTATION] * 3 + [0.0], np.float32)
+        else:
+            kin = self.controller.kin
+            lo = np.concatenate([kin.lower[: self.controller.n_arm], [0.0]]).astype(np.float32)
+        if control_mode == "ee_delta":
+            hi = np.array([MAX_TRANSLATION] * 3 + [MAX_ROTATION] * 3 + [1.0], np.float32)
+        else:
+            hi = np.concatenate([self.controller.kin.upper[: self.controller.n_arm], [1.0]]).astype(np.float32)
+        self.action_space = spaces.Box(lo, hi, dtype=np.float32)
+        self._steps = 0
+        self._init_poses: dict = {}
+        self._episode_variant: dict = {}
+        self._last_frame = None
+
+    # -- setup helpers ----------------------------------------------------------------------------
+    def _object_bounds(self) -> dict:
+        from real2sim.meshes import load_mesh
+
+        out = {}
+        for oid, obj in self.bundle.manifest.objects.items():
+            out[oid] = np.asarray(load_mesh(self.bundle.path(obj.visual.mesh)).bounds, float)
+        return out
+
+    def _load_plate(self):
+        import cv2
+
+        cap = self.bundle.manifest.capture
+        if not cap.plate:
+            log.warning("bundle '%s' has no background plate: obs_mode 'composited' falls back to 'render' "
+                        "(build a plate with 'real2sim plate' for visual matching)", self.bundle.manifest.name)
+            return None
+        path = self.bundle.path(cap.plate)
+        img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if img is None:
+            raise Real2SimError(f"{path}: background plate is unreadable. Fix: rebuild it with 'real2sim plate'")
+        cam = self.bundle.manifest.cameras[self.camera]
+        if img.shape[:2] != (cam.height, cam.width):
+            raise Real2SimError(f"{path}: plate is {img.shape[1]}x{img.shape[0]} but camera '{self.camera}' is "
+                                f"{cam.width}x{cam.height}. Fix: rebuild the plate from this camera's frames")
+        return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+    def _check_variants(self, v: dict) -> dict:
+        for k in v:
+            if k not in VARIANT_KEYS:
+                raise UnknownNameError("variant", k, VARIANT_KEYS)
+        for k, why in (("lighting", "the LoadedScene backends do not expose light control yet"),
+                       ("table_texture", "the LoadedScene backends cannot swap textures at run time yet"),
+                       ("distractors", "adding objects at run time is not supported; randomise the bundle's own "
+                                       "objects through the task's init.objects instead")):
+            if v.get(k):
+                raise UnsupportedCapability(f"variant '{k}': {why}")
+        bg = v.get("background", "plate")
+        if bg not in BACKGROUNDS:
+            raise UnknownNameError("background variant", bg, BACKGROUNDS)
+        if bg != "plate" and self.obs_mode != "composited":
+            raise UnsupportedCapability(f"variant background='{bg}' needs obs_mode 'composited' with a plate "
+                                        f"(obs_mode in force: '{self.obs_mode}')")
+        if v.get("camera_jitter_px") and self.obs_mode == "state":
+            raise UnsupportedCapability("variant camera_jitter_px needs an image observation")
+        return v
+
+    # -- gym API ------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        rng = self.np_random
+        init = self.task.init
+        self.scene.reset_state()
+        q = np.asarray(init.get("robot_qpos", self.scene.robot_qpos()), float)
+        noise = float(init.get("robot_qpos_noise", 0.0))
+        if noise > 0:
+            n_arm = self.controller.n_arm
+            q[:n_arm] = np.clip(q[:n_arm] + rng.normal(0.0, noise, n_arm), self.controller.kin.lower[:n_arm],
+                                self.controller.kin.upper[:n_arm])
+        placed = T.sample_init(init, self._base_poses, rng, seed)
+        for oid, pose in placed.items():
+            self.scene.set_object_pose(oid, pose)
+        self.controller.reset(q)
+        settle = int(round(float(init.get("settle_s", 0.2)) / self.scene.physics_timestep))
+        self.scene.step_physics(settle)
+        self.controller.reset(self.scene.robot_qpos())
+        self._init_poses = self._poses()
+        self._steps = 0
+        self._episode_variant = self._draw_variant(rng)
+        obs = self._obs()
+        info = self._info(success=False)
+        info["object_bounds"] = {o: b.tolist() for o, b in self._bounds.items()}
+        info["robot_base_pose"] = self.scene.robot_base_pose().tolist()
+        info["init"] = {o: [round(float(x), 6) for x in (*P[:3, 3], np.arctan2(P[1, 0], P[0, 0]))]
+                        for o, P in placed.items()}
+        return obs, info
+
+    def step(self, action):
+        a = np.asarray(action, dtype=float)
+        if a.shape != self.action_space.shape:
+            raise Real2SimError(f"action must have shape {self.action_space.shape}, got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise Real2SimError(f"action has NaN or inf: {a.tolist()}")
+        a = np.clip(a, self.action_space.low, self.action_space.high)
+        self.controller.step(a)
+        self._steps += 1
+        success = self.success()
+        terminated = bool(success and self.terminate_on_success)
+        truncated = bool(self._steps >= self.max_steps and not terminated)
+        return self._obs(), float(success), terminated, truncated, self._info(success)
+
+    def render(self):
+        if self.render_mode is None:
+            return None
+        if self._last_frame is not None:
+            return self._last_frame
+        return self._image()[0]
+
+    def close(self):
+        if getattr(self, "scene", None) is not None:
+            self.scene.close()
+            self.scene = None
+
+    # -- state --------------------------------------------------------------------------------------
+    def _poses(self) -> dict:
+        return {o: self.scene.object_pose(o) for o in self.bundle.manifest.objects if o in self.scene.object_ids()}
+
+    def success(self) -> bool:
+        """Whether the task's success predicate holds now."""
+        return T.evaluate(self.task.success, self._poses(), self._bounds, self._init_poses)
+
+    def _info(self, success: bool) -> dict:
+        return {"success": bool(success), "instruction": self.task.instruction, "task_id": self.task_id,
+                "task": copy.deepcopy({"success": self.task.success, "instruction": self.task.instruction}),
+                "object_ids": list(self.movable), "elapsed_steps": self._steps, "max_steps": self.max_steps}
+
+    def _draw_variant(self, rng) -> dict:
+        v = {}
+        bg = self.variants.get("background", "plate")
+        if bg == "plate_jitter":
+            v["gain"] = rng.uniform(0.8, 1.2, 3)
+            v["bias"] = rng.uniform(-20, 20, 3)
+        elif bg == "noise":
+            h, w = self.plate.shape[:2]
+            v["noise"] = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        j = float(self.variants.get("camera_jitter_px", 0) or 0)
+        if j > 0:
+            v["shift"] = rng.integers(-int(j), int(j) + 1, 2)
+        return v
+
+    def _background(self) -> np.ndarray:
+        ev = self._episode_variant
+        if "noise" in ev:
+            return ev["noise"]
+        if "gain" in ev:
+            return np.clip(self.plate.astype(np.float32) * ev["gain"] + ev["bias"], 0, 255).astype(np.uint8)
+        return self.plate
+
+    def _image(self):
+        """(image at obs size, depth at obs size or None); composites when obs_mode is 'composited'."""
+        import cv2
+
+        if self.obs_mode == "composited":
+            rgb, mask, d = self.scene.render_layers(self.camera, self.movable, robot=True, depth=self.depth)
+            img = np.where(mask[..., None], rgb, self._background())
+        else:
+            img = self.scene.render(self.camera)
+            d = self.scene.depth(self.camera) if self.depth else None
+        if "shift" in self._episode_variant:  # image-space camera jitter (a translation; edges replicated)
+            dx, dy = (int(x) for x in self._episode_variant["shift"])
+            M = np.float32([[1, 0, dx], [0, 1, dy]])
+            img = cv2.warpAffine(img, M, (img.shape[1], img.shape[0]), borderMode=cv2.BORDER_REPLICATE)
+            if d is not None:
+                d = cv2.warpAffine(d, M, (d.shape[1], d.shape[0]), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
+        if self.obs_size != self.native_size:
+            img = cv2.resize(img, self.obs_size, interpolation=cv2.INTER_AREA)
+            if d is not None:
+                d = cv2.resize(d, self.obs_size, interpolation=cv2.INTER_NEAREST)
+        return img, d
+
+    def _obs(self) -> dict:
+        base_inv = np.linalg.inv(self.scene.robot_base_pose())
+        obs = {"qpos": self.scene.robot_qpos().astype(np.float32),
+               "ee_pose": _pose7(self.controller.ee_pose_base())}
+        self._last_frame = None
+        if self.obs_mode != "state" or self.depth:
+            img, d = self._image()
+            if self.obs_mode != "state":
+                obs["image"] = img
+                self._last_frame = img
+            if self.depth:
+                obs["depth"] = d[..., None].astype(np.float32)
+        if self.privileged:
+            objs = [_pose7(base_inv @ self.scene.object_pose(o)) for o in self.movable]
+            obs["objects"] = np.asarray(objs, np.float32).reshape(len(self.movable), 7)
+        return obs
+
+
+__all__ = ["BACKENDS", "OBS_MODES", "Real2SimEnv", "load_backend", "resolve_task"]
