@@ -364,6 +364,19 @@ def _robot_files(w: _Writer, spec) -> dict:
             "armature": _r(rs.robot.armature), "gravity_compensation": True}
 
 
+def _urdf_without_visuals(urdf: Path, tmp: Path) -> Path:
+    """A copy of ``urdf`` in ``tmp`` with every <visual> removed and mesh paths made absolute."""
+    tree = ElementTree.parse(urdf)
+    for link in tree.getroot().iter("link"):
+        for vis in list(link.findall("visual")):
+            link.remove(vis)
+    for mesh in tree.getroot().iter("mesh"):
+        mesh.set("filename", str((urdf.parent / mesh.get("filename")).resolve()))
+    out = tmp / urdf.name
+    tree.write(out)
+    return out
+
+
 def _load_robot(sapien, scene, root: Path, rd: dict, has_render: bool):
     """Build the robot articulation (fixed root, gravity-compensated links, no self-collision, force-mode drives)."""
     urdf = root / rd["urdf"]
@@ -372,11 +385,12 @@ def _load_robot(sapien, scene, root: Path, rd: dict, has_render: bool):
     loader = scene.create_urdf_loader()
     loader.fix_root_link = True
     try:
-        arts, _, _ = loader.parse(str(urdf))
+        if has_render:
+            arts, _, _ = loader.parse(str(urdf))
+        else:  # parsing <visual> materials needs a render device: parse a copy without visuals
+            with tempfile.TemporaryDirectory() as tmp:
+                arts, _, _ = loader.parse(str(_urdf_without_visuals(urdf, Path(tmp))))
         builder = arts[0]
-        if not has_render:
-            for lb in builder.link_builders:
-                lb.visual_records = []
         builder.initial_pose = sapien.Pose(rd["base_pose"]["position"], rd["base_pose"]["quaternion_wxyz"])
         art = builder.build()
     except Exception as exc:  # noqa: BLE001 - SAPIEN raises many types

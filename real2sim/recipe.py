@@ -26,7 +26,7 @@ from .bundle import Bundle
 from .camera import Camera
 from .errors import ManifestError
 from .geometry import look_at_opencv
-from .manifest import CameraSpec, LightSpec, ObjectSpec, PhysicsSpec, Pose, VisualSpec, _Reader
+from .manifest import CameraSpec, LightSpec, ObjectSpec, PhysicsSpec, Pose, TaskSpec, VisualSpec, _Reader
 from .meshes import load_mesh
 
 log = logging.getLogger(__name__)
@@ -62,9 +62,11 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
     except json.JSONDecodeError as exc:
         raise ManifestError(str(recipe_path), f"<line {exc.lineno}>", f"is not valid JSON ({exc.msg})") from exc
     r = _Reader(str(recipe_path))
-    r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects", "robot"},
+    r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects", "robot", "tasks"},
           {"name", "objects"})
     robot = _import_robot(r, data["robot"]) if data.get("robot") is not None else None  # refuse before writing
+    tasks = r.obj(data.get("tasks", {}), "tasks", set(data.get("tasks", {})))
+    tasks = {k: TaskSpec.parse(r, v, f"tasks.{k}") for k, v in tasks.items()}
     bundle = Bundle.create(out_dir, name=r.string(data["name"], "name"), overwrite=overwrite)
     m = bundle.manifest
     m.provenance["recipe"] = recipe_path.name
@@ -76,6 +78,7 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
     for oid, od in data["objects"].items():
         m.objects[oid] = _import_object(bundle, r, base, oid, od)
     m.robot = robot
+    m.tasks = tasks
     bundle.save()
     return bundle
 

@@ -38,12 +38,14 @@ def test_visual_and_collision_geoms_are_separate_classes(mjcf):
     classes = {d.get("class"): d.find("geom").attrib for d in root.iter("default") if d.get("class")}
     assert classes["visual"]["contype"] == "0" and classes["visual"]["conaffinity"] == "0"
     m = scene.model
-    for g in range(m.ngeom):
+    for g in range(m.ngeom):  # objects' and the robot's geoms alike: group 2 draws, group 3 collides
         name = m.geom(g).name
-        if name.endswith("_visual"):
-            assert m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0
+        if m.geom_group[g] == 2:
+            assert m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0, name
         else:
-            assert "_collision_" in name and m.geom_contype[g] == 1
+            assert m.geom_group[g] == 3 and m.geom_contype[g] != 0, name
+        if name:
+            assert name.endswith("_visual") == (m.geom_group[g] == 2), name
     # content-addressed asset file names: 16 hex digits
     for mesh in root.iter("mesh"):
         stem = mesh.get("file").split(".")[0]

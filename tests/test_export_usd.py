@@ -275,7 +275,8 @@ def test_load_refuses_broken_exports(tmp_path):
 def test_unsupported_capabilities(exported):
     _, result = exported
     with UsdExporter().load(result.main_file.parent) as scene:
-        assert scene.engine == "usd" and scene.capabilities == frozenset({"project", "mass"})
+        assert scene.engine == "usd" and {"project", "mass"} <= scene.capabilities
+        assert not {"physics", "render"} & scene.capabilities  # the bundled scene also has a robot: "robot"
         with pytest.raises(UnsupportedCapability):
             scene.step(0.01)
         with pytest.raises(UnsupportedCapability):

@@ -74,6 +74,8 @@ def test_unknown_names_and_missing_robot(recipe_bundle):
         rv.set_object_pose(root, "cub", [0, 0, 0], [0, 0, 0])
     with pytest.raises(rv.EditError, match="unknown camera"):
         rv.set_camera_pose(root, "side", [0, 0, 1], [0, 0, 0])
+    recipe_bundle.manifest.robot = None  # the bundled scene has a WidowX; a bundle without one:
+    recipe_bundle.save()
     with pytest.raises(rv.EditError, match="has no robot.*--robot"):
         rv.set_robot_base_pose(root, [0, 0, 0], [0, 0, 0])
     with pytest.raises(rv.EditError, match="not close to unit"):
