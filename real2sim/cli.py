@@ -20,33 +20,50 @@ def cmd_demo(args) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from .demo import run_demo, worst
+    from .demo import STAGES, run_demo, worst
 
-    stages = ["recipe", "collision", "inertial", "export", "drop test", "projection", "render"]
     con = _console()
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=con, transient=True) as prog:
-        task = prog.add_task("demo", total=len(stages))
+        task = prog.add_task("demo", total=len(STAGES))
 
         def on_stage(name):
-            prog.update(task, description=f"demo: {name}", completed=stages.index(name))
+            prog.update(task, description=f"demo: {name}", completed=STAGES.index(name))
 
-        rep = run_demo(Path(args.out), workers=args.workers, on_stage=on_stage)
-        prog.update(task, completed=len(stages))
+        rep = run_demo(Path(args.out), workers=args.workers, episodes=args.episodes, on_stage=on_stage)
+        prog.update(task, completed=len(STAGES))
     t = Table(title=f"real2sim demo -> {rep.out_dir}")
     t.add_column("stage")
     t.add_column("seconds", justify="right")
     for k, v in rep.stage_seconds.items():
         t.add_row(k, f"{v:.2f}")
+    t.add_row("total", f"{sum(rep.stage_seconds.values()):.2f}")
     con.print(t)
+    con.print("pose recovery (ADD-S vs ground truth, mm): " + ", ".join(
+        f"{k} {v['before']:.1f} -> {v['after']:.1f}" for k, v in rep.pose_error_mm.items()))
+    b = rep.build
+    if "plate" in b:
+        con.print(f"plate: {b['plate'].get('inpainted_fraction', 0):.1%} inpainted;  "
+                  f"alignment min IoU {b.get('alignment', {}).get('min_iou')};  "
+                  f"texture min PSNR {b.get('texture', {}).get('min_psnr_db')} dB")
     for k, v in rep.exports.items():
         con.print(f"export {k:7s} {v}")
-    con.print(f"collision: " + ", ".join(f"{k}={v['kind']}({v['hulls']})" for k, v in rep.collision.items() if not k.startswith("_")))
     con.print(f"drop test MuJoCo vs SAPIEN: worst position {worst(rep.drop_position_mm):.2f} mm, "
               f"worst angle {worst(rep.drop_angle_deg):.2f} deg (limits 5 mm / 5 deg)")
     con.print("camera projection vs bundle (max px): " + ", ".join(f"{k} {v:.4f}" for k, v in rep.projection_px.items()))
-    con.print(f"side-by-side render: {rep.picture}  ({', '.join(f'{k}: {v}' for k, v in rep.render_notes.items())})")
-    ok = worst(rep.drop_position_mm) < 5 and worst(rep.drop_angle_deg) < 5 and worst(rep.projection_px) < 0.5
-    con.print("[green]demo OK[/green]" if ok else "[red]demo: engines disagree beyond the limits[/red]")
+    e = Table(title="success rate on lift_cube (state observations)")
+    e.add_column("policy")
+    for engine in rep.success:
+        e.add_column(engine, justify="right")
+    for policy in next(iter(rep.success.values()), {}):
+        e.add_row(policy, *[f"{rep.success[eng][policy]:.2f}" for eng in rep.success])
+    con.print(e)
+    con.print(f"ranking agreement SAPIEN vs MuJoCo: MMRV {rep.mmrv}, Pearson r {rep.pearson}")
+    for k, v in rep.pictures.items():
+        con.print(f"picture ({k}): {rep.out_dir / v}")
+    con.print(f"review it in the browser: real2sim review {rep.out_dir}   (serves http://127.0.0.1:7860)")
+    ok = (worst(rep.drop_position_mm) < 5 and worst(rep.drop_angle_deg) < 5 and worst(rep.projection_px) < 0.5
+          and all(v["after"] < 3.0 for v in rep.pose_error_mm.values()))
+    con.print("[green]demo OK[/green]" if ok else "[red]demo: a check is outside its limit (see above)[/red]")
     return 0 if ok else 1
 
 
@@ -170,6 +187,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the journey on the bundled tabletop scene")
     p.add_argument("--out", default="demo_out", help="bundle directory to write (default: ./demo_out)")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--episodes", type=int, default=6, help="episodes per policy and engine")
     p.set_defaults(fn=cmd_demo)
     p = sub.add_parser("check", help="validate a scene bundle")
     p.add_argument("dir")

@@ -45,9 +45,10 @@ def _png(arr: np.ndarray) -> bytes:
 def synthesize_capture(bundle: Bundle, truth: Bundle, config: SyntheticCaptureConfig | None = None) -> dict:
     """Render ``truth`` (an exported bundle with the true poses) into ``bundle``'s capture.
 
-    Writes ``capture/frames/000000.png``, ``background/`` nothing (the plate stage makes
-    it), and ``masks/000000/<id>.png`` for the masked objects; records them in
-    ``bundle.manifest.capture``. Returns {"frame": rel, "masks": {id: rel}}.
+    Writes ``capture/frames/000000.png`` and ``masks/000000/<id>.png`` for the masked
+    objects (and ``robot`` when the truth has one); records them in
+    ``bundle.manifest.capture``. The plate stage then makes the background from them.
+    Returns {"frame": rel, "masks": {id: rel}}.
     """
     from export import get_exporter
 
@@ -58,6 +59,8 @@ def synthesize_capture(bundle: Bundle, truth: Bundle, config: SyntheticCaptureCo
         rgb = scene.render(cfg.camera).astype(np.float64)
         ids = cfg.masked or tuple(truth.dynamic_objects())
         masks = {oid: scene.object_mask(cfg.camera, oid) for oid in ids}
+        if truth.manifest.robot is not None and "robot" in scene.capabilities:
+            masks["robot"] = scene.robot_mask(cfg.camera)
     rgb = np.clip(rgb * cfg.gain + rng.normal(0, cfg.noise_std, rgb.shape), 0, 255).astype(np.uint8)
     frame_rel = "capture/frames/000000.png"
     atomic_write_bytes(bundle.path(frame_rel), _png(rgb))

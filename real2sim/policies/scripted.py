@@ -127,7 +127,10 @@ class ScriptedPolicy:
         return float(ext[2])
 
     def _grasp_R(self, R_obj) -> np.ndarray:
-        yaw = np.arctan2(R_obj[1, 0], R_obj[0, 0])
+        # the object axis closest to horizontal sets the yaw: an object frame need not have
+        # +Z up (alignment may pick any symmetric-equivalent pose of a box)
+        axis = R_obj[:, int(np.argmin(np.abs(R_obj[2, :])))]
+        yaw = np.arctan2(axis[1], axis[0])
         yaw = (yaw + np.pi / 4) % (np.pi / 2) - np.pi / 4  # box symmetry: the closest face pair
         return _rot_z(yaw) @ _rot_y(np.pi / 2)  # EE x axis pointing down
 
