@@ -482,6 +482,8 @@ def test_robot_appearance_needs_a_robot(tabletop):
     from real2sim.errors import Real2SimError
     from texture.robot import robot_appearance_stage
 
+    tabletop.manifest.robot = None  # the bundled scene has a WidowX; a bundle without one:
+    tabletop.save()
     with pytest.raises(Real2SimError, match="no robot"):
         robot_appearance_stage(tabletop)
 
