@@ -478,14 +478,16 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
     assert any(np.allclose(x, app["shoulder_link"], atol=1e-6) for x in rgbas)
 
 
-def test_robot_appearance_needs_a_robot(tabletop):
+def test_robot_appearance_needs_a_robot(tmp_path):
     from real2sim.errors import Real2SimError
+    from real2sim.recipe import builtin_recipe, bundle_from_recipe
     from texture.robot import robot_appearance_stage
 
-    tabletop.manifest.robot = None  # the bundled scene has a WidowX; a bundle without one:
-    tabletop.save()
+    b = bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene")
+    b.manifest.robot = None  # the bundled scene has a WidowX; a bundle without one:
+    b.save()
     with pytest.raises(Real2SimError, match="no robot"):
-        robot_appearance_stage(tabletop)
+        robot_appearance_stage(b)
 
 
 @pytest.mark.render
