@@ -86,6 +86,21 @@ def _collision_config(args):
                                      seed=args.seed, workers=args.workers)
 
 
+def cmd_add_object(args) -> int:
+    from .bundle import Bundle
+    from .recipe import add_object
+
+    bundle = Bundle.load(Path(args.dir))
+    props = {k: getattr(args, k) for k in ("density", "mass", "friction") if getattr(args, k) is not None}
+    if args.fixed:
+        props["fixed"] = True
+    obj = add_object(bundle, args.id, Path(args.mesh), Path(args.texture) if args.texture else None,
+                     [float(v) for v in args.position.split(",")] if args.position else None, **props)
+    _console().print(f"added '{args.id}' at {obj.pose.position} ({obj.visual.mesh}); "
+                     f"next: real2sim masks {args.dir} --entity {args.id} --point X,Y, then real2sim build {args.dir}")
+    return 0
+
+
 def cmd_build(args) -> int:
     from .bundle import Bundle
     from .pipeline import build
@@ -193,7 +208,18 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("dir")
     p.add_argument("--quick", action="store_true", help="do not load meshes")
     p.set_defaults(fn=cmd_check)
-    p = sub.add_parser("build", help="run the build stages (collision, inertial)")
+    p = sub.add_parser("add-object", help="add an object (a mesh, optionally textured) to a bundle")
+    p.add_argument("dir")
+    p.add_argument("id", help="object id ([A-Za-z0-9_-])")
+    p.add_argument("--mesh", required=True, help="OBJ, STL, PLY, GLB or DAE, in metres")
+    p.add_argument("--texture", help="texture image for the mesh's UVs")
+    p.add_argument("--position", help="x,y,z in metres (default: resting on the table centre)")
+    p.add_argument("--density", type=float, help="kg/m^3 (default 1000)")
+    p.add_argument("--mass", type=float, help="kg (overrides density)")
+    p.add_argument("--friction", type=float)
+    p.add_argument("--fixed", action="store_true", help="static (e.g. a shelf)")
+    p.set_defaults(fn=cmd_add_object)
+    p = sub.add_parser("build", help="run the build stages (plate, alignment, texture, collision, inertial)")
     p.add_argument("dir")
     p.add_argument("--force", action="store_true", help="re-run stages even if unchanged")
     _add_collision_args(p)

@@ -124,3 +124,32 @@ def _import_robot(r: _Reader, d: dict):
                f"joints ({', '.join(robot.joint_names)})")
     spec.source = spec.source or "recipe"
     return spec
+
+
+def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None, position=None,
+               quaternion_wxyz=(1.0, 0.0, 0.0, 0.0), **props) -> ObjectSpec:
+    """Add one object to an existing bundle (mesh and texture copied in).
+
+    Without ``position`` the object is placed at the table centre, resting on the table
+    (its mesh's lowest point at ``table_height``); alignment then moves it to its masks.
+    ``props``: fixed, density, mass, friction, restitution, rgba.
+    """
+    from .errors import BundleError
+
+    if oid in bundle.manifest.objects:
+        raise BundleError(f"object '{oid}' is already in {bundle.root / 'scene.json'}; choose another id or remove it first")
+    if not oid.replace("_", "").replace("-", "").isalnum():
+        raise BundleError(f"object id '{oid}' must be letters, digits, '_' or '-' (it becomes a folder name)")
+    mesh = Path(mesh).resolve()
+    if position is None:
+        lowest = load_mesh(mesh).bounds[0][2]
+        position = [0.0, 0.0, bundle.manifest.table_height - float(lowest)]
+    entry = {"mesh": str(mesh), "pose": {"position": [float(x) for x in position],
+                                          "quaternion_wxyz": [float(x) for x in quaternion_wxyz]}, **props}
+    if texture is not None:
+        entry["texture"] = str(Path(texture).resolve())
+    r = _Reader("add-object")
+    bundle.manifest.objects[oid] = _import_object(bundle, r, Path("/"), oid, entry)
+    bundle.mark_stale("collision", "inertial", "alignment", "texture", "export")
+    bundle.save()
+    return bundle.manifest.objects[oid]

@@ -79,3 +79,16 @@ def test_bad_bundle_gives_a_clear_error(tmp_path):
     proc = run("build", str(tmp_path / "missing"), tmp_path=tmp_path, check=False)
     assert proc.returncode == 2
     assert "not a directory" in proc.stdout
+
+
+def test_add_object_to_a_bundle(tmp_path):
+    from real2sim import Bundle
+    from real2sim.recipe import bundle_from_recipe
+
+    b = bundle_from_recipe(builtin_recipe(), tmp_path / "scene")
+    mesh = builtin_recipe().parent / "assets" / "cube" / "visual.obj"
+    run("add-object", str(b.root), "cube2", "--mesh", str(mesh), "--density", "500", tmp_path=tmp_path)
+    obj = Bundle.load(b.root).object("cube2")
+    assert obj.pose.position[2] == pytest.approx(0.0225) and obj.density == 500  # resting on the table
+    proc = run("add-object", str(b.root), "cube2", "--mesh", str(mesh), tmp_path=tmp_path, check=False)
+    assert proc.returncode == 2 and "already in" in proc.stdout
