@@ -101,6 +101,15 @@ def cmd_add_object(args) -> int:
     return 0
 
 
+def cmd_robot_masks(args) -> int:
+    from .bundle import Bundle
+    from .robot_masks import robot_masks_stage
+
+    rec, ran = robot_masks_stage(Bundle.load(Path(args.dir)), force=args.force)
+    _console().print(f"robot masks {'written' if ran else 'unchanged'}: {rec.metrics}")
+    return 0
+
+
 def cmd_build(args) -> int:
     from .bundle import Bundle
     from .pipeline import build
@@ -219,6 +228,10 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--friction", type=float)
     p.add_argument("--fixed", action="store_true", help="static (e.g. a shelf)")
     p.set_defaults(fn=cmd_add_object)
+    p = sub.add_parser("robot-masks", help="masks of the robot rendered from the simulator at each frame's joints")
+    p.add_argument("dir")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_robot_masks)
     p = sub.add_parser("build", help="run the build stages (plate, alignment, texture, collision, inertial)")
     p.add_argument("dir")
     p.add_argument("--force", action="store_true", help="re-run stages even if unchanged")

@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 # Which stages read the outputs of which: editing one marks these stale.
 DOWNSTREAM = {
     "plate": (),
+    "robot_masks": ("plate",),
     "alignment": ("texture", "export"),
     "texture": ("export",),
     "robot_appearance": ("export",),
