@@ -73,15 +73,17 @@ class LoadedScene(abc.ABC):
         raise UnsupportedCapability(f"{self.engine}: object_mask not implemented")
 
     # -- robot (capability "robot"; joint vectors follow RobotDef.joint_names: arm, then gripper) --
+    _robot = None  # the registry RobotDef, set by backends that load a robot
+
     def robot_name(self) -> str:
         """Registry name of the robot in the scene."""
         self.require("robot")
-        raise UnsupportedCapability(f"{self.engine}: robot_name not implemented")
+        return self._robot.name
 
     def robot_joint_names(self) -> list[str]:
         """Actuated joint names (registry names, not the engine's prefixed ones)."""
         self.require("robot")
-        raise UnsupportedCapability(f"{self.engine}: robot_joint_names not implemented")
+        return list(self._robot.joint_names)
 
     def robot_qpos(self) -> np.ndarray:
         """Actuated joint positions (rad or m)."""

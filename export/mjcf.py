@@ -288,14 +288,6 @@ class MujocoScene(LoadedScene):
         self._q0 = q0.copy()
         self.set_robot_qpos(q0)
 
-    def robot_name(self) -> str:
-        self.require("robot")
-        return self._robot.name
-
-    def robot_joint_names(self) -> list[str]:
-        self.require("robot")
-        return list(self._robot.joint_names)
-
     def robot_qpos(self) -> np.ndarray:
         self.require("robot")
         return self.data.qpos[self._qadr].copy()

@@ -648,14 +648,6 @@ class SapienScene(LoadedScene):
         self.capabilities = self.capabilities | {"robot"}
         self.set_robot_qpos(self.data["robot"]["qpos"])
 
-    def robot_name(self) -> str:
-        self.require("robot")
-        return self._robot.name
-
-    def robot_joint_names(self) -> list[str]:
-        self.require("robot")
-        return list(self._robot.joint_names)
-
     def robot_qpos(self) -> np.ndarray:
         self.require("robot")
         return np.asarray(self.articulation.get_qpos(), float)[self._jidx]
