@@ -212,8 +212,9 @@ def plot(metrics: list[TaskMetrics], out: Path) -> Path:
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
     for ax, m in zip(axes[0], metrics):
         for i, p in enumerate(m.policies):
-            xerr = [[m.real[i] - m.real_ci[i][0]], [m.real_ci[i][1] - m.real[i]]]
-            yerr = [[m.sim[i] - m.sim_ci[i][0]], [m.sim_ci[i][1] - m.sim[i]]]
+            # max(0, .): a Wilson bound can sit a rounding error inside the rate (e.g. 2/6), which matplotlib refuses
+            xerr = [[max(0.0, m.real[i] - m.real_ci[i][0])], [max(0.0, m.real_ci[i][1] - m.real[i])]]
+            yerr = [[max(0.0, m.sim[i] - m.sim_ci[i][0])], [max(0.0, m.sim_ci[i][1] - m.sim[i])]]
             ax.errorbar(m.real[i], m.sim[i], xerr=xerr, yerr=yerr, fmt="o", capsize=3, label=p)
         ax.plot([0, 1], [0, 1], "k--", lw=0.8)
         ax.set_xlim(-0.02, 1.02)

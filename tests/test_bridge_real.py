@@ -1,0 +1,107 @@
+"""The Bridge journey on the real stack-cube frame (../shared/data; skips with a reason when it is absent).
+
+One run of :func:`real2sim.bridge.build_bridge_scene` (about 20-30 s on 2 cores): init -> one-click cube
+masks -> robot joints from its silhouette -> plate -> table height, alignment, texture -> robot appearance ->
+collision -> export (MJCF, USD, SAPIEN) -> visual gap -> graded scripted policies in MuJoCo and SAPIEN ->
+MMRV between the engines.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.realdata
+
+
+@pytest.fixture(scope="module")
+def bridge(tmp_path_factory):
+    """Module-scoped (one run for every test here), so it checks the folder as the ``shared_data`` fixture does."""
+    from conftest import SHARED_DATA
+
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
+    from real2sim.bridge import build_bridge_scene
+
+    out = tmp_path_factory.mktemp("bridge")
+    return build_bridge_scene(SHARED_DATA, out, episodes=2)
+
+
+def test_bridge_data_fixture(shared_data):
+    """The shared_data fixture finds the Bridge files the journey reads."""
+    for rel in ("bridge/stack_cube_first_frame.png", "bridge/stack_cube_plate.png",
+                "objects/green_cube_3cm/textured.dae", "objects/yellow_cube_3cm/textured.dae"):
+        assert (shared_data / rel).is_file(), rel
+
+
+def test_cubes_masks_and_alignment(bridge):
+    _, rep = bridge
+    for oid in ("green_cube", "yellow_cube"):
+        al = rep["alignment"][oid]
+        assert al["status"] == "aligned" and al["mean_iou"] >= 0.85, (oid, al)
+        # one click + GrabCut vs a plate-difference x hue reference (which includes the green cube's shadow)
+        assert rep["segmentation"][oid]["iou_vs_reference"] >= 0.75, rep["segmentation"]
+        px = rep["alignment_px"]["cubes"][oid]
+        assert px["iou_render_vs_mask"] >= 0.85 and px["mask_centroid_vs_projected_centre_px"] < 3.0, px
+        assert rep["texture"][oid]["psnr_db"] > 25, rep["texture"][oid]
+    assert -0.03 < rep["table_height_m"] < 0.03
+
+
+def test_robot_joints_fitted_to_the_frame(bridge):
+    _, rep = bridge
+    fit = rep["robot_fit"]
+    assert fit["iou_fitted"] > fit["iou_default"] + 0.2 and fit["iou_fitted"] >= 0.7, fit
+    assert rep["alignment_px"]["robot"]["silhouette_vs_mask"]["mean_px"] < 6, rep["alignment_px"]["robot"]
+
+
+def test_exports_load_and_evaluation_ran_in_both_engines(bridge):
+    from export import get_exporter
+
+    bundle, rep = bridge
+    for engine in ("mjcf", "usd", "sapien"):
+        assert not str(rep["exports"][engine]).startswith("failed"), rep["exports"]
+    for engine in ("mjcf", "sapien"):
+        exp = get_exporter(engine)
+        with exp.load(exp.out_dir(bundle)) as scene:
+            assert {"green_cube", "yellow_cube"} <= set(scene.object_ids())
+            np.testing.assert_allclose(scene.object_pose("green_cube")[:3, 3],
+                                       bundle.object("green_cube").pose.position, atol=1e-4)
+    for engine in ("mujoco", "sapien"):
+        rates = rep["success"][engine]["lift_green_cube"]
+        assert set(rates) == {"scripted", "scripted:noise=0.03", "random"}
+        assert all(r["trials"] == 2 for r in rates.values())
+        assert rates["scripted"]["rate"] >= rates["random"]["rate"], rates
+        assert (bundle.root / "results" / engine / "sim.csv").is_file()
+    assert 0.0 <= rep["metrics"]["lift_green_cube"]["mmrv"] <= 1.0
+
+
+def test_visual_gap_improves_and_reports_exist(bridge):
+    bundle, rep = bridge
+    for plate in ("bundle_plate", "person_made_plate"):
+        g = rep["visual_gap"][plate]
+        assert g["plus_objects"]["cubes"]["psnr_db"] > g["plate_only"]["cubes"]["psnr_db"] + 3, g
+        assert g["plus_objects"]["cubes"]["ssim"] > g["plate_only"]["cubes"]["ssim"], g
+        assert g["plus_robot"]["union"]["psnr_db"] > g["plus_objects"]["union"]["psnr_db"], g
+    saved = json.loads((bundle.reports_dir() / "bridge.json").read_text())
+    assert saved["visual_gap"]["bundle_plate"]["plate_only"] == rep["visual_gap"]["bundle_plate"]["plate_only"]
+    from PIL import Image
+
+    with Image.open(bundle.reports_dir() / "bridge_gap.png") as im:
+        assert im.size == (4 * 320, 240)
+
+
+def test_ssim_and_psnr_helpers():
+    from real2sim.bridge import psnr, ssim
+
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:60, 0:80]
+    a = np.repeat(((xx + yy) * 1.5).astype(np.uint8)[..., None], 3, -1)  # smooth ramp
+    assert ssim(a, a) == pytest.approx(1.0) and psnr(a, a) == float("inf")
+    b = np.clip(a.astype(int) + rng.normal(0, 20, a.shape[:2])[..., None], 0, 255).astype(np.uint8)
+    assert 0 < ssim(a, b) < 0.5 and 20 < psnr(a, b) < 25  # structure lost to noise; PSNR of sigma 20 ~ 22 dB
+    mask = np.zeros(a.shape[:2], bool)
+    mask[:, :40] = True
+    c = a.copy()
+    c[:, 40:] = 255 - c[:, 40:]
+    assert ssim(a, c, mask[:, :]) > ssim(a, c) and psnr(a, c, mask) == float("inf")
