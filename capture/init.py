@@ -45,6 +45,10 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
     checked before the bundle is touched, so bad input leaves nothing half-written.
     """
     directory = Path(directory)
+    if robot:
+        from real2sim.robots import get_robot
+
+        get_robot(robot)  # refuse an unknown robot (with close matches) before anything is written
     if (directory / "scene.json").exists() and not overwrite:
         raise BundleError(f"{directory}: already holds a bundle (scene.json); choose a new directory, or pass "
                           "--force to re-initialise its capture")
@@ -75,12 +79,14 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
             atomic_write_json(bundle.path("capture/camera.json"), camera_to_dict(cam))
             outputs.append("capture/camera.json")
         if robot:
-            atomic_write_json(bundle.path("robot/robot.json"), {
-                "robot": robot, "base_pose": {"position": [0.0, 0.0, 0.0], "quaternion_wxyz": [1.0, 0.0, 0.0, 0.0]},
-                "joint_positions": "per frame in scene.json capture.frames[].joint_positions" if src.joint_positions
-                else "not recorded by the source"})
-            outputs.append("robot/robot.json")
-            bundle.manifest.provenance["robot"] = robot
+            from real2sim.manifest import RobotSpec
+            from real2sim.robots import get_robot
+
+            rdef = get_robot(robot)  # unknown names suggest the close ones
+            q0 = list(specs[0].joint_positions) if specs and specs[0].joint_positions else list(rdef.default_qpos)
+            bundle.manifest.robot = RobotSpec(name=rdef.name, joint_positions=[float(x) for x in q0],
+                                              source=f"real2sim init --robot {robot}")
+            bundle.manifest.provenance["robot"] = rdef.name
         bundle.manifest.provenance["capture_source"] = src.source
         pic = bundle.reports_dir() / "capture.png"
         write_rgb(pic, contact_sheet(src.frames))

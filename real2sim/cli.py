@@ -101,6 +101,38 @@ def cmd_add_object(args) -> int:
     return 0
 
 
+def cmd_add_task(args) -> int:
+    import json
+
+    from .bundle import Bundle
+    from .manifest import TaskSpec, _Reader
+
+    bundle = Bundle.load(Path(args.dir))
+    try:
+        success = json.loads(args.success)
+        init = json.loads(args.init) if args.init else {}
+    except json.JSONDecodeError as exc:
+        from .errors import ManifestError
+
+        raise ManifestError("add-task", "--success/--init", f"is not valid JSON ({exc})",
+                            'quote it, e.g. --success \'{"type": "lifted", "object": "cube", "height": 0.04}\'') from exc
+    spec = TaskSpec.parse(_Reader("add-task"), {"instruction": args.instruction, "success": success,
+                                                "time_limit_s": args.time_limit, "init": init}, f"tasks.{args.id}")
+    for oid in _objects_named(success):
+        bundle.object(oid)  # unknown object ids suggest close ones
+    bundle.manifest.tasks[args.id] = spec
+    bundle.save()
+    _console().print(f"task '{args.id}' added: {args.instruction!r}; evaluate with: real2sim eval {args.dir} --task {args.id} --policy scripted")
+    return 0
+
+
+def _objects_named(pred: dict) -> list[str]:
+    names = [pred[k] for k in ("object", "support", "container", "target") if isinstance(pred.get(k), str)]
+    for t in pred.get("terms", []):
+        names += _objects_named(t)
+    return names
+
+
 def cmd_robot_masks(args) -> int:
     from .bundle import Bundle
     from .robot_masks import robot_masks_stage
@@ -228,6 +260,14 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--friction", type=float)
     p.add_argument("--fixed", action="store_true", help="static (e.g. a shelf)")
     p.set_defaults(fn=cmd_add_object)
+    p = sub.add_parser("add-task", help="add an evaluation task (instruction, success predicate, init) to a bundle")
+    p.add_argument("dir")
+    p.add_argument("id")
+    p.add_argument("--instruction", required=True, help="language instruction given to the policy")
+    p.add_argument("--success", required=True, help='JSON predicate, e.g. \'{"type": "lifted", "object": "cube", "height": 0.04}\'')
+    p.add_argument("--init", help='JSON randomisation, e.g. \'{"objects": {"cube": {"xy": [[0.1, -0.1], [0.15, -0.05]]}}}\'')
+    p.add_argument("--time-limit", type=float, default=20.0, dest="time_limit", help="seconds")
+    p.set_defaults(fn=cmd_add_task)
     p = sub.add_parser("robot-masks", help="masks of the robot rendered from the simulator at each frame's joints")
     p.add_argument("dir")
     p.add_argument("--force", action="store_true")

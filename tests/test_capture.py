@@ -190,7 +190,7 @@ def test_init_from_image_folder_and_camera(tmp_path):
     assert len(b.manifest.capture.frames) == 4
     assert b.path(b.manifest.capture.frames[3].image).is_file()
     assert b.manifest.cameras["main"].width == 64
-    assert (b.root / "robot" / "robot.json").is_file()
+    assert b.manifest.robot.name == "widowx250s" and len(b.manifest.robot.joint_positions) == 8
     assert b.manifest.stages["capture"].status == "done"
     assert (b.root / "reports" / "capture.png").is_file()
 

@@ -92,3 +92,18 @@ def test_add_object_to_a_bundle(tmp_path):
     assert obj.pose.position[2] == pytest.approx(0.0225) and obj.density == 500  # resting on the table
     proc = run("add-object", str(b.root), "cube2", "--mesh", str(mesh), tmp_path=tmp_path, check=False)
     assert proc.returncode == 2 and "already in" in proc.stdout
+
+
+def test_add_task_validates_and_records(tmp_path):
+    from real2sim import Bundle
+    from real2sim.recipe import bundle_from_recipe
+
+    b = bundle_from_recipe(builtin_recipe(), tmp_path / "scene")
+    run("add-task", str(b.root), "lift_mug", "--instruction", "lift the mug",
+        "--success", '{"type": "lifted", "object": "mug", "height": 0.05}', tmp_path=tmp_path)
+    assert Bundle.load(b.root).manifest.tasks["lift_mug"].success["object"] == "mug"
+    bad = run("add-task", str(b.root), "x", "--instruction", "x", "--success", '{"type": "lifted", "object": "mugg"}',
+              tmp_path=tmp_path, check=False)
+    assert bad.returncode == 2 and "did you mean 'mug'" in bad.stdout
+    bad = run("add-task", str(b.root), "x", "--instruction", "x", "--success", '{"type": "lift"}', tmp_path=tmp_path, check=False)
+    assert bad.returncode == 2 and "lifted" in bad.stdout
