@@ -326,6 +326,43 @@ def _select(n: int, ref: int, max_frames: int) -> np.ndarray:
     return np.array(sorted(idx))
 
 
+def camera_motion_px(frames: np.ndarray, ref: int = 0, scale: float = 0.5) -> np.ndarray:
+    """``(n,)`` image shift (px) of each frame against frame ``ref`` by phase correlation.
+
+    A fixed camera gives ~0 for every frame even with a robot moving in it (the static
+    background dominates the correlation); a moving camera gives a shift that grows.
+    """
+    import cv2
+
+    def gray(f):
+        g = cv2.cvtColor(np.ascontiguousarray(f), cv2.COLOR_RGB2GRAY).astype(np.float32)
+        return cv2.resize(g, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+
+    g0 = gray(frames[ref])
+    win = cv2.createHanningWindow(g0.shape[::-1], cv2.CV_32F)
+    out = []
+    for f in frames:
+        (dx, dy), _ = cv2.phaseCorrelate(g0, gray(f), win)
+        out.append(float(np.hypot(dx, dy)) / scale)
+    return np.array(out)
+
+
+def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 3.0) -> dict:
+    """Refuse clips whose camera moved (a plate needs a fixed camera), with the evidence."""
+    if len(frames) < 2:
+        return {"camera_shift_px_median": 0.0, "camera_shift_px_max": 0.0}
+    shift = camera_motion_px(frames, ref)
+    rep = {"camera_shift_px_median": round(float(np.median(shift)), 3), "camera_shift_px_max": round(float(shift.max()), 3)}
+    if np.median(shift) > max_shift_px:
+        worst = int(shift.argmax())
+        raise CaptureError(
+            f"the background is not static: frames shift by {np.median(shift):.1f} px (median; frame {worst}: "
+            f"{shift[worst]:.1f} px) against frame {ref}, so the camera moved. A background plate needs a fixed "
+            "camera: use a clip from a fixed camera, or cut the clip to the part where it did not move "
+            "(real2sim init --max-frames / --stride)")
+    return rep
+
+
 def make_plate(frames: np.ndarray, masks: np.ndarray | None = None, config: PlateConfig | None = None,
                inpainter: Union[str, Callable, None] = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Background plate from ``(n, h, w, 3) uint8`` frames of a fixed camera.
@@ -358,6 +395,7 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
     if frames.dtype != np.uint8:
         frames = to_uint8(frames)
     F = np.ascontiguousarray(frames[sel])
+    motion = check_static_camera(F, ref)
     given = masks is not None
     det: dict = {}
     if given:
@@ -419,6 +457,7 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
         "exposure_gain_range": [round(float(gains.min()), 4), round(float(gains.max()), 4)],
         "confidence_codes": {"255": f"seen in >= {cfg.many_frames} frames", "128": "seen in fewer frames", "0": "inpainted"},
         "warnings": warnings,
+        **motion,
         "seconds": round(time.perf_counter() - t0, 3),
     }
     full_fg = np.zeros((n, h, w), bool)

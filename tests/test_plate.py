@@ -181,3 +181,15 @@ def test_stack_cube_gripper_inpainting_vs_telea(shared_data, record_property):
     print(f"gripper inpainting PSNR: patchmatch {p_pm:.2f} dB, telea {p_telea:.2f} dB")
     assert p_pm >= p_telea - 0.25
     assert best > 17
+
+
+def test_moving_camera_is_refused_with_the_evidence():
+    from capture.errors import CaptureError
+    from capture.plate import make_plate
+
+    _, frames, _ = moving_occluder_frames()
+    panned = np.stack([np.roll(f, 6 * i, axis=1) for i, f in enumerate(frames)])  # the camera pans 6 px a frame
+    with pytest.raises(CaptureError, match=r"not static: frames shift by \d+\.\d px"):
+        make_plate(panned)
+    _, _, rep = make_plate(frames)  # a fixed camera with a moving occluder passes
+    assert rep["camera_shift_px_median"] < 1.0
