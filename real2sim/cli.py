@@ -142,6 +142,15 @@ def cmd_robot_masks(args) -> int:
     return 0
 
 
+def cmd_refine_camera(args) -> int:
+    from .bundle import Bundle
+    from .camera_refine import refine_camera_stage
+
+    rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), camera=args.camera, force=args.force)
+    _console().print(f"refine-camera{'' if ran else ' (inputs unchanged, last run)'}: {rec.message} {rec.metrics}")
+    return 0
+
+
 def cmd_build(args) -> int:
     from .bundle import Bundle
     from .pipeline import build
@@ -272,6 +281,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("dir")
     p.add_argument("--force", action="store_true")
     p.set_defaults(fn=cmd_robot_masks)
+    p = sub.add_parser("refine-camera", help="refine a camera's pose by aligning the robot rendered at the frames' "
+                       "joints to its masks")
+    p.add_argument("dir")
+    p.add_argument("--camera", default="main", help="camera name in scene.json (default: main)")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_refine_camera)
     p = sub.add_parser("build", help="run the build stages (plate, alignment, texture, collision, inertial)")
     p.add_argument("dir")
     p.add_argument("--force", action="store_true", help="re-run stages even if unchanged")

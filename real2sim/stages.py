@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 DOWNSTREAM = {
     "plate": (),
     "robot_masks": ("plate",),
+    "camera_refine": ("alignment", "texture", "robot_appearance", "export"),
     "alignment": ("texture", "export"),
     "texture": ("export",),
     "robot_appearance": ("export",),
