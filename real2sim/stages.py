@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 DOWNSTREAM = {
     "plate": (),
     "robot_masks": ("plate",),
-    "camera_refine": ("alignment", "texture", "robot_appearance", "export"),
+    # camera_refine marks its own dependents, and only when it changed the pose
     "alignment": ("texture", "export"),
     "texture": ("export",),
     "robot_appearance": ("export",),
