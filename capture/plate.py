@@ -33,7 +33,7 @@ from typing import Callable, Union
 import numpy as np
 
 from .errors import CaptureError
-from .images import to_float, to_uint8
+from .images import to_uint8
 
 log = logging.getLogger(__name__)
 
@@ -326,40 +326,58 @@ def _select(n: int, ref: int, max_frames: int) -> np.ndarray:
     return np.array(sorted(idx))
 
 
-def camera_motion_px(frames: np.ndarray, ref: int = 0, scale: float = 0.5) -> np.ndarray:
-    """``(n,)`` image shift (px) of each frame against frame ``ref`` by phase correlation.
-
-    A fixed camera gives ~0 for every frame even with a robot moving in it (the static
-    background dominates the correlation); a moving camera gives a shift that grows.
-    """
+def _gray_small(f, scale: float):
     import cv2
 
-    def gray(f):
-        g = cv2.cvtColor(np.ascontiguousarray(f), cv2.COLOR_RGB2GRAY).astype(np.float32)
-        return cv2.resize(g, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    g = cv2.cvtColor(np.ascontiguousarray(f), cv2.COLOR_RGB2GRAY).astype(np.float32)
+    return cv2.resize(g, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
 
-    g0 = gray(frames[ref])
+
+def camera_motion_px(frames: np.ndarray, ref: int = 0, scale: float = 0.5) -> np.ndarray:
+    """``(n,)`` image shift (px) of each frame against frame ``ref`` by phase correlation."""
+    import cv2
+
+    g0 = _gray_small(frames[ref], scale)
     win = cv2.createHanningWindow(g0.shape[::-1], cv2.CV_32F)
     out = []
     for f in frames:
-        (dx, dy), _ = cv2.phaseCorrelate(g0, gray(f), win)
+        (dx, dy), _ = cv2.phaseCorrelate(g0, _gray_small(f, scale), win)
         out.append(float(np.hypot(dx, dy)) / scale)
     return np.array(out)
 
 
-def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 3.0) -> dict:
-    """Refuse clips whose camera moved (a plate needs a fixed camera), with the evidence."""
+def static_fraction(frames: np.ndarray, ref: int = 0, scale: float = 0.5, tol: float = 15.0) -> np.ndarray:
+    """``(n,)`` fraction of pixels that keep their (exposure-normalised) grey level from frame ``ref``."""
+    g0 = _gray_small(frames[ref], scale)
+    out = []
+    for f in frames:
+        g = _gray_small(f, scale)
+        g *= np.median(g0) / max(float(np.median(g)), 1e-6)
+        out.append(float((np.abs(g - g0) < tol).mean()))
+    return np.array(out)
+
+
+def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 3.0, min_static: float = 0.5) -> dict:
+    """Refuse clips whose camera moved (a plate needs a fixed camera), with the evidence.
+
+    Two signs together: most of the image changes (a moving robot changes only part of
+    it), and the frames are shifted against the reference (phase correlation). Either
+    alone is not enough: a large moving object can pull the correlation, and a textureless
+    wall changes little under a pan (its plate is then fine anyway).
+    """
     if len(frames) < 2:
-        return {"camera_shift_px_median": 0.0, "camera_shift_px_max": 0.0}
+        return {"camera_shift_px_median": 0.0, "camera_shift_px_max": 0.0, "static_fraction_median": 1.0}
     shift = camera_motion_px(frames, ref)
-    rep = {"camera_shift_px_median": round(float(np.median(shift)), 3), "camera_shift_px_max": round(float(shift.max()), 3)}
-    if np.median(shift) > max_shift_px:
+    static = static_fraction(frames, ref)
+    rep = {"camera_shift_px_median": round(float(np.median(shift)), 3), "camera_shift_px_max": round(float(shift.max()), 3),
+           "static_fraction_median": round(float(np.median(static)), 3)}
+    if np.median(shift) > max_shift_px and np.median(static) < min_static:
         worst = int(shift.argmax())
         raise CaptureError(
             f"the background is not static: frames shift by {np.median(shift):.1f} px (median; frame {worst}: "
-            f"{shift[worst]:.1f} px) against frame {ref}, so the camera moved. A background plate needs a fixed "
-            "camera: use a clip from a fixed camera, or cut the clip to the part where it did not move "
-            "(real2sim init --max-frames / --stride)")
+            f"{shift[worst]:.1f} px) against frame {ref} and only {np.median(static):.0%} of the pixels keep their "
+            "value, so the camera moved. A background plate needs a fixed camera: use a clip from a fixed camera, "
+            "or cut the clip to the part where it did not move (real2sim init --max-frames / --stride)")
     return rep
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.errors import CollisionError, MeshError, Real2SimError
+from real2sim.errors import CollisionError, Real2SimError
 
 from .types import CollisionConfig, CollisionResult
 

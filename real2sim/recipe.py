@@ -26,7 +26,7 @@ from .bundle import Bundle
 from .camera import Camera
 from .errors import ManifestError
 from .geometry import look_at_opencv
-from .manifest import CameraSpec, LightSpec, ObjectSpec, PhysicsSpec, Pose, TaskSpec, VisualSpec, _Reader
+from .manifest import CameraSpec, LightSpec, ObjectSpec, PhysicsSpec, TaskSpec, _Reader
 from .meshes import load_mesh
 
 log = logging.getLogger(__name__)

@@ -70,7 +70,6 @@ def grow_from_click(image: np.ndarray, x: float, y: float, cfg: GrabCutConfig, l
     lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0)) if lab is None else lab
     xi, yi = int(round(x)), int(round(y))
     s = cfg.seed_spacing
-    y0, y1, x0, x1 = max(0, yi - 3 * s), min(h, yi + 3 * s + 1), max(0, xi - 3 * s), min(w, xi + 3 * s + 1)
     out = np.zeros((h, w), bool)
     for dy in (-s, 0, s):
         for dx in (-s, 0, s):

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -21,7 +20,6 @@ def recipe_bundle(tmp_path):
 
 def give_simple_collision(bundle):
     """Exact primitives where the object is one; a single convex hull otherwise. Fast (no CoACD)."""
-    import trimesh
 
     from real2sim.manifest import CollisionSpec, Pose
     from real2sim.meshes import load_mesh

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from real2sim import Bundle
 from real2sim.cli import main

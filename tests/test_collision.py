@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -80,19 +79,15 @@ def test_auto_falls_back_to_coacd(l_shape):
 
 def test_cache_hit(l_shape, l_result, tmp_path):
     cache = tmp_path / "cache"
-    t0 = time.perf_counter()
     miss = decompose(l_shape, COACD, cache, name="L")
-    t_miss = time.perf_counter() - t0
-    t0 = time.perf_counter()
     hit = decompose(l_shape, COACD, cache, name="L")
-    t_hit = time.perf_counter() - t0
     assert miss.report["cache_hit"] is False and hit.report["cache_hit"] is True
     assert len(hit.hulls) == len(miss.hulls)
     for a, b in zip(hit.hulls, miss.hulls):
         np.testing.assert_array_equal(a.vertices, b.vertices)
         np.testing.assert_array_equal(a.faces, b.faces)
     assert hit.report["occupancy_iou"] == miss.report["occupancy_iou"]
-    assert t_miss / t_hit >= 100, (t_miss, t_hit)
+    # the speed-up itself is measured in benchmarks/bench_collision.py, not asserted here
     assert len(list(cache.glob("*.npz"))) == 1 and not list(cache.glob("*.tmp"))
     # a different relevant config field is a different entry
     decompose(l_shape, CollisionConfig(method="convex"), cache)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -188,7 +187,7 @@ def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, 
     if res.coverage <= 0:
         raise MaskError(f"no texel of '{oid}' is visible in any masked frame (coverage 0); check the pose "
                         "(run 'real2sim align') and the masks")
-    per_view, pics = [], []
+    per_view = []
     for v in views:
         img, cov = render_textured(v.camera, mesh, pose, res.texture, cfg.backend)
         m = cov & v.mask
