@@ -133,6 +133,18 @@ def _objects_named(pred: dict) -> list[str]:
     return names
 
 
+def cmd_fit_robot(args) -> int:
+    from .bundle import Bundle
+    from .robot_fit import robot_fit_stage
+
+    bundle = Bundle.load(Path(args.dir))
+    rec, ran = robot_fit_stage(bundle, args.frame, force=args.force)
+    q = bundle.manifest.capture.frames[args.frame].joint_positions
+    _console().print(f"robot joints {'fitted' if ran else 'unchanged'} for frame {args.frame}: silhouette IoU "
+                     f"{rec.metrics.get('iou_start')} -> {rec.metrics.get('iou_fitted')}; q = {q}  {rec.message}")
+    return 0
+
+
 def cmd_robot_masks(args) -> int:
     from .bundle import Bundle
     from .robot_masks import robot_masks_stage
@@ -277,6 +289,11 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--init", help='JSON randomisation, e.g. \'{"objects": {"cube": {"xy": [[0.1, -0.1], [0.15, -0.05]]}}}\'')
     p.add_argument("--time-limit", type=float, default=20.0, dest="time_limit", help="seconds")
     p.set_defaults(fn=cmd_add_task)
+    p = sub.add_parser("fit-robot", help="fit the robot's joints in a frame to its pixels (frame minus plate)")
+    p.add_argument("dir")
+    p.add_argument("--frame", type=int, default=0)
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_fit_robot)
     p = sub.add_parser("robot-masks", help="masks of the robot rendered from the simulator at each frame's joints")
     p.add_argument("dir")
     p.add_argument("--force", action="store_true")
