@@ -227,14 +227,17 @@ def test_undo_restores_previous_pose(server, browser):
     root, url = server
     page = open_page(browser, url)
     goto_tab(page, "Objects")
+    apply_exact(page, "0.04, 0.04, 0.0225, 0, 0, 30")  # an earlier edit of this test, still undoable afterwards
+    status_text(page, "object cube: position [0.04, 0.04")
     before = pose(root, "cube")
+    time.sleep(2.5)  # edits within 2 s of each other merge into one undo step (one slider drag)
     apply_exact(page, "0.05, 0.05, 0.0225, 0, 0, 45")
     status_text(page, "object cube: position [0.05, 0.05")
     assert pose(root, "cube")["position"] == pytest.approx([0.05, 0.05, 0.0225])
     page.locator("#undo").click()
     status_text(page, "undid: object cube")
     assert pose(root, "cube") == before
-    assert rv.history(root)  # earlier edits are still undoable
+    assert rv.history(root)  # the earlier edit is still undoable
     page.close()
 
 
@@ -360,7 +363,6 @@ def test_click_resegments(server, browser):
     goto_tab(page, "Masks")
     page.wait_for_selector("#mask_image img", timeout=30_000)
     img = page.locator("#mask_image img").first
-    bb = img.bounding_box()
     # the cube's position in the real frame: project its pose
     from real2sim.bundle import Bundle
 
@@ -395,7 +397,7 @@ def test_click_resegments(server, browser):
         time.sleep(0.5)
         img.click(position={"x": (u + 30) * scale[0], "y": (v + 35) * scale[1]})
         try:
-            txt = status_text(page, "re-segmented 'cube' from box", timeout=20)
+            status_text(page, "re-segmented 'cube' from box", timeout=20)
             break
         except AssertionError:
             if attempt == 2:

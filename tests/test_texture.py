@@ -112,7 +112,6 @@ def mujoco_truth(tmp_path_factory):
     with ambient-only light of colour GAIN (so the expected texture is GAIN x the original) and noise."""
     from conftest import give_simple_collision
 
-    from export import get_exporter
     from real2sim.camera import Camera
     from real2sim.geometry import look_at_opencv
     from real2sim.manifest import CameraSpec
@@ -125,25 +124,30 @@ def mujoco_truth(tmp_path_factory):
         eye = c + 0.22 * np.array([0.8 * np.cos(az), 0.8 * np.sin(az), 0.6])
         b.manifest.cameras[f"close{i}"] = CameraSpec.from_camera(Camera(640, 480, K, look_at_opencv(eye, c)))
     b.save()
-    ex = get_exporter("mjcf")
-    try:
-        scene = ex.load(ex.export(b).main_file.parent)
-        m = scene.model
-        m.vis.headlight.ambient[:] = GAIN
-        m.vis.headlight.diffuse[:] = 0
-        m.vis.headlight.specular[:] = 0
-        m.light_diffuse[:] = 0
-        m.light_specular[:] = 0
-        rng = np.random.default_rng(0)
-        out = {}
-        for cam in b.manifest.cameras:
-            img = scene.render(cam).astype(np.float32) / 255
-            img = np.clip(img + rng.normal(0, 2 / 255, img.shape), 0, 1).astype(np.float32)  # sensor noise
-            out[cam] = (img, {oid: scene.object_mask(cam, oid) for oid in b.manifest.objects})
-        scene.close()
-    except Exception as exc:  # no EGL for MuJoCo on this machine
-        pytest.skip(f"MuJoCo cannot render here ({exc})")
+    scene = _ambient_only_scene(b)
+    rng = np.random.default_rng(0)
+    out = {}
+    for cam in b.manifest.cameras:
+        img = scene.render(cam).astype(np.float32) / 255
+        img = np.clip(img + rng.normal(0, 2 / 255, img.shape), 0, 1).astype(np.float32)  # sensor noise
+        out[cam] = (img, {oid: scene.object_mask(cam, oid) for oid in b.manifest.objects})
+    scene.close()
     return b, out
+
+
+def _ambient_only_scene(bundle):
+    """The bundle's MJCF export loaded in MuJoCo, lit by a uniform ambient light of colour GAIN only."""
+    from export import get_exporter
+
+    ex = get_exporter("mjcf")
+    scene = ex.load(ex.export(bundle).main_file.parent)
+    m = scene.model
+    m.vis.headlight.ambient[:] = GAIN
+    m.vis.headlight.diffuse[:] = 0
+    m.vis.headlight.specular[:] = 0
+    m.light_diffuse[:] = 0
+    m.light_specular[:] = 0
+    return scene
 
 
 def _perturbed(T, dist=0.03, deg=15.0, direction=1.0):
@@ -433,30 +437,14 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
     from real2sim.recipe import builtin_recipe, bundle_from_recipe
     from texture.cli import main
 
-    try:
-        from real2sim.robots import get_robot, robot_urdf
-
-        robot_urdf(get_robot("widowx"))
-    except Exception as exc:  # robot description packages missing
-        pytest.skip(f"WidowX URDF unavailable here ({exc})")
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene"))
     b.manifest.robot = RobotSpec(name="widowx", base_pose=Pose([-0.35, 0, 0], [1, 0, 0, 0]), appearance=dict(ROBOT_GT))
     K = np.array([[600.0, 0, 319.5], [0, 600, 239.5], [0, 0, 1]])
     b.manifest.cameras["robot"] = CameraSpec.from_camera(Camera(640, 480, K, look_at_opencv([0.25, -0.45, 0.45], [-0.2, 0, 0.15])))
     b.save()
-    ex = get_exporter("mjcf")
-    try:
-        scene = ex.load(ex.export(b).main_file.parent)
-        m = scene.model
-        m.vis.headlight.ambient[:] = GAIN
-        m.vis.headlight.diffuse[:] = 0
-        m.vis.headlight.specular[:] = 0
-        m.light_diffuse[:] = 0
-        m.light_specular[:] = 0
-        img = scene.render("robot").astype(np.float32) / 255
-        scene.close()
-    except Exception as exc:
-        pytest.skip(f"MuJoCo cannot render the robot here ({exc})")
+    scene = _ambient_only_scene(b)
+    img = scene.render("robot").astype(np.float32) / 255
+    scene.close()
     img = np.clip(img + np.random.default_rng(0).normal(0, 2 / 255, img.shape), 0, 1)
     b.manifest.robot.appearance = {}
     b.save()

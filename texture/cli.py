@@ -19,6 +19,14 @@ def _print(msg: str) -> None:
         sys.stdout.write(msg + "\n")
 
 
+def _stage_report(bundle, name: str) -> dict:
+    """The JSON report a stage wrote (empty when it has not written one)."""
+    import json
+
+    path = bundle.root / "reports" / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def cmd_align(args) -> int:
     from real2sim.bundle import Bundle
 
@@ -28,10 +36,7 @@ def cmd_align(args) -> int:
     bundle = Bundle.load(Path(args.dir))
     cfg = AlignConfig(dof=args.dof, init=args.init, backend=args.backend)
     rec, ran = align_stage(bundle, args.object or None, cfg, force=args.force)
-    import json
-
-    path = bundle.root / "reports" / "alignment.json"
-    rep = json.loads(path.read_text()) if path.exists() else {}
+    rep = _stage_report(bundle, "alignment")
     for oid, r in rep.get("objects", {}).items():
         if r.get("status") == "failed":
             _print(f"{oid}: FAILED: {r['error']} (pose kept)")
@@ -51,10 +56,7 @@ def cmd_texture(args) -> int:
     bundle = Bundle.load(Path(args.dir))
     cfg = TextureConfig(size=args.size, refine_iters=args.refine, backend=args.backend)
     rec, ran = texture_stage(bundle, args.object or None, cfg, force=args.force)
-    import json
-
-    path = bundle.root / "reports" / "texture.json"
-    rep = json.loads(path.read_text()) if path.exists() else {}
+    rep = _stage_report(bundle, "texture")
     for oid, r in rep.get("objects", {}).items():
         if r.get("status") == "failed":
             _print(f"{oid}: FAILED: {r['error']} (texture kept: {r.get('texture_kept')})")
@@ -72,10 +74,7 @@ def cmd_robot_appearance(args) -> int:
 
     bundle = Bundle.load(Path(args.dir))
     rec, ran = robot_appearance_stage(bundle, RobotAppearanceConfig(backend=args.backend), force=args.force)
-    import json
-
-    path = bundle.root / "reports" / "robot_appearance.json"
-    rep = json.loads(path.read_text()) if path.exists() else {}
+    rep = _stage_report(bundle, "robot_appearance")
     for link, r in rep.get("links", {}).items():
         _print(f"{link:24s} {r['pixels']:7d} px  " + (f"rgba {r['rgba']}" if r["rgba"] else "not seen (colour kept)"))
     _print(f"robot appearance {'ran' if ran else 'unchanged'}: {rec.metrics} -> {rep.get('picture', '')}")
