@@ -194,7 +194,11 @@ def _edit(root: Path, expected_version: str | None, description: str, key: str, 
     with _locked(root):
         _check_version(root, expected_version, writer)
         bundle = Bundle.load(root)
+        before_change = bundle.manifest.to_dict()
         change(bundle)  # raises before anything is written
+        if bundle.manifest.to_dict() == before_change:
+            # a repeated event with the same values (e.g. a number box's change + submit): no new undo step
+            return EditResult(manifest_version(root), f"{description} (unchanged)", [])
         # the edited manifest must still be valid
         Manifest.from_dict(json.loads(json.dumps(bundle.manifest.to_dict())), str(root / MANIFEST))
         before = {n: r.status for n, r in bundle.manifest.stages.items()}
