@@ -412,11 +412,20 @@ class FrameSpec:
                    r.string(d.get("camera", "main"), f"{where}.camera"), jp)
 
 
+MASK_STATES = ("prompt", "rest", "occluded", "moved", "lost")
+"""States of a propagated mask: ``prompt`` (segmented on that frame), ``rest`` (the object where it was prompted,
+mostly visible), ``occluded`` (there, but less than half of it seen), ``moved`` (carried away), ``lost``."""
+MASK_STATES_AT_POSE = ("prompt", "rest")
+
+
 @dataclass
 class CaptureSpec:
     """Real frames and what was derived from them.
 
-    ``masks`` maps a frame key (``"000000"``) to {entity id: bundle-relative mask PNG}.
+    ``masks`` maps a frame key (``"000000"``) to {entity id: bundle-relative mask PNG} (the entity's visible
+    pixels in that frame). ``mask_states`` maps the same keys to {entity id: state}, one of :data:`MASK_STATES`
+    (from mask propagation; a mask without a state is taken as ``"prompt"``). Stages that need the object at
+    its scene pose (alignment, texturing) use only the frames whose state is in :data:`MASK_STATES_AT_POSE`.
     """
 
     source: str = ""
@@ -424,10 +433,15 @@ class CaptureSpec:
     plate: str | None = None
     plate_confidence: str | None = None
     masks: dict[str, dict[str, str]] = field(default_factory=dict)
+    mask_states: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def mask_state(self, key: str, entity: str) -> str:
+        """State of ``entity``'s mask on frame ``key`` (``"prompt"`` when none was recorded)."""
+        return self.mask_states.get(key, {}).get(entity, "prompt")
 
     @classmethod
     def parse(cls, r: _Reader, d: Any, where: str) -> "CaptureSpec":
-        r.obj(d, where, {"source", "frames", "plate", "plate_confidence", "masks"})
+        r.obj(d, where, {"source", "frames", "plate", "plate_confidence", "masks", "mask_states"})
         frames = d.get("frames", [])
         if not isinstance(frames, list):
             r.fail(f"{where}.frames", "must be a list")
@@ -437,10 +451,16 @@ class CaptureSpec:
             r.obj(v, f"{where}.masks.{k}", set(v))
             for e, path in v.items():
                 r.string(path, f"{where}.masks.{k}.{e}")
+        states = d.get("mask_states", {})
+        r.obj(states, f"{where}.mask_states", set(states))
+        for k, v in states.items():
+            r.obj(v, f"{where}.mask_states.{k}", set(v))
+            for e, st in v.items():
+                r.string(st, f"{where}.mask_states.{k}.{e}", MASK_STATES)
         return cls(str(d.get("source", "")), [FrameSpec.parse(r, f, f"{where}.frames[{i}]") for i, f in enumerate(frames)],
                    r.string(d.get("plate"), f"{where}.plate", optional=True),
                    r.string(d.get("plate_confidence"), f"{where}.plate_confidence", optional=True),
-                   {k: dict(v) for k, v in masks.items()})
+                   {k: dict(v) for k, v in masks.items()}, {k: dict(v) for k, v in states.items()})
 
 
 @dataclass
@@ -471,6 +491,8 @@ class Manifest:
                 del obj["mass"]
         if d["robot"] is None:
             del d["robot"]
+        if not d["capture"]["mask_states"]:
+            del d["capture"]["mask_states"]
         order = ["schema_version", "name", "units", "conventions", "provenance", "table_height", "physics",
                  "cameras", "lights", "robot", "objects", "tasks", "capture", "stages"]
         return {k: d[k] for k in order if k in d}

@@ -350,7 +350,10 @@ def set_mask(root: Path, frame_key: str, entity: str, mask: np.ndarray, expected
 
     def change(bundle: Bundle):
         atomic_write_bytes(bundle.path(rel), buf.getvalue())
-        bundle.manifest.capture.masks.setdefault(frame_key, {})[entity] = rel
+        cap = bundle.manifest.capture
+        cap.masks.setdefault(frame_key, {})[entity] = rel
+        if entity in cap.mask_states.get(frame_key, {}):
+            cap.mask_states[frame_key][entity] = "prompt"  # a mask a person accepted is taken as at the scene pose
 
     return _edit(root, expected_version, f"mask {frame_key}/{entity} ({source}, {int(m.sum())} px)", "",
                  MASK_DEPENDENTS, change, writer)
@@ -366,6 +369,10 @@ def remove_mask(root: Path, frame_key: str, entity: str, expected_version: str |
         del masks[frame_key][entity]
         if not masks[frame_key]:
             del masks[frame_key]
+        states = bundle.manifest.capture.mask_states
+        states.get(frame_key, {}).pop(entity, None)
+        if frame_key in states and not states[frame_key]:
+            del states[frame_key]
 
     return _edit(root, expected_version, f"rejected mask {frame_key}/{entity}", "", MASK_DEPENDENTS, change, writer)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .core import BACKENDS, Prompt, SegmentationError, iou, register_backend, segment
 from .difference import DifferenceConfig, difference, difference_mask
 from .grabcut import GrabCutConfig, grabcut
-from .propagate import PropagateConfig, propagate
+from .propagate import PropagateConfig, Propagation, propagate, propagate_many
 from .sam import SamBackend, sam
 
 register_backend("difference", difference)
@@ -16,7 +16,8 @@ register_backend("grabcut", grabcut)
 register_backend("sam", sam)
 
 __all__ = ["BACKENDS", "Prompt", "SegmentationError", "iou", "register_backend", "segment", "difference",
-           "difference_mask", "DifferenceConfig", "grabcut", "GrabCutConfig", "propagate", "PropagateConfig",
+           "difference_mask", "DifferenceConfig", "grabcut", "GrabCutConfig", "propagate", "propagate_many", "Propagation",
+           "PropagateConfig",
            "SamBackend", "sam", "segment_stage"]
 
 

@@ -9,7 +9,7 @@ from real2sim.bundle import atomic_write_json, hash_jsonable
 from real2sim.stages import files_hash, run_stage
 
 from .core import Prompt, SegmentationError, resolve_backend, segment
-from .propagate import PropagateConfig, propagate
+from .propagate import AT_PROMPTED_POSE, STATES, PropagateConfig, propagate_many
 
 log = logging.getLogger(__name__)
 
@@ -104,20 +104,31 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
         used = resolve_backend(backend, plate)
         if backend == "auto" and plate is not None:
             used = "auto (difference, grabcut where the object is part of the plate)"
-        outputs, areas, flags, per_entity = [], {}, {}, {}
+        outputs, areas, flags, per_entity, states = [], {}, {}, {}, {}
+        prompted = {}
         for ent, (f, p) in norm.items():
             m0 = segment(frames[f], p, plate=plate, backend=backend)
             if not m0.any():
                 raise SegmentationError(f"the prompt for '{ent}' on frame {f} gave an empty mask; click inside the object "
                                         "or give a box")
-            if propagate_masks and len(frames) > 1:
-                ms, info = propagate(frames, m0, f, plate, pcfg)
-            else:
-                ms, info = [None] * len(frames), [{}] * len(frames)
-                ms[f], info[f] = m0, {"method": "prompt"}
-            per_entity[ent] = ms
+            prompted[ent] = m0
+        if propagate_masks and len(frames) > 1:
+            tracks = propagate_many(frames, prompted, {e: f for e, (f, _) in norm.items()}, pcfg)
+            for ent, tr in tracks.items():
+                per_entity[ent], states[ent] = tr.masks, tr.states()
+        else:
+            for ent, (f, _) in norm.items():
+                per_entity[ent] = [prompted[ent] if i == f else None for i in range(len(frames))]
+                states[ent] = ["prompt" if i == f else None for i in range(len(frames))]
+        for ent, ms in per_entity.items():
             areas[ent] = [None if m is None else int(m.sum()) for m in ms]
-            flags[ent] = [i for i, inf in enumerate(info) if "rejected_refine_iou" in inf or inf.get("lost")]
+            flags[ent] = [i for i, st in enumerate(states[ent]) if st == "lost"]
+        for table in (cap.masks, cap.mask_states):  # an entity segmented again loses its old frames' masks
+            for key in list(table):
+                for ent in per_entity:
+                    table[key].pop(ent, None)
+                if not table[key]:
+                    del table[key]
         for ent, ms in per_entity.items():
             for i, m in enumerate(ms):
                 if m is None:
@@ -126,6 +137,7 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
                 path = bundle.path(f"masks/{key}/{ent}.png")
                 _write_png(path, np.where(m, 255, 0).astype(np.uint8))
                 cap.masks.setdefault(key, {})[ent] = bundle.rel(path)
+                cap.mask_states.setdefault(key, {})[ent] = states[ent][i]
                 outputs.append(bundle.rel(path))
         atomic_write_json(bundle.path("masks/prompts.json"), config["prompts"])
         outputs.append("masks/prompts.json")
@@ -134,11 +146,14 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
         h, w = frames.shape[1:3]
         summary = {e: {"frames": sum(a is not None for a in v), "area_px_min": min(a for a in v if a is not None),
                        "area_px_max": max(a for a in v if a is not None),
-                       "area_frac_prompt_frame": round(v[norm[e][0]] / (h * w), 6), "flagged_frames": flags[e]}
+                       "area_frac_prompt_frame": round(v[norm[e][0]] / (h * w), 6), "flagged_frames": flags[e],
+                       "states": {k: states[e].count(k) for k in STATES if k in states[e]},
+                       "frames_at_prompted_pose": sum(st in AT_PROMPTED_POSE for st in states[e])}
                    for e, v in areas.items()}
         for e, s in summary.items():
-            if s["area_px_min"] == 0:
-                log.warning("segment: '%s' has an empty mask in some frames (lost by propagation)", e)
+            if s["flagged_frames"]:
+                log.warning("segment: '%s' is lost by propagation in frames %s; prompt it again on one of them",
+                            e, s["flagged_frames"])
             if s["area_frac_prompt_frame"] > 0.9:
                 log.warning("segment: the mask of '%s' covers %.0f%% of the frame", e, 100 * s["area_frac_prompt_frame"])
         rep = bundle.write_report("segment", {"backend": used, "entities": summary, "areas_px": areas,

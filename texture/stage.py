@@ -49,13 +49,19 @@ def read_mask(path: Path) -> np.ndarray:
 
 
 def object_views(bundle: Bundle, oid: str, with_images: bool = True) -> list[View]:
-    """Every frame that has a mask of ``oid``: camera, mask (and image)."""
+    """Every frame with a mask of ``oid`` taken at its scene pose: camera, mask (and image).
+
+    Frames where mask propagation found the object carried away or mostly hidden (``capture.mask_states``
+    not in ``MASK_STATES_AT_POSE``) are left out: their silhouettes are not of the pose being aligned.
+    """
+    from real2sim.manifest import MASK_STATES_AT_POSE
+
     cap = bundle.manifest.capture
     views = []
     for i, fr in enumerate(cap.frames):
         key = frame_key(i)
         rel = cap.masks.get(key, {}).get(oid)
-        if not rel:
+        if not rel or cap.mask_state(key, oid) not in MASK_STATES_AT_POSE:
             continue
         if fr.camera not in bundle.manifest.cameras:
             raise MaskError(f"frame {key} names camera '{fr.camera}' which scene.json does not define")
