@@ -14,18 +14,45 @@ log = logging.getLogger(__name__)
 def cmd_init(args) -> int:
     from rich.console import Console
 
-    from .init import init_bundle
+    from real2sim.capture_scene import capture_scene
 
-    b = init_bundle(Path(args.dir), args.frames, camera=args.camera, robot=args.robot, name=getattr(args, "name", None),
-                    stride=getattr(args, "stride", 1), max_frames=getattr(args, "max_frames", None),
-                    episode=getattr(args, "episode", 0), overwrite=getattr(args, "force", False))
-    rec = b.manifest.stages["capture"]
-    con = Console()
-    con.print(f"{b.root}: {rec.message}")
+    summary = capture_scene(Path(args.dir), args.frames, camera=args.camera, points=getattr(args, "points", None),
+                            prompts=getattr(args, "prompts", None), robot=args.robot,
+                            backend=getattr(args, "backend", "auto"), propagate=not getattr(args, "no_propagate", False),
+                            plate=not getattr(args, "no_plate", False), overwrite=getattr(args, "force", False),
+                            name=getattr(args, "name", None), stride=getattr(args, "stride", 1),
+                            max_frames=getattr(args, "max_frames", None), episode=getattr(args, "episode", 0))
+    _print_capture_summary(Console(), Path(args.dir), summary)
+    return 0
+
+
+def _print_capture_summary(con, root: Path, s: dict) -> None:
+    from real2sim.bundle import Bundle
+
+    b = Bundle.load(root)
+    con.print(f"{root}: {b.manifest.stages['capture'].message}", highlight=False)
     if "main" not in b.manifest.cameras:
         con.print("[yellow]no camera file given: add one with --camera camera.json (see docs/capture.md)[/yellow]")
-    con.print(f"contact sheet: {b.root / 'reports' / 'capture.png'}")
-    return 0
+    if "calibration" in s:
+        cal = s["calibration"]
+        con.print(f"camera pose from {cal['points']} clicked points: RMS {cal['rms_px']:.2f} px, max {cal['max_px']:.2f} px",
+                  highlight=False)
+        if cal["max_px"] > 5:
+            con.print("[yellow]a point reprojects more than 5 px off: check the clicks and the world coordinates[/yellow]")
+    for ent, e in s.get("masks", {}).get("entities", {}).items():
+        states = ", ".join(f"{k} {v}" for k, v in e["states"].items())
+        con.print(f"mask '{ent}': {states} (frames); {e['area_px_min']}-{e['area_px_max']} px", highlight=False)
+        if e["flagged_frames"]:
+            con.print(f"[yellow]'{ent}' lost in frames {e['flagged_frames']}: prompt it again on one of them[/yellow]")
+    if "plate" in s:
+        p = s["plate"]
+        con.print(f"plate: {p['coverage_many']:.1%} seen in many frames, {p['coverage_few']:.1%} in few, "
+                  f"{p['inpainted_fraction']:.1%} inpainted", highlight=False)
+        for w in p.get("warnings", []):
+            con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    pics = [f"{root / 'reports' / 'capture.png'}"] + [str(root / s[k]["picture"]) for k in ("masks", "plate") if k in s]
+    con.print("pictures: " + ", ".join(pics), highlight=False)
+    con.print(f"numbers: {root / s['report']}", highlight=False)
 
 
 def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
@@ -104,6 +131,60 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def cmd_table(args) -> int:
+    import json
+
+    from rich.console import Console
+
+    from real2sim.bundle import Bundle
+
+    from .errors import CaptureError
+    from real2sim.table import table_stage
+
+    from .table import CharucoSpec, TableConfig
+
+    bundle = Bundle.load(Path(args.dir))
+    charuco = None
+    if args.charuco:
+        if not args.marker:
+            raise CaptureError("--charuco needs --marker (the side of an ArUco marker in metres) and --square")
+        charuco = CharucoSpec(args.charuco, args.square, args.marker, args.dictionary)
+    objects = [s.strip() for s in args.objects.split(",") if s.strip()] if args.objects else None
+    method = "board" if (args.board or charuco) else "objects"
+    quiet = [logging.getLogger(n) for n in ("capture.table", "real2sim.table")]  # warnings are printed below
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(max(q.level, logging.ERROR))
+    try:
+        _, ran = table_stage(bundle, method, objects=objects, board=args.board, pattern=args.pattern,
+                             square=args.square, charuco=charuco, camera=args.camera,
+                             config=TableConfig(board_thickness_m=args.thickness), force=args.force)
+    finally:
+        for q, lv in zip(quiet, levels):
+            q.setLevel(lv)
+    con = Console()
+    rep = json.loads((bundle.root / "reports" / "table.json").read_text())
+    if not ran:
+        con.print(f"{bundle.root}: table stage unchanged (same inputs and table height); --force re-runs it")
+    con.print(f"table_height {rep['height_m'] * 1e3:+.1f} mm (was {rep['previous_height_m'] * 1e3:+.1f} mm) from "
+              f"{rep['method']}; tilt {rep['tilt_deg']:.2f} deg; spread {rep['spread_m'] * 1e3:.1f} mm"
+              + (f"; reprojection {rep['rms_px']:.2f} px RMS" if rep["method"] == "board" else ""), highlight=False)
+    if rep["method"] == "objects":
+        con.print("bottoms: " + ", ".join(
+            f"{k} not aligned" if v["bottom_m"] is None else
+            f"{k} {v['bottom_m'] * 1e3:+.1f} mm" + ("" if v["used"] else " (left out)")
+            for k, v in rep["sources"].items()), highlight=False)
+    t = rep["table_object"]
+    if t.get("moved"):
+        con.print(f"object 'table' moved {t['dz_m'] * 1e3:+.1f} mm (its top follows the table height)", highlight=False)
+    elif "top_m" in t:
+        con.print(f"[yellow]object 'table' not moved:[/yellow] {t['why']}", highlight=False)
+    for w in rep["warnings"]:
+        con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    con.print(f"picture: {bundle.root / rep['picture']}")
+    return 0
+
+
 def add_parsers(subparsers) -> None:
     """Register ``init`` and ``plate`` on an argparse subparsers object."""
     p = subparsers.add_parser("init", help="create a bundle from frames (image folder, video, LeRobot episode)")
@@ -116,6 +197,15 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--max-frames", type=int, default=None, dest="max_frames")
     p.add_argument("--episode", type=int, default=0, help="LeRobot episode index")
     p.add_argument("--force", action="store_true", help="re-initialise the capture of an existing bundle")
+    p.add_argument("--points", help="JSON of >= 4 clicked pixel <-> world pairs: the camera pose by PnP (needs --camera)")
+    p.add_argument("--prompts", help="JSON {entity: {\"points\": [[x, y]], \"box\": [x0, y0, x1, y1], \"frame\": 0}}: "
+                                     "masks from one prompt each, propagated over the clip")
+    p.add_argument("--backend", default="auto", choices=["auto", "difference", "grabcut", "sam"],
+                   help="segmentation backend for --prompts (auto: grabcut, as there is no plate yet)")
+    p.add_argument("--no-propagate", action="store_true", dest="no_propagate",
+                   help="masks on the prompted frames only")
+    p.add_argument("--no-plate", action="store_true", dest="no_plate",
+                   help="do not make the background plate now (real2sim build makes it)")
     p.set_defaults(fn=cmd_init)
     p = subparsers.add_parser("calibrate", help="set a bundle camera: pose from clicked points (PnP), intrinsics from a checkerboard")
     p.add_argument("dir", help="bundle directory")
@@ -135,3 +225,17 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--reference-frame", type=int, default=0, dest="reference_frame",
                    help="frame whose exposure the plate matches")
     p.set_defaults(fn=cmd_plate)
+
+    p = subparsers.add_parser("table", help="table height (and tilt) from the objects resting on it or a board lying on it")
+    p.add_argument("dir", help="bundle directory")
+    p.add_argument("--board", help="image (by the bundle camera) of a checkerboard lying flat on the table")
+    p.add_argument("--pattern", type=_pattern, default=(9, 6), help="checkerboard inner corners COLSxROWS (default 9x6)")
+    p.add_argument("--square", type=float, default=0.025, help="board square size in metres (default 0.025)")
+    p.add_argument("--charuco", type=_pattern, help="a ChArUco board of COLSxROWS squares instead of a checkerboard")
+    p.add_argument("--marker", type=float, help="ChArUco marker side in metres")
+    p.add_argument("--dictionary", default="DICT_5X5_100", help="ChArUco ArUco dictionary (default DICT_5X5_100)")
+    p.add_argument("--thickness", type=float, default=0.0, help="board thickness in metres (the table is below it)")
+    p.add_argument("--objects", help="object ids resting on the table, comma-separated (default: every masked object)")
+    p.add_argument("--camera", default="main", help="bundle camera that took the board image (default main)")
+    p.add_argument("--force", action="store_true", help="re-run even when nothing changed")
+    p.set_defaults(fn=cmd_table)

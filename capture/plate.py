@@ -449,6 +449,18 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
     bgm = ~fg
     plate, count = masked_median(F, bgm, cfg.average_tolerance)
     unseen = count == 0
+    fallback = np.zeros((h, w), bool)
+    if given and unseen.any():
+        # where a given mask sat in some frames and not in others (a carried-away object's place) but the detector
+        # found no stable background (shadows kept changing): the median of the frames free of the masks,
+        # marked as seen in few frames
+        free = ~(masks[sel])
+        fallback = unseen & free.any(0) & masks[sel].any(0)
+        if fallback.any():
+            alt, alt_count = masked_median(F, free & fallback[None], cfg.average_tolerance)
+            plate[fallback] = alt[fallback]
+            count = np.where(fallback, np.minimum(alt_count, max(1, cfg.many_frames - 1)), count)
+            unseen = count == 0
     method = inpainter if inpainter is not None else cfg.inpaint
     if unseen.all():
         raise CaptureError("make_plate: every pixel is foreground in every frame; the masks cover everything. "
@@ -469,6 +481,7 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
         "coverage_many": round(float((conf == CONF_MANY).mean()), 6),
         "coverage_few": round(float((conf == CONF_FEW).mean()), 6),
         "inpainted_fraction": round(float(unseen.mean()), 6),
+        "unstable_background_fraction": round(float(fallback.mean()), 6),
         "inpaint_method": method if isinstance(method, str) else getattr(method, "__name__", "callable"),
         "foreground_fraction_mean": round(float(fg_frac.mean()), 6),
         "foreground_fraction_max": round(float(fg_frac.max()), 6),
@@ -496,15 +509,24 @@ def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int]) -> tuple[np.
     """Union of the entity masks recorded for each frame (``manifest.capture.masks``), or None if there are none."""
     from .images import read_mask
 
-    masks = bundle.manifest.capture.masks
+    cap = bundle.manifest.capture
+    masks = cap.masks
     if not masks:
         return None, []
     out = np.zeros((n,) + tuple(shape), bool)
     used = []
+    prompted = {}  # entity -> its mask on the prompted frame (its whole extent where it rests)
+    for key, ents in masks.items():
+        for ent, rel in ents.items():
+            if cap.mask_state(key, ent) == "prompt" and ent not in prompted:
+                prompted[ent] = read_mask(bundle.path(rel), shape)
     for i in range(n):
-        for rel in masks.get(f"{i:06d}", {}).values():
+        key = f"{i:06d}"
+        for ent, rel in masks.get(key, {}).items():
             out[i] |= read_mask(bundle.path(rel), shape)
             used.append(rel)
+            if cap.mask_state(key, ent) in ("rest", "occluded") and ent in prompted:
+                out[i] |= prompted[ent]  # the hidden part of an object at rest is still not background
     return out, used
 
 

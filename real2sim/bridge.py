@@ -250,8 +250,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     from PIL import Image
     from segmentation import Prompt
     from segmentation.stage import segment_stage
-    from texture.align import AlignConfig, align_pose
-    from texture.mesh import load_texmesh
+    from texture.align import AlignConfig
     from texture.robot import load_robot_model, robot_appearance_stage, ROBOT_MASK_ENTITY
 
     from . import pipeline
@@ -342,18 +341,14 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
         bundle.save()
     step("plate")
 
-    # 5) table height from the cubes (free height), then alignment on that table, then textures
-    bottoms = []
-    for oid in CUBES:
-        mesh = load_texmesh(bundle.path(m.objects[oid].visual.mesh))
-        r = align_pose(mesh.vertices, mesh.faces, tstage.object_views(bundle, oid), None, 0.0,
-                       AlignConfig(init="search", dof="planar_z"))
-        bottoms.append(float((r.pose[:3, :3] @ mesh.vertices.T).T[:, 2].min() + r.pose[2, 3]))
-    table = float(np.median(bottoms))
-    m.table_height = table
-    tpose = m.objects["table"].pose
-    tpose.position = [tpose.position[0], tpose.position[1], table]
-    bundle.save()
+    # 5) table height from the cubes (real2sim.table: each aligned with a free height, median of the bottoms; the
+    #    table object follows), then alignment on that table, then textures
+    from .table import table_stage
+
+    table_stage(bundle, "objects", objects=list(CUBES))
+    bundle = Bundle.load(bundle.root)
+    table = bundle.manifest.table_height
+    trep = json.loads((bundle.reports_dir() / "table.json").read_text())
     tstage.align_stage(bundle, config=AlignConfig(init="search"))
     tstage.texture_stage(bundle)
     bundle = Bundle.load(bundle.root)
@@ -361,6 +356,8 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     al = json.loads((bundle.reports_dir() / "alignment.json").read_text())
     tx = json.loads((bundle.reports_dir() / "texture.json").read_text())
     rep["table_height_m"] = round(table, 4)
+    rep["table"] = {"bottoms_m": {oid: trep["sources"][oid]["bottom_m"] for oid in CUBES},
+                    "spread_m": trep["spread_m"], "warnings": trep["warnings"], "picture": trep["picture"]}
     rep["alignment"] = {oid: {k: al["objects"][oid].get(k) for k in ("status", "mean_iou", "residual_px", "pose")}
                         for oid in CUBES}
     rep["texture"] = {oid: tx.get("objects", {}).get(oid) for oid in CUBES}

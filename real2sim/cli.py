@@ -238,7 +238,7 @@ def _add_collision_args(p):
 
 # Stage packages register their own subcommands (module, function); imported at parse time only.
 STAGE_PARSERS = [
-    ("capture.cli", "add_parsers"),        # init, plate
+    ("capture.cli", "add_parsers"),        # init, plate, calibrate, table
     ("segmentation.cli", "add_parsers"),   # segment, masks
     ("real2sim.robots.cli", "add_parsers"),  # sysid, robots
     ("texture.cli", "add_parsers"),        # align, texture, robot-appearance

@@ -21,6 +21,7 @@ DOWNSTREAM = {
     "plate": (),
     "robot_masks": ("plate",),
     # camera_refine marks its own dependents, and only when it changed the pose
+    "table": ("alignment", "texture", "export"),  # table_height: the plane objects rest on, the table object
     "alignment": ("texture", "export"),
     "texture": ("export",),
     "robot_appearance": ("export",),

@@ -79,13 +79,15 @@ def cmd_masks(args) -> int:
     prompts = json.loads(stored.read_text()) if stored.is_file() else {}  # earlier entities are kept and re-used
     pts = list(args.point or []) + list(args.negative or [])
     labels = [1] * len(args.point or []) + [0] * len(args.negative or [])
-    prompts[args.entity] = {"frame": args.frame, "prompt": Prompt(pts, labels, args.box).to_dict()}
-    rec = segment_stage(bundle, prompts, backend=args.backend, propagate_masks=not args.no_propagate)
+    prompts[args.entity] = {"frame": args.frame, "prompt": Prompt(pts, labels, args.box).to_dict(),
+                            "propagate": not args.no_propagate}  # earlier entities keep their own choice
+    rec = segment_stage(bundle, prompts, backend=args.backend)
     con = Console()
     con.print(f"{rec.message}; masks recorded in {bundle.root / 'scene.json'} (capture.masks)")
     con.print(f"contact sheet: {bundle.root / 'reports' / 'segment.png'}")
     if rec.metrics.get("flagged_frames"):
-        con.print(f"[yellow]{rec.metrics['flagged_frames']} frame mask(s) flagged as unreliable: see reports/segment.json[/yellow]")
+        con.print(f"[yellow]{rec.metrics['flagged_frames']} frame mask(s) lost by propagation: see reports/segment.json "
+                  "and prompt the entity again on one of those frames[/yellow]")
     return 0
 
 

@@ -75,15 +75,17 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
                   propagate_config: PropagateConfig | None = None, force: bool = False):
     """Segment entities in a bundle's frames.
 
-    ``prompts``: ``{entity: {"frame": 0, "prompt": Prompt | dict}}``. The mask on the prompted frame comes from
-    :func:`segment` (with the bundle plate when there is one); with ``propagate_masks`` it is carried to every
-    frame. Writes ``masks/<frame>/<entity>.png``, records them in ``manifest.capture.masks``, writes
+    ``prompts``: ``{entity: {"frame": 0, "prompt": Prompt | dict, "propagate": bool}}`` (``propagate`` optional,
+    default ``propagate_masks``). The mask on the prompted frame comes from :func:`segment` (with the bundle plate
+    when there is one); propagated, it is carried to every frame (:mod:`segmentation.propagate`), with each
+    frame's state recorded in ``manifest.capture.mask_states``. Writes ``masks/<frame>/<entity>.png``, records them in ``manifest.capture.masks``, writes
     ``masks/prompts.json``, ``reports/segment.json`` (mask areas) and ``reports/segment.png`` (contact sheet).
     """
     cap = bundle.manifest.capture
     if not cap.frames:
         raise SegmentationError(f"{bundle.root}: no frames in the bundle; run 'real2sim init DIR --frames PATH' first")
     norm: dict[str, tuple[int, Prompt]] = {}
+    carry: dict[str, bool] = {}
     for ent, spec in prompts.items():
         if not ent.replace("_", "").replace("-", "").isalnum():
             raise SegmentationError(f"entity id '{ent}' must be [A-Za-z0-9_-] (it becomes a file name)")
@@ -92,9 +94,11 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
         if not 0 <= f < len(cap.frames):
             raise SegmentationError(f"prompt for '{ent}' is on frame {f}; the bundle has frames 0..{len(cap.frames) - 1}")
         norm[ent] = (f, p)
+        carry[ent] = bool(spec.get("propagate", propagate_masks))
     pcfg = propagate_config or PropagateConfig()
     rels = [fr.image for fr in cap.frames] + ([cap.plate] if cap.plate else [])
-    config = {"prompts": {e: {"frame": f, "prompt": p.to_dict()} for e, (f, p) in norm.items()}, "backend": backend,
+    config = {"prompts": {e: {"frame": f, "prompt": p.to_dict(), "propagate": carry[e]} for e, (f, p) in norm.items()},
+              "backend": backend,
               "propagate": propagate_masks, "propagate_config": pcfg.__dict__}
     input_hash = hash_jsonable([files_hash(bundle, rels), config])
 
@@ -112,12 +116,13 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
                 raise SegmentationError(f"the prompt for '{ent}' on frame {f} gave an empty mask; click inside the object "
                                         "or give a box")
             prompted[ent] = m0
-        if propagate_masks and len(frames) > 1:
-            tracks = propagate_many(frames, prompted, {e: f for e, (f, _) in norm.items()}, pcfg)
+        moving = [e for e in norm if carry[e] and len(frames) > 1]
+        if moving:
+            tracks = propagate_many(frames, {e: prompted[e] for e in moving}, {e: norm[e][0] for e in moving}, pcfg)
             for ent, tr in tracks.items():
                 per_entity[ent], states[ent] = tr.masks, tr.states()
-        else:
-            for ent, (f, _) in norm.items():
+        for ent, (f, _) in norm.items():
+            if ent not in per_entity:
                 per_entity[ent] = [prompted[ent] if i == f else None for i in range(len(frames))]
                 states[ent] = ["prompt" if i == f else None for i in range(len(frames))]
         for ent, ms in per_entity.items():

@@ -1,0 +1,114 @@
+"""One command (`real2sim init ... --points --prompts`) from a fixed-camera clip to a bundle with a calibrated
+camera, propagated masks and a plate, on the real Bridge clip."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from real2sim.bundle import Bundle
+from real2sim.cli import main
+
+README_POSE = {"position": [0.0, -0.16, 0.336], "quaternion_wxyz": [0.909182, -0.0819809, 0.347277, 0.214629],
+               "convention": "sapien"}
+INTRINSICS = {"width": 640, "height": 480, "fx": 623.588, "fy": 623.588, "cx": 319.501, "cy": 239.545}
+PROMPTS = {"can": {"points": [[240, 300]]}, "pot": {"points": [[300, 150]]}, "eggplant": {"frame": 0, "points": [[410, 230]]}}
+
+
+def _psnr(a, b, m):
+    return float(10 * np.log10(255.0 ** 2 / np.mean((a[m].astype(float) - b[m]) ** 2)))
+
+
+def _clicks(tmp_path, rng):
+    """Pixel <-> world pairs of points on the table, clicked (0.3 px noise) in the camera of the README."""
+    from capture.camera import camera_from_dict
+
+    cam = camera_from_dict({**INTRINSICS, "pose": README_POSE})
+    world = np.array([[0.25, -0.15, 0.0], [0.25, 0.15, 0.0], [0.45, -0.2, 0.0], [0.45, 0.2, 0.0], [0.35, 0.0, 0.0],
+                      [0.3, 0.1, 0.05]])
+    px = cam.project(world) + rng.normal(0, 0.3, (len(world), 2))
+    path = tmp_path / "clicks.json"
+    path.write_text(json.dumps({"pixels": px.tolist(), "world": world.tolist()}))
+    return path, cam
+
+
+@pytest.fixture(scope="module")
+def clip_bundle(tmp_path_factory):
+    from conftest import SHARED_DATA
+
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
+    tmp = tmp_path_factory.mktemp("clip")
+    rng = np.random.default_rng(0)
+    clicks, true_cam = _clicks(tmp, rng)
+    off = {**INTRINSICS, "pose": {**README_POSE, "position": [0.03, -0.13, 0.36]}}  # a tape-measure guess, 4.6 cm off
+    (tmp / "camera.json").write_text(json.dumps(off))
+    (tmp / "prompts.json").write_text(json.dumps(PROMPTS))
+    root = tmp / "clip"
+    assert main(["init", str(root), "--frames", str(SHARED_DATA / "bridge" / "bridge_real_1.mp4"), "--camera",
+                 str(tmp / "camera.json"), "--robot", "widowx", "--points", str(clicks), "--prompts",
+                 str(tmp / "prompts.json")]) == 0
+    return Bundle.load(root), true_cam, SHARED_DATA
+
+
+def test_one_command_gives_a_calibrated_camera(clip_bundle):
+    b, true_cam, _ = clip_bundle
+    T = np.array(b.manifest.cameras["main"].camera().T_world_camera)
+    T0 = np.asarray(true_cam.T_world_camera)
+    assert np.linalg.norm(T[:3, 3] - T0[:3, 3]) < 0.01
+    cosang = (np.trace(T[:3, :3].T @ T0[:3, :3]) - 1) / 2
+    assert np.degrees(np.arccos(np.clip(cosang, -1, 1))) < 1.0
+    summary = json.loads((b.root / "reports" / "capture_summary.json").read_text())
+    assert summary["calibration"]["points"] == 6 and summary["calibration"]["rms_px"] < 1.0
+
+
+def test_one_command_gives_masks_on_every_frame_with_states(clip_bundle):
+    b, _, _ = clip_bundle
+    cap = b.manifest.capture
+    assert len(cap.frames) == 37
+    for i in range(37):
+        key = f"{i:06d}"
+        assert set(cap.masks[key]) == {"can", "pot", "eggplant"}
+    states = {e: [cap.mask_state(f"{i:06d}", e) for i in range(37)] for e in PROMPTS}
+    assert states["can"][-1] == "moved" and states["pot"].count("moved") == 0 and states["eggplant"].count("moved") == 0
+    summary = json.loads((b.root / "reports" / "capture_summary.json").read_text())
+    assert summary["masks"]["entities"]["can"]["states"]["moved"] >= 15
+    assert (b.root / summary["masks"]["picture"]).is_file()
+
+
+def test_one_command_plate_shows_the_table_where_the_can_stood(clip_bundle):
+    from PIL import Image
+
+    from capture.images import read_mask, read_rgb
+
+    b, _, _ = clip_bundle
+    cap = b.manifest.capture
+    plate = read_rgb(b.path(cap.plate))
+    conf = np.asarray(Image.open(b.path(cap.plate_confidence))) > 0  # seen in some frame, not inpainted
+    can0 = read_mask(b.path(cap.masks["000000"]["can"]), plate.shape[:2])
+    pot0 = read_mask(b.path(cap.masks["000000"]["pot"]), plate.shape[:2])
+    last = read_rgb(b.path(cap.frames[-1].image))  # the can hangs in the gripper elsewhere: its place is bare
+    first = read_rgb(b.path(cap.frames[0].image))
+    assert conf[can0].mean() > 0.95  # seen once the can was carried away, not invented
+    assert _psnr(plate, last, can0) > 22 and _psnr(first, last, can0) < 16
+    assert not conf[pot0].any()  # the pot never moved: its place is inpainted (the simulator draws the pot)
+    summary = json.loads((b.root / "reports" / "capture_summary.json").read_text())
+    assert summary["plate"]["inpainted_fraction"] > 0
+
+
+def test_bad_prompts_file_names_the_entity_and_field_and_writes_nothing(tmp_path, capsys):
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    from capture.images import write_rgb
+
+    for i in range(2):
+        write_rgb(frames / f"{i}.png", np.full((48, 64, 3), 100 + i, np.uint8))
+    (tmp_path / "p.json").write_text(json.dumps({"cube": {"points": [[10, 10]], "colour": "red"}}))
+    args = ["init", str(tmp_path / "scene"), "--frames", str(frames), "--prompts", str(tmp_path / "p.json")]
+    assert main(args) == 2
+    assert "'cube' has unknown field(s) ['colour']" in " ".join(capsys.readouterr().out.split())
+    assert not (tmp_path / "scene").exists()
+    (tmp_path / "p.json").write_text(json.dumps({"cube": {"points": [[10, 10]], "frame": 5}}))
+    assert main(args) == 2
+    assert "the clip has frames 0..1" in " ".join(capsys.readouterr().out.split())
