@@ -37,6 +37,7 @@ def test_newcomer_reaches_ranked_policies_in_both_engines(tmp_path, shared_data)
     r2s("masks", "bridge", "--entity", "green_cube", "--point", "170,242", "--no-propagate")
     r2s("masks", "bridge", "--entity", "yellow_cube", "--point", "464,195", "--no-propagate")
     r2s("masks", "bridge", "--entity", "robot", "--box", "285,0,465,195", "--no-propagate")
+    r2s("table", "bridge")  # table height from the two cubes
     r2s("build", "bridge", "--method", "primitive")
     r2s("fit-robot", "bridge")
     r2s("build", "bridge", "--method", "primitive")  # the plate again, with the fitted robot's mask
@@ -50,6 +51,8 @@ def test_newcomer_reaches_ranked_policies_in_both_engines(tmp_path, shared_data)
     r2s("check", "bridge")
 
     b = tmp_path / "bridge"
+    table = json.loads((b / "reports" / "table.json").read_text())
+    assert abs(table["height_m"] - 0.0042) < 0.003 and table["table_object"]["moved"], table
     align = json.loads((b / "reports" / "alignment.json").read_text())["objects"]
     assert align["green_cube"]["mean_iou"] > 0.85 and align["yellow_cube"]["mean_iou"] > 0.85, align
     fit = json.loads((b / "reports" / "robot_fit.json").read_text())
