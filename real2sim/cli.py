@@ -158,7 +158,8 @@ def cmd_refine_camera(args) -> int:
     from .bundle import Bundle
     from .camera_refine import refine_camera_stage
 
-    rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), camera=args.camera, force=args.force)
+    rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), camera=args.camera, force=args.force, dof=args.dof,
+                                   min_gain=args.min_gain)
     _console().print(f"refine-camera{'' if ran else ' (inputs unchanged, last run)'}: {rec.message} {rec.metrics}")
     return 0
 
@@ -302,6 +303,11 @@ def make_parser() -> argparse.ArgumentParser:
                        "joints to its masks")
     p.add_argument("dir")
     p.add_argument("--camera", default="main", help="camera name in scene.json (default: main)")
+    p.add_argument("--dof", type=int, default=6, choices=[3, 6],
+                   help="6: move and turn the camera; 3: only turn it (its position is measured). One frame of a "
+                        "gripper pins where the robot lands in the image, not the whole pose: see docs/journey.md")
+    p.add_argument("--min-gain", type=float, default=0.01, dest="min_gain",
+                   help="keep the old pose unless the mean IoU improves by this much (default 0.01)")
     p.add_argument("--force", action="store_true")
     p.set_defaults(fn=cmd_refine_camera)
     p = sub.add_parser("build", help="run the build stages (plate, alignment, texture, collision, inertial)")
