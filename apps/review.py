@@ -30,6 +30,7 @@ import gradio as gr  # noqa: E402
 from real2sim import review as rv  # noqa: E402
 from real2sim.bundle import Bundle  # noqa: E402
 from real2sim.errors import Real2SimError  # noqa: E402
+from real2sim.manifest import MASK_STATES_AT_POSE  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -452,7 +453,10 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
                 m = rv.read_rgb(b.path(rel))[..., 0] > 127
                 if m.shape == shown.shape[:2]:
                     shown[m] = shown[m] * 0.5 + np.array([0, 120, 255]) * 0.5
-                parts.append(f"Saved mask: `{rel}` (blue).")
+                state = b.manifest.capture.mask_state(key, oid)
+                parts.append(f"Saved mask: `{rel}` (blue), state `{state}`"
+                             + (" (not used for alignment/texture: the object is not at its scene pose or mostly "
+                                "hidden here)." if state not in MASK_STATES_AT_POSE else "."))
             else:
                 parts.append(f"No saved mask for this object: run `real2sim build {b.root}` (segment stage) or click it.")
             if proposal is not None and proposal.shape == shown.shape[:2]:

@@ -241,16 +241,22 @@ def calibrate_checkerboard(images: Sequence[np.ndarray], pattern: tuple[int, int
     return _calibrate(obj_pts, img_pts, size, used, fix_k3, f"checkerboard {pattern[0]}x{pattern[1]} (inner corners)")
 
 
+def aruco_dictionary(name: str):
+    """The OpenCV predefined ArUco dictionary ``name`` (e.g. ``"DICT_4X4_50"``); unknown names suggest close ones."""
+    import cv2
+
+    if not name.startswith("DICT_") or not hasattr(cv2.aruco, name):
+        from real2sim.errors import UnknownNameError
+
+        raise UnknownNameError("ArUco dictionary", name, [n for n in dir(cv2.aruco) if n.startswith("DICT_")])
+    return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, name))
+
+
 def charuco_board(squares: tuple[int, int], square: float, marker: float, dictionary: str = "DICT_5X5_100"):
     """An OpenCV ChArUco board (``squares`` = (cols, rows) of squares; lengths in m)."""
     import cv2
 
-    try:
-        d = cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, dictionary))
-    except AttributeError:
-        from real2sim.errors import UnknownNameError
-
-        raise UnknownNameError("ArUco dictionary", dictionary, [n for n in dir(cv2.aruco) if n.startswith("DICT_")]) from None
+    d = aruco_dictionary(dictionary)
     return cv2.aruco.CharucoBoard(tuple(squares), square, marker, d)
 
 

@@ -110,13 +110,36 @@ def _pattern(text: str) -> tuple[int, int]:
     return a, b
 
 
+def _marker_at(text: str) -> tuple[float, ...]:
+    import argparse
+
+    try:
+        v = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        v = ()
+    if len(v) not in (3, 4) or not all(abs(x) < float("inf") for x in v):
+        raise argparse.ArgumentTypeError(f"expected the marker centre X,Y,Z in metres and optionally its yaw in degrees "
+                                         f"(X,Y,Z[,YAW_DEG], e.g. 0.3,0.1,0.0,90), got {text!r}")
+    return v
+
+
 def cmd_calibrate(args) -> int:
     from rich.console import Console
 
     from real2sim.bundle import Bundle
 
     from .calibrate import calibrate_extrinsics, calibrate_intrinsics
+    from .errors import CaptureError
 
+    marker = getattr(args, "marker", None)
+    if marker:
+        missing = [f for f, v in (("--marker-id", args.marker_id), ("--marker-size", args.marker_size),
+                                  ("--marker-at", args.marker_at)) if v is None]
+        if missing:
+            raise CaptureError(f"--marker {marker} needs {', '.join(missing)}: the marker's id, the side of its black "
+                               "square in metres and its centre X,Y,Z[,YAW_DEG] in the world (see docs/capture.md)")
+        if args.points:
+            raise CaptureError("give either --points (clicked pairs) or --marker for the camera pose, not both")
     bundle = Bundle.load(Path(args.dir))
     con = Console()
     if args.checkerboard:
@@ -128,7 +151,29 @@ def cmd_calibrate(args) -> int:
                   + (f"; picture {rep['picture']}" if "picture" in rep else ""))
         if rep["max_px"] > 5:
             con.print("[yellow]a point reprojects more than 5 px off: check the clicks and the world coordinates[/yellow]")
+    if marker:
+        _calibrate_marker(con, bundle, args)
     return 0
+
+
+def _calibrate_marker(con, bundle, args) -> None:
+    from .calibrate import calibrate_marker, marker_pose_flat
+
+    quiet = logging.getLogger("capture.calibrate")  # its warnings are printed below
+    level = quiet.level
+    quiet.setLevel(max(level, logging.ERROR))
+    try:
+        rep = calibrate_marker(bundle, Path(args.marker), args.marker_id, args.marker_size,
+                               marker_pose_flat(*args.marker_at), args.camera, args.marker_dictionary)
+    finally:
+        quiet.setLevel(level)
+    x, y, z = rep["camera_position"]
+    con.print(f"camera pose from {rep['dictionary']} marker {rep['marker_id']} ({rep['side_px']:.0f} px across, "
+              f"{rep['distance_m']:.2f} m away): RMS {rep['rms_px']:.2f} px; camera at ({x:+.3f}, {y:+.3f}, {z:+.3f}) m, "
+              f"moved {rep['change_m'] * 1e3:.1f} mm / {rep['change_deg']:.2f} deg", highlight=False)
+    for w in rep["warnings"]:
+        con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    con.print(f"picture: {bundle.root / rep['picture']}", highlight=False)
 
 
 def cmd_table(args) -> int:
@@ -207,9 +252,17 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--no-plate", action="store_true", dest="no_plate",
                    help="do not make the background plate now (real2sim build makes it)")
     p.set_defaults(fn=cmd_init)
-    p = subparsers.add_parser("calibrate", help="set a bundle camera: pose from clicked points (PnP), intrinsics from a checkerboard")
+    p = subparsers.add_parser("calibrate", help="set a bundle camera: pose from clicked points (PnP) or an ArUco marker, "
+                                                "intrinsics from a checkerboard")
     p.add_argument("dir", help="bundle directory")
     p.add_argument("--points", help="JSON of >= 4 pixel <-> world pairs (see docs/capture.md)")
+    p.add_argument("--marker", help="image, by the bundle camera, of an ArUco marker lying flat at --marker-at: the pose")
+    p.add_argument("--marker-id", type=int, dest="marker_id", help="id of that marker")
+    p.add_argument("--marker-size", type=float, dest="marker_size", help="side of the marker's black square in metres")
+    p.add_argument("--marker-at", type=_marker_at, dest="marker_at", metavar="X,Y,Z[,YAW_DEG]",
+                   help="world position (m) of the marker centre, face up; YAW: its +X axis from world +X about +Z")
+    p.add_argument("--marker-dictionary", default="DICT_4X4_50", dest="marker_dictionary",
+                   help="OpenCV ArUco dictionary of the marker (default DICT_4X4_50)")
     p.add_argument("--checkerboard", help="folder of checkerboard images for the intrinsics")
     p.add_argument("--pattern", type=_pattern, default=(9, 6), help="inner corners COLSxROWS (default 9x6)")
     p.add_argument("--square", type=float, default=0.025, help="checkerboard square size in metres")

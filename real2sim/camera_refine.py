@@ -31,12 +31,10 @@ import numpy as np
 
 from .bundle import Bundle, hash_jsonable
 from .errors import BundleError
-from .stages import files_hash, run_stage
+from .stages import CAMERA_DOWNSTREAM, files_hash, run_stage
 
 log = logging.getLogger(__name__)
 STAGE = "camera_refine"
-# A new camera pose invalidates what was computed from the old one.
-_CAMERA_DOWNSTREAM = ("robot_masks", "table", "alignment", "texture", "robot_appearance", "export")
 # Offsets are optimised in units of 1 cm and 1 degree, so that the simplex steps are comparable.
 UNIT = np.array([0.01] * 3 + [np.radians(1.0)] * 3)
 # A mean-IoU gain below this does not identify a better camera on masks segmented from real frames: on the
@@ -333,7 +331,7 @@ def refine_camera_stage(bundle: Bundle, camera: str = "main", force: bool = Fals
         rep["masks_rendered_by_robot_masks_stage"] = rendered
         if improved:
             m.cameras[camera] = CameraSpec.from_camera(_with_pose(m.cameras[camera].camera(), T1))
-            bundle.mark_stale(*_CAMERA_DOWNSTREAM)
+            bundle.mark_stale(*CAMERA_DOWNSTREAM)
         else:
             log.warning("camera_refine: %s", msg)
         if rep["robot_poses"] == 1 and dof == 6:

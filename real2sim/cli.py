@@ -348,7 +348,7 @@ def main(argv=None) -> int:
     try:
         return args.fn(args)
     except Real2SimError as exc:
-        _console().print(f"[red]error:[/red] {exc}", highlight=False)
+        _console().print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)  # paths stay whole
         return 2
 
 

@@ -29,6 +29,8 @@ DOWNSTREAM = {
     "inertial": ("export",),
     "export": (),
 }
+CAMERA_DOWNSTREAM = ("robot_masks", "table", "alignment", "texture", "robot_appearance", "export")
+"""Stages computed from a camera pose: a new pose (calibrate, refine-camera) marks them stale."""
 
 
 def files_hash(bundle: Bundle, rel_paths) -> str:
