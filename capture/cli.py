@@ -73,7 +73,7 @@ def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
                            "names as the frames, or as many masks as frames in name order), white = foreground")
     for i, p in enumerate(chosen):
         out[i] = read_mask(p, shape)
-    return out
+    return out, [str(p) for p in chosen]
 
 
 def cmd_plate(args) -> int:
@@ -84,11 +84,11 @@ def cmd_plate(args) -> int:
     from .plate import PlateConfig, make_plate
 
     src = read_frames(args.frames)
-    masks = None
+    masks, names = None, None
     if args.masks:
-        masks = _read_mask_dir(Path(args.masks), len(src.frames), src.frames.shape[1:3], src.names)
+        masks, names = _read_mask_dir(Path(args.masks), len(src.frames), src.frames.shape[1:3], src.names)
     cfg = PlateConfig(inpaint=args.inpaint, reference_frame=args.reference_frame)
-    plate, conf, rep = make_plate(src.frames, masks, cfg)
+    plate, conf, rep = make_plate(src.frames, masks, cfg, mask_names=names)
     write_rgb(Path(args.out), plate)
     if args.confidence:
         write_gray(Path(args.confidence), conf)
@@ -96,7 +96,7 @@ def cmd_plate(args) -> int:
                     f"{rep['coverage_many']:.1%} seen in many frames, {rep['coverage_few']:.1%} in few, "
                     f"{rep['inpainted_fraction']:.1%} inpainted ({rep['inpaint_method']})")
     for w in rep["warnings"]:
-        Console().print(f"[yellow]warning:[/yellow] {w}")
+        Console().print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
     return 0
 
 

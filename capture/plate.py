@@ -382,19 +382,21 @@ def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 
 
 
 def make_plate(frames: np.ndarray, masks: np.ndarray | None = None, config: PlateConfig | None = None,
-               inpainter: Union[str, Callable, None] = None) -> tuple[np.ndarray, np.ndarray, dict]:
+               inpainter: Union[str, Callable, None] = None, mask_names: list[str] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Background plate from ``(n, h, w, 3) uint8`` frames of a fixed camera.
 
     ``masks``: optional ``(n, h, w) bool`` foreground (True = not background) per frame; when absent the moving
     foreground is detected. ``inpainter``: overrides ``config.inpaint`` (a method name or a callable
-    ``fn(image uint8, hole bool) -> image uint8``). Returns ``(plate uint8 (h,w,3), confidence uint8 (h,w), report)``.
+    ``fn(image uint8, hole bool) -> image uint8``). ``mask_names``: the masks' file names, for the warnings about
+    masks that cover everything or nothing. Returns ``(plate uint8 (h,w,3), confidence uint8 (h,w), report)``.
     """
-    res = make_plate_full(frames, masks, config, inpainter)
+    res = make_plate_full(frames, masks, config, inpainter, mask_names)
     return res.plate, res.confidence, res.report
 
 
 def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config: PlateConfig | None = None,
-                    inpainter: Union[str, Callable, None] = None) -> PlateResult:
+                    inpainter: Union[str, Callable, None] = None, mask_names: list[str] | None = None) -> PlateResult:
     """Like :func:`make_plate` but returns a :class:`PlateResult` with the foreground and counts."""
     import time
 
@@ -441,11 +443,20 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
             fg = fg | given_fg
     fg_frac = fg.reshape(len(sel), -1).mean(1)
     if given:
+        def name(i):
+            return mask_names[i] if mask_names and i < len(mask_names) else f"the mask of frame {i}"
+
         for i, f in zip(sel, fg_frac):
             if f > 0.98:
-                warnings.append(f"mask of frame {i} covers {f:.0%} of the image: that frame contributes nothing")
-        if float(fg_frac.max()) == 0.0:
-            warnings.append("the masks are empty: the plate is a plain temporal median")
+                warnings.append(f"{name(i)} covers {f:.0%} of the image: that frame contributes nothing "
+                                "(white = foreground; is the mask inverted?)")
+        empty = [name(i) for i in sel if not masks[i].any()]
+        if len(empty) == len(sel):
+            warnings.append("the masks are empty (all black): " + ("the plate comes from the detected motion only"
+                                                                    if cfg.detect_with_masks else
+                                                                    "the plate is a plain temporal median"))
+        elif empty and len(empty) <= 3:
+            warnings.append(f"{', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty (all black)")
     bgm = ~fg
     plate, count = masked_median(F, bgm, cfg.average_tolerance)
     unseen = count == 0

@@ -193,3 +193,22 @@ def test_moving_camera_is_refused_with_the_evidence():
         make_plate(panned)
     _, _, rep = make_plate(frames)  # a fixed camera with a moving occluder passes
     assert rep["camera_shift_px_median"] < 1.0
+
+
+def test_plate_command_names_the_mask_files_that_cover_everything_or_nothing(tmp_path, capsys):
+    from capture.images import write_rgb
+    from real2sim.cli import main
+
+    _, frames, masks = moving_occluder_frames()
+    for i, (f, m) in enumerate(zip(frames, masks)):
+        write_rgb(tmp_path / "frames" / f"{i:03d}.png", f)
+        mm = np.ones_like(m) if i == 1 else (np.zeros_like(m) if i == 2 else m)  # frame 1 inverted, frame 2 black
+        from PIL import Image
+
+        (tmp_path / "masks").mkdir(exist_ok=True)
+        Image.fromarray(np.where(mm, 255, 0).astype(np.uint8)).save(tmp_path / "masks" / f"{i:03d}.png")
+    assert main(["plate", "--frames", str(tmp_path / "frames"), "--masks", str(tmp_path / "masks"),
+                 "--out", str(tmp_path / "plate.png")]) == 0
+    out = capsys.readouterr().out.replace("\n", "")
+    assert "001.png covers 100% of the image" in out and "inverted" in out
+    assert "002.png is empty" in out
