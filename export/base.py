@@ -33,7 +33,8 @@ class LoadedScene(abc.ABC):
     """
 
     engine: str = ""
-    capabilities: frozenset[str] = frozenset()  # subset of {"physics", "render", "depth", "project", "mass", "robot"}
+    capabilities: frozenset[str] = frozenset()
+    """Subset of {"physics", "render", "depth", "project", "mass", "robot", "appearance"}."""
 
     def require(self, capability: str) -> None:
         if capability not in self.capabilities:
@@ -161,6 +162,20 @@ class LoadedScene(abc.ABC):
         from one picture override this."""
         return (self.render(camera), self.foreground_mask(camera, oids, robot),
                 self.depth(camera) if depth else None)
+
+    # -- appearance (capability "appearance": run-time changes for visual variants; physics is untouched) --
+    def set_lighting(self, scale: float) -> None:
+        """Scale every light of the scene (directional, ambient, headlight) by ``scale`` relative to the export
+        (1 = as exported)."""
+        self.require("appearance")
+        raise UnsupportedCapability(f"{self.engine}: set_lighting not implemented")
+
+    def set_tint(self, target: str, rgb) -> None:
+        """Multiply the stored colours (material colour or texture texels) of ``target`` by ``rgb`` ``(3,)``,
+        relative to the export ((1, 1, 1) = as exported). ``target``: an object id, or ``"robot"`` for every
+        robot link."""
+        self.require("appearance")
+        raise UnsupportedCapability(f"{self.engine}: set_tint not implemented")
 
     def robot_mask(self, camera: str) -> np.ndarray:
         """``(h, w) bool`` pixels where any robot link is visible from the named camera."""

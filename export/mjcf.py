@@ -257,7 +257,8 @@ class MujocoScene(LoadedScene):
         self._renderers: dict = {}
         caps = {"physics", "mass", "project"}
         if os.environ.get("MUJOCO_GL", "egl") in ("egl", "osmesa", "glfw"):
-            caps |= {"render", "depth"}
+            caps |= {"render", "depth", "appearance"}
+        self._appearance0 = self._appearance_state()
         self._robot = None
         self._init_robot()
         if self._robot is not None:
@@ -366,6 +367,42 @@ class MujocoScene(LoadedScene):
         if self._robot is not None:
             self.set_robot_qpos(self._q0)
         self._mj.mj_forward(self.model, self.data)
+
+    # -- appearance ---------------------------------------------------------------------
+    def _appearance_state(self) -> dict:
+        m, hl = self.model, self.model.vis.headlight
+        return {"light_diffuse": m.light_diffuse.copy(), "light_specular": m.light_specular.copy(),
+                "light_ambient": m.light_ambient.copy(), "head_ambient": np.array(hl.ambient),
+                "head_diffuse": np.array(hl.diffuse), "head_specular": np.array(hl.specular),
+                "mat_rgba": m.mat_rgba.copy(), "geom_rgba": m.geom_rgba.copy()}
+
+    def set_lighting(self, scale: float) -> None:
+        self.require("appearance")
+        a, m, hl = self._appearance0, self.model, self.model.vis.headlight
+        s = float(scale)
+        m.light_diffuse[:] = a["light_diffuse"] * s
+        m.light_specular[:] = a["light_specular"] * s
+        m.light_ambient[:] = a["light_ambient"] * s
+        hl.ambient[:] = a["head_ambient"] * s
+        hl.diffuse[:] = a["head_diffuse"] * s
+        hl.specular[:] = a["head_specular"] * s
+
+    def _tint_bodies(self, target: str) -> list[int]:
+        if target == "robot":
+            self.require("robot")
+            return [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
+        return [self._body(target)]
+
+    def set_tint(self, target: str, rgb) -> None:
+        self.require("appearance")
+        rgb = np.asarray(rgb, float).reshape(3)
+        a, m = self._appearance0, self.model
+        for g in np.flatnonzero(np.isin(m.geom_bodyid, self._tint_bodies(target))):
+            mat = m.geom_matid[g]
+            if mat >= 0:  # the material's rgba multiplies its texture in MuJoCo
+                m.mat_rgba[mat, :3] = np.clip(a["mat_rgba"][mat, :3] * rgb, 0.0, 1.0)
+            else:
+                m.geom_rgba[g, :3] = np.clip(a["geom_rgba"][g, :3] * rgb, 0.0, 1.0)
 
     def _body(self, oid: str) -> int:
         bid = self._mj.mj_name2id(self.model, self._mj.mjtObj.mjOBJ_BODY, oid)

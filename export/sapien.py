@@ -632,9 +632,11 @@ class SapienScene(LoadedScene):
         self.render_unavailable = why_no_render
         caps = {"physics", "mass", "project"}
         if why_no_render is None:
-            caps |= {"render", "depth"}
+            caps |= {"render", "depth", "appearance"}
         self.capabilities = frozenset(caps)
         self.timestep = float(data["physics"]["timestep"])
+        self._tint0: dict[str, list] = {}
+        self._lights0 = self._light_state() if why_no_render is None else None
 
     # -- robot ----------------------------------------------------------------------
     def _attach_robot(self, art, joints, idx) -> None:
@@ -704,6 +706,68 @@ class SapienScene(LoadedScene):
     # -- lookup ---------------------------------------------------------------------
     def object_ids(self) -> list[str]:
         return list(self._entities)
+
+    # -- appearance -------------------------------------------------------------------
+    def _light_state(self) -> dict:
+        r = self._sapien.render
+        kinds = tuple(k for k in (getattr(r, n, None) for n in ("RenderDirectionalLightComponent",
+                                                                 "RenderPointLightComponent",
+                                                                 "RenderSpotLightComponent")) if k is not None)
+        lights = [(c, np.array(c.color, float)) for e in self.scene.entities for c in e.components
+                  if isinstance(c, kinds)]
+        return {"ambient": np.array(self.scene.ambient_light, float), "lights": lights}
+
+    def set_lighting(self, scale: float) -> None:
+        self.require("appearance")
+        s = float(scale)
+        self.scene.set_ambient_light((self._lights0["ambient"] * s).tolist())
+        for comp, color in self._lights0["lights"]:
+            comp.set_color((color * s).tolist())
+
+    def _materials(self, target: str) -> list:
+        if target == "robot":
+            self.require("robot")
+            entities = [link.entity for link in self._links.values()]
+        else:
+            entities = [self.entity(target)]
+        mats = []
+        for e in entities:
+            for c in e.components:
+                if isinstance(c, self._sapien.render.RenderBodyComponent):
+                    for sh in c.render_shapes:
+                        parts = list(getattr(sh, "parts", None) or [])
+                        mats += [pt.material for pt in parts] if parts else [sh.material]
+        return mats
+
+    def _tint_state(self, target: str) -> list:
+        """Per material of ``target``: (material, base colour, texels or None) as exported (read once)."""
+        if target not in self._tint0:
+            out = []
+            for mat in self._materials(target):
+                tex = mat.base_color_texture
+                texels = None
+                if tex is not None:  # SAPIEN ignores the base colour under a texture: tint a private copy
+                    texels = np.asarray(tex.download())
+                    mat.base_color_texture = self._sapien.render.RenderTexture2D(
+                        texels, tex.format, mipmap_levels=int(tex.mipmap_levels), filter_mode=tex.filter_mode,
+                        address_mode=tex.address_mode, srgb=bool(tex.is_srgb))
+                out.append((mat, np.array(mat.base_color, float), texels))
+            self._tint0[target] = out
+        return self._tint0[target]
+
+    def set_tint(self, target: str, rgb) -> None:
+        self.require("appearance")
+        rgb = np.asarray(rgb, float).reshape(3)
+        for mat, base, texels in self._tint_state(target):
+            if texels is None:
+                mat.base_color = [*np.clip(base[:3] * rgb, 0.0, 1.0), float(base[3])]
+                continue
+            top = float(np.iinfo(texels.dtype).max) if np.issubdtype(texels.dtype, np.integer) else 1.0
+            t = texels.astype(np.float32)
+            t[..., :3] *= rgb
+            if top > 1.0:
+                t = np.rint(t)
+            mat.base_color_texture.upload(np.clip(t, 0, top).astype(texels.dtype))
 
     def entity(self, oid: str):
         try:

@@ -98,9 +98,15 @@ def test_unsupported_requests_raise(bundle, envs):
     from real2sim.envs.env import Real2SimEnv
 
     _env(envs, "sapien")
-    for variants in ({"lighting": True}, {"table_texture": True}, {"distractors": 2}):
+    for variants in ({"table_texture": True}, {"distractors": 2}):
         with pytest.raises(UnsupportedCapability):
             Real2SimEnv(bundle.root, task="lift_cube", variants=variants, obs_size=SMALL)
+    with pytest.raises(UnsupportedCapability, match="plate"):  # the table is the plate in composited observations
+        Real2SimEnv(bundle.root, task="lift_cube", variants={"table_tint": 0.2}, obs_size=SMALL)
+    from real2sim.errors import Real2SimError
+
+    with pytest.raises(Real2SimError, match=r"\[min_scale, max_scale\]"):
+        Real2SimEnv(bundle.root, task="lift_cube", variants={"lighting": True}, obs_size=SMALL)
     with pytest.raises(UnsupportedCapability, match="composited"):
         Real2SimEnv(bundle.root, task="lift_cube", obs_mode="render", variants={"background": "noise"})
     scene = load_sapien_scene(bundle.root / "exports/sapien/scene.sapien.json", render=False)
@@ -109,6 +115,9 @@ def test_unsupported_requests_raise(bundle, envs):
     with pytest.raises(UnsupportedCapability, match="depth"):
         Real2SimEnv(bundle.root, task="lift_cube", backend="sapien", scene=scene, obs_mode="state", depth=True,
                     render_mode=None)
+    with pytest.raises(UnsupportedCapability, match="appearance"):  # no renderer, no lights to change
+        Real2SimEnv(bundle.root, task="lift_cube", backend="sapien", scene=scene, obs_mode="state",
+                    render_mode=None, variants={"lighting": [0.5, 1.5]})
     env = Real2SimEnv(bundle.root, task="lift_cube", backend="sapien", scene=scene, obs_mode="state", render_mode=None)
     obs, _ = env.reset(seed=0)
     assert "image" not in obs and obs["qpos"].shape == (8,)
@@ -130,6 +139,38 @@ def test_variants_background_and_jitter_change_only_what_they_say(bundle):
     assert not np.array_equal(a["image"], b["image"])
     np.testing.assert_array_equal(a["qpos"], b["qpos"])
     plain.close(), jit.close()
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "sapien"])
+def test_lighting_and_tint_variants_change_the_rendered_foreground_only(bundle, backend):
+    """SIMPLER's variant aggregation: lights and robot/table colours drawn per episode, seeded, physics untouched."""
+    import cv2
+
+    from real2sim.envs.env import Real2SimEnv
+
+    plain = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_size=SMALL)
+    var = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_size=SMALL,
+                      variants={"lighting": [0.4, 0.6], "robot_tint": 0.5}, scene=plain.scene)
+    a, _ = plain.reset(seed=3)
+    b, info = var.reset(seed=3)
+    c, _ = var.reset(seed=3)
+    assert np.array_equal(b["image"], c["image"]) and info["variant"]["light_scale"] <= 0.6  # seeded
+    fg = var.scene.foreground_mask(var.camera, var.movable, robot=True)
+    fg_small = cv2.resize(fg.astype(np.uint8), SMALL, interpolation=cv2.INTER_NEAREST) > 0
+    bg = ~cv2.dilate(fg_small.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    assert np.array_equal(a["image"][bg], b["image"][bg])  # the plate is the plate
+    assert b["image"][fg_small].mean() < 0.85 * a["image"][fg_small].mean()  # dimmer lights on the sim objects
+    np.testing.assert_array_equal(a["qpos"], b["qpos"])
+    plain.reset(seed=3)  # an env without appearance variants leaves the scene as exported
+    var.scene.set_lighting(1.0), var.scene.set_tint("robot", (1, 1, 1))
+    np.testing.assert_array_equal(plain.reset(seed=3)[0]["image"], a["image"])
+
+    render = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_size=SMALL, obs_mode="render",
+                         variants={"table_tint": 0.6}, scene=plain.scene)
+    imgs = [render.reset(seed=s)[0]["image"] for s in (0, 1)]
+    assert np.abs(imgs[0].astype(int) - imgs[1]).mean() > 2  # the table's colour changes between episodes
+    render.scene.set_tint(render._fixed[0], (1, 1, 1))
+    plain.close()
 
 
 def test_bad_actions_raise(envs):

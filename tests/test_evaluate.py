@@ -199,3 +199,28 @@ def test_cli_eval(bundle, tmp_path):
     assert "scripted,lift_cube" in (tmp_path / "sim.csv").read_text()
     args = ap.parse_args(["eval", str(bundle.root), "--policy", "random", "--ray"])
     assert args.ray == "local"
+
+
+def test_cli_eval_with_variants_records_them_and_resumes_per_variant_set(bundle, tmp_path, capsys):
+    import argparse
+
+    from real2sim.envs.cli import add_parsers
+    from real2sim.envs.runner import RESULTS, read_results
+
+    ap = argparse.ArgumentParser()
+    add_parsers(ap.add_subparsers())
+    base = ["eval", str(bundle.root), "--policy", "scripted", "--episodes", "2", "--task", "lift_cube",
+            "--obs-size", "80x60", "--out", str(tmp_path)]
+    args = ap.parse_args(base + ["--variants", '{"lighting": [0.5, 1.5], "robot_tint": 0.3}'])
+    assert args.fn(args) == 0
+    recs = read_results(tmp_path / RESULTS)
+    assert len(recs) == 2 and all(0.5 <= r["variant"]["light_scale"] <= 1.5 for r in recs)
+    assert recs[0]["variant"]["light_scale"] != recs[1]["variant"]["light_scale"]  # drawn per episode
+    args = ap.parse_args(base)  # the same seeds without variants are another run, not "already done"
+    assert args.fn(args) == 0
+    assert len(read_results(tmp_path / RESULTS)) == 4
+    from real2sim.errors import Real2SimError
+
+    with pytest.raises(Real2SimError, match="JSON object"):
+        args = ap.parse_args(base + ["--variants", "lighting=0.5"])
+        args.fn(args)

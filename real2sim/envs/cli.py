@@ -12,6 +12,18 @@ def cmd_eval(args) -> int:
 
     con = Console()
     obs_size = tuple(int(x) for x in args.obs_size.lower().split("x")) if args.obs_size else None
+    env_kwargs = {}
+    if getattr(args, "variants", None):
+        import json
+
+        from real2sim.errors import Real2SimError
+
+        try:
+            env_kwargs["variants"] = json.loads(args.variants)
+        except json.JSONDecodeError as exc:
+            raise Real2SimError(f"--variants must be a JSON object, e.g. '{{\"lighting\": [0.6, 1.4]}}' ({exc})") from exc
+        if not isinstance(env_kwargs["variants"], dict):
+            raise Real2SimError(f"--variants must be a JSON object, got {args.variants!r}")
     ray = None
     if args.ray is not None:
         ray = True if args.ray == "local" else args.ray
@@ -27,7 +39,7 @@ def cmd_eval(args) -> int:
 
         s = evaluate(Path(args.dir), args.task, args.policy, args.episodes, workers=args.workers, backend=args.backend,
                      ray=ray, videos=args.videos, out_dir=Path(args.out), seed=args.seed, obs_mode=args.obs_mode,
-                     obs_size=obs_size, progress=progress)
+                     obs_size=obs_size, progress=progress, env_kwargs=env_kwargs)
     con.print(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
               f"{s.ran} run, {s.skipped} already done, {s.seconds:.1f} s", highlight=False)
     con.print(f"episodes: {s.results_path}\nsummary for 'real2sim metrics --sim': {s.csv_path}", highlight=False)
@@ -50,4 +62,7 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="first episode seed")
     p.add_argument("--obs-mode", choices=["composited", "render", "state"], default="composited")
     p.add_argument("--obs-size", default=None, metavar="WxH", help="resize image observations, e.g. 320x240")
+    p.add_argument("--variants", default=None, metavar="JSON",
+                   help='visual variants drawn per episode, e.g. \'{"lighting": [0.6, 1.4], "robot_tint": 0.2, '
+                        '"background": "plate_jitter"}\' (docs/evaluation.md)')
     p.set_defaults(fn=cmd_eval)

@@ -38,7 +38,8 @@ BACKENDS = {"mujoco": "mjcf", "sapien": "sapien"}
 OBS_MODES = ("composited", "render", "state")
 MAX_TRANSLATION = 0.05
 MAX_ROTATION = 0.25
-VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "table_texture", "distractors"}
+VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "robot_tint", "table_tint", "table_texture", "distractors"}
+APPEARANCE_VARIANTS = ("lighting", "robot_tint", "table_tint")
 BACKGROUNDS = ("plate", "plate_jitter", "noise")
 
 
@@ -113,6 +114,7 @@ class Real2SimEnv(_env_base()):
         self.scene.require("physics")
         self.task_id, self.task = resolve_task(m, task)
         self.movable = [o for o in self.scene.object_ids() if o in m.objects and not m.objects[o].fixed]
+        self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
         T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success")
         self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
         T.validate_init(self.task.init, self.movable, self.controller.robot.dof, f"tasks.{self.task_id}.init")
@@ -205,12 +207,32 @@ class Real2SimEnv(_env_base()):
         for k in v:
             if k not in VARIANT_KEYS:
                 raise UnknownNameError("variant", k, VARIANT_KEYS)
-        for k, why in (("lighting", "the LoadedScene backends do not expose light control yet"),
-                       ("table_texture", "the LoadedScene backends cannot swap textures at run time yet"),
+        for k, why in (("table_texture", "the backends cannot swap textures at run time; 'table_tint' varies the "
+                                         "table's colours"),
                        ("distractors", "adding objects at run time is not supported; randomise the bundle's own "
                                        "objects through the task's init.objects instead")):
             if v.get(k):
                 raise UnsupportedCapability(f"variant '{k}': {why}")
+        for k in APPEARANCE_VARIANTS:
+            if v.get(k) is not None:
+                self.scene.require("appearance")
+        if v.get("lighting") is not None:
+            lo_hi = v["lighting"]
+            if (not isinstance(lo_hi, (list, tuple)) or len(lo_hi) != 2
+                    or not all(isinstance(x, (int, float)) and 0 < x <= 4 for x in lo_hi) or lo_hi[0] > lo_hi[1]):
+                raise Real2SimError(f"variant 'lighting' must be [min_scale, max_scale] with 0 < min <= max <= 4 "
+                                    f"(1 = as exported), got {lo_hi!r}")
+        for k in ("robot_tint", "table_tint"):
+            a = v.get(k)
+            if a is not None and (isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a < 1):
+                raise Real2SimError(f"variant '{k}' is the amplitude a of per-channel colour factors drawn in "
+                                    f"[1 - a, 1 + a]; it must be a number in [0, 1), got {a!r}")
+        if v.get("table_tint") is not None and not self._fixed:
+            raise UnsupportedCapability("variant 'table_tint' tints the bundle's fixed objects (the table); this bundle "
+                                        "has none")
+        if v.get("table_tint") and self.obs_mode == "composited":
+            raise UnsupportedCapability("variant 'table_tint' changes the rendered table, but obs_mode 'composited' "
+                                        "shows the plate there; use background='plate_jitter', or obs_mode 'render'")
         bg = v.get("background", "plate")
         if bg not in BACKGROUNDS:
             raise UnknownNameError("background variant", bg, BACKGROUNDS)
@@ -243,12 +265,15 @@ class Real2SimEnv(_env_base()):
         self._init_poses = self._poses()
         self._steps = 0
         self._episode_variant = self._draw_variant(rng)
+        self._apply_appearance()
         obs = self._obs()
         info = self._info(success=False)
         info["object_bounds"] = {o: b.tolist() for o, b in self._bounds.items()}
         info["robot_base_pose"] = self.scene.robot_base_pose().tolist()
         info["init"] = {o: [round(float(x), 6) for x in (*P[:3, 3], np.arctan2(P[1, 0], P[0, 0]))]
                         for o, P in placed.items()}
+        info["variant"] = {k: np.round(np.asarray(v, float), 4).tolist() for k, v in self._episode_variant.items()
+                           if k != "noise"}
         return obs, info
 
     def step(self, action):
@@ -302,7 +327,25 @@ class Real2SimEnv(_env_base()):
         j = float(self.variants.get("camera_jitter_px", 0) or 0)
         if j > 0:
             v["shift"] = rng.integers(-int(j), int(j) + 1, 2)
+        if self.variants.get("lighting") is not None:
+            v["light_scale"] = float(rng.uniform(*self.variants["lighting"]))
+        for k in ("robot_tint", "table_tint"):
+            a = self.variants.get(k)
+            if a is not None:
+                v[k] = rng.uniform(1.0 - a, 1.0 + a, 3)
         return v
+
+    def _apply_appearance(self) -> None:
+        """Lights and colours of this episode's variant (the exported ones when it has none)."""
+        if not any(self.variants.get(k) is not None for k in APPEARANCE_VARIANTS):
+            return
+        ev = self._episode_variant
+        self.scene.set_lighting(ev.get("light_scale", 1.0))
+        if self.variants.get("robot_tint") is not None:
+            self.scene.set_tint("robot", ev["robot_tint"])
+        if self.variants.get("table_tint") is not None:
+            for oid in self._fixed:
+                self.scene.set_tint(oid, ev["table_tint"])
 
     def _background(self) -> np.ndarray:
         ev = self._episode_variant

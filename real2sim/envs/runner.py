@@ -94,7 +94,7 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
     obs, info = env.reset(seed=int(seed))
     pol.reset(info["instruction"], info, int(seed))
     frames = [env.render()] if cfg.videos else None
-    init = info["init"]
+    init, variant = info["init"], info.get("variant") or None
     steps, success, done = 0, False, False
     while not done:
         chunk = np.asarray(pol.act(obs), float)
@@ -112,6 +112,10 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
     rec = {"policy": cfg.policy, "task": env.task_id, "backend": cfg.backend, "seed": int(seed), "success": success,
            "steps": steps, "seconds": round(time.perf_counter() - t0, 4), "init": init, "obs_mode": env.obs_mode,
            "worker_pid": os.getpid()}
+    if cfg.env_kwargs.get("variants"):
+        rec["variants_config"] = cfg.env_kwargs["variants"]
+    if variant:
+        rec["variant"] = variant
     if frames is not None and frames[0] is not None:
         rec["video"] = write_video(frames, Path(cfg.out_dir) / "videos" / f"{_slug(cfg.policy)}_{env.task_id}_{cfg.backend}_{seed}.mp4")
     return rec
@@ -232,8 +236,13 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
     _repair(results_path)
     cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
                      str(out), dict(env_kwargs or {}))
-    done = {r["seed"] for r in read_results(results_path)
-            if r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend}
+    vcfg = cfg.env_kwargs.get("variants") or None
+
+    def same_run(r: dict) -> bool:  # episodes of another variant set are not this run's (they aggregate in sim.csv)
+        return (r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend
+                and r.get("variants_config") == vcfg)
+
+    done = {r["seed"] for r in read_results(results_path) if same_run(r)}
     seeds = [s for s in range(seed, seed + episodes) if s not in done]
     skipped = episodes - len(seeds)
     if skipped:
@@ -258,9 +267,7 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
                 record(run_episode(cfg, s))
     finally:
         write_sim_csv(results_path, out / SIM_CSV, backend)
-    recs = [r for r in read_results(results_path)
-            if r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend
-            and seed <= r["seed"] < seed + episodes]
+    recs = [r for r in read_results(results_path) if same_run(r) and seed <= r["seed"] < seed + episodes]
     return EvalSummary(policy, task_id, backend, sum(bool(r["success"]) for r in recs), len(recs), finished, skipped,
                        time.perf_counter() - t0, results_path, out / SIM_CSV)
 
