@@ -46,6 +46,31 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
             out.append(Finding("warning", f"stages.{name}", "is stale (an input changed); re-run 'real2sim build' / 'real2sim export'"))
     if not any(not o.fixed for o in m.objects.values()):
         out.append(Finding("warning", "objects", "no dynamic objects: nothing will move in simulation"))
+    out += _check_masks(bundle)
+    return out
+
+
+def _check_masks(bundle: Bundle) -> list[Finding]:
+    """Mask files exist, states belong to masks, and every masked object has a frame at its scene pose."""
+    from .manifest import MASK_STATES_AT_POSE
+
+    cap, out = bundle.manifest.capture, []
+    for key, ents in cap.masks.items():
+        for ent, rel in ents.items():
+            if not bundle.path(rel).is_file():
+                out.append(Finding("error", f"capture.masks.{key}.{ent}", f"'{rel}' is missing; segment '{ent}' again "
+                                   f"('real2sim masks {bundle.root} --entity {ent} ...') or remove the entry"))
+    for key, ents in cap.mask_states.items():
+        for ent in ents:
+            if ent not in cap.masks.get(key, {}):
+                out.append(Finding("warning", f"capture.mask_states.{key}.{ent}", "a state without a mask; remove "
+                                   "it or segment the entity again"))
+    for oid in bundle.manifest.objects:
+        keys = [k for k, ents in cap.masks.items() if oid in ents]
+        if keys and not any(cap.mask_state(k, oid) in MASK_STATES_AT_POSE for k in keys):
+            out.append(Finding("warning", f"capture.masks (object '{oid}')", "no frame shows it at its scene pose "
+                               "(every mask is occluded, moved or lost): alignment and texturing have nothing to use; "
+                               "prompt it on a frame where it rests and is fully visible"))
     return out
 
 

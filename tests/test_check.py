@@ -48,3 +48,23 @@ def test_cli_check_exit_codes(exportable_bundle, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "objects.cube.friction" in out
     assert main(["check", str(tmp_path / "nowhere")]) == 1
+
+
+def test_masks_missing_files_and_objects_never_at_their_pose(recipe_bundle):
+    import numpy as np
+    from PIL import Image
+
+    b = recipe_bundle
+    cap = b.manifest.capture
+    for key in ("000000", "000001"):
+        path = b.path(f"masks/{key}/cube.png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.zeros((4, 4), np.uint8)).save(path)
+        cap.masks.setdefault(key, {})["cube"] = b.rel(path)
+    cap.masks["000001"]["mug"] = "masks/000001/mug.png"  # never written
+    cap.mask_states = {"000000": {"cube": "occluded"}, "000001": {"cube": "moved", "can": "rest"}}
+    b.save()
+    findings = check_bundle(b.root)
+    assert any(f.level == "error" and f.where == "capture.masks.000001.mug" and "mug.png" in f.message for f in findings)
+    assert any(f.where == "capture.mask_states.000001.can" for f in findings)
+    assert any("object 'cube'" in f.where and "scene pose" in f.message for f in findings)
