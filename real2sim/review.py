@@ -446,6 +446,9 @@ class PreviewRenderer:
                 j = self.model.body_jntadr[b]
                 if self.model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
                     self._qadr[oid] = int(self.model.jnt_qposadr[j])
+        roots = [i for i in range(1, self.model.nbody)
+                 if self.model.body_parentid[i] == 0 and self.model.body(i).name.startswith("robot/")]
+        self._robot_root = roots[0] if roots else -1
 
     def _missing_bodies(self, xml: Path) -> bool:
         text = xml.read_text()
@@ -468,6 +471,7 @@ class PreviewRenderer:
             else:
                 self.model.body_pos[b] = p
                 self.model.body_quat[b] = q
+        self._sync_robot(manifest)
         for name, spec in manifest.cameras.items():
             c = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_CAMERA, name)
             if c < 0:
@@ -477,6 +481,17 @@ class PreviewRenderer:
             self.model.cam_quat[c] = matrix_to_quat_wxyz(T[:3, :3])
         mj.mj_kinematics(self.model, self.data)
         mj.mj_camlight(self.model, self.data)
+
+    def _sync_robot(self, manifest: Manifest) -> None:
+        """The robot's base pose and joints from the manifest (a base edit shows before the next export)."""
+        r = manifest.robot
+        if r is None or self._robot_root < 0 or "robot" not in self.scene.capabilities:
+            return
+        self.model.body_pos[self._robot_root] = r.base_pose.position
+        self.model.body_quat[self._robot_root] = r.base_pose.quaternion_wxyz
+        q = list(r.joint_positions or [])
+        if len(q) == len(self.scene.robot_joint_names()):
+            self.scene.set_robot_qpos(q)
 
     def _renderer(self, camera: str):
         c = self.scene._camera_id(camera)

@@ -185,6 +185,12 @@ def test_preview_renderer_moves_bodies_without_reexport(exported):
         cam = b.manifest.cameras["main"].camera()
         pts = np.array([[0.0, 0.0, 0.0], [0.1, -0.05, 0.03]])
         assert pr.scene.project("main", pts) == pytest.approx(cam.project(pts), abs=1e-3)
+        # the robot base follows an edit before any re-export
+        base0 = pr.scene.robot_base_pose()[:3, 3].copy()
+        r = b.manifest.robot
+        rv.set_robot_base_pose(root, np.add(r.base_pose.position, [0.0, 0.04, 0.0]), [0, 0, 0])
+        pr.sync(Bundle.load(root).manifest)
+        assert pr.scene.robot_base_pose()[:3, 3] == pytest.approx(base0 + [0.0, 0.04, 0.0], abs=1e-9)
     finally:
         pr.close()
     assert xml.stat().st_mtime_ns == mtime, "the preview must not re-export"
