@@ -209,7 +209,7 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
                     cp_ = gr.Slider(-180, 180, step=0.1, label="camera pitch (deg)", elem_id="cam_pitch")
                     cyaw_ = gr.Slider(-180, 180, step=0.1, label="camera yaw (deg)", elem_id="cam_yaw")
                     robot_md = gr.Markdown(elem_id="robot_note")
-                    with gr.Group(visible=b0.manifest.robot is not None) as robot_box:
+                    with gr.Group(visible=b0.manifest.robot is not None):
                         rx = gr.Number(label="base x (m)")
                         ry = gr.Number(label="base y (m)")
                         rz = gr.Number(label="base z (m)")
