@@ -112,20 +112,23 @@ class Kinematics:
             T_link = np.asarray(self.data.oMf[self.ee_frame].homogeneous)
             T = T_link @ self.T_link_ee
             dp = T_target[:3, 3] - T[:3, 3]
-            dr = _so3_log(T_target[:3, :3] @ T[:3, :3].T)
-            if np.linalg.norm(dp) < tol_pos and np.linalg.norm(dr) < tol_rot:
+            dr = np.asarray(pin.log3(T_target[:3, :3] @ T[:3, :3].T))
+            if dp @ dp < tol_pos * tol_pos and dr @ dr < tol_rot * tol_rot:
                 ok = True
                 break
             J = pin.getFrameJacobian(self.model, self.data, self.ee_frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
             J = np.asarray(J)[:, self._vidx]
-            # the Jacobian is of the link origin; shift the linear part to the EE point
-            r = T[:3, 3] - T_link[:3, 3]
-            J[:3] = J[:3] + np.cross(J[3:].T, r).T
+            # the Jacobian is of the link origin; shift the linear part to the EE point: v += w x r = -[r]x w
+            rx, ry, rz = T[:3, 3] - T_link[:3, 3]
+            J[:3] -= np.array([[0.0, -rz, ry], [rz, 0.0, -rx], [-ry, rx, 0.0]]) @ J[3:]
             e = np.concatenate([dp, dr]) * W
             Jw = J * W[:, None]
             lam = 1e-9 + damping * float(e @ e)  # Levenberg-Marquardt style: vanishes at the solution
             dq = Jw.T @ np.linalg.solve(Jw @ Jw.T + lam * np.eye(6), e)
-            qa = np.clip(qa + dq, self.lower[:n], self.upper[:n])
+            q_new = np.clip(qa + dq, self.lower[:n], self.upper[:n])
+            if np.abs(q_new - qa).max() < 1e-10:  # stalled (at a joint limit, or the target is out of reach)
+                break
+            qa = q_new
         return qa, ok
 
 
