@@ -63,8 +63,9 @@ class LoadedScene(abc.ABC):
         self.require("project")
         raise UnsupportedCapability(f"{self.engine}: project not implemented")
 
-    def render(self, camera: str) -> np.ndarray:
-        """``(h, w, 3) uint8`` RGB image from the named bundle camera."""
+    def render(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        """``(h, w, 3) uint8`` RGB image from the named bundle camera; ``size`` ``(w, h)`` renders the same view at
+        another resolution (intrinsics scaled per axis, as resizing the full image would) - cheaper than resizing."""
         self.require("render")
         raise UnsupportedCapability(f"{self.engine}: render not implemented")
 
@@ -133,18 +134,20 @@ class LoadedScene(abc.ABC):
         self.require("physics")
         raise UnsupportedCapability(f"{self.engine}: reset_state not implemented")
 
-    def depth(self, camera: str) -> np.ndarray:
+    def depth(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
         """``(h, w) float32`` depth in metres along the camera's +Z (OpenCV), 0 where nothing was hit
         (capability ``"depth"``)."""
         self.require("depth")
         raise UnsupportedCapability(f"{self.engine}: depth not implemented")
 
-    def foreground_mask(self, camera: str, oids, robot: bool = True) -> np.ndarray:
+    def foreground_mask(self, camera: str, oids, robot: bool = True, size: tuple[int, int] | None = None) -> np.ndarray:
         """``(h, w) bool`` union of the masks of objects ``oids`` (and the robot when ``robot``).
 
         Backends override this with one segmentation render; the default combines the per-entity masks."""
         self.require("render")
         m = None
+        if size is not None:
+            raise UnsupportedCapability(f"{self.engine}: foreground_mask at another size is not implemented")
         for oid in oids:
             x = self.object_mask(camera, oid)
             m = x if m is None else (m | x)
@@ -155,13 +158,14 @@ class LoadedScene(abc.ABC):
             raise UnsupportedCapability(f"{self.engine}: foreground_mask needs at least one object or the robot")
         return m
 
-    def render_layers(self, camera: str, oids, robot: bool = True, depth: bool = False):
+    def render_layers(self, camera: str, oids, robot: bool = True, depth: bool = False,
+                      size: tuple[int, int] | None = None):
         """``(rgb (h, w, 3) uint8, foreground mask (h, w) bool, depth (h, w) float32 or None)`` of one state.
 
         The mask is :meth:`foreground_mask` of ``oids`` (+ robot). Backends that can take every layer
         from one picture override this."""
-        return (self.render(camera), self.foreground_mask(camera, oids, robot),
-                self.depth(camera) if depth else None)
+        return (self.render(camera, size=size), self.foreground_mask(camera, oids, robot, size=size),
+                self.depth(camera, size=size) if depth else None)
 
     # -- appearance (capability "appearance": run-time changes for visual variants; physics is untouched) --
     def set_lighting(self, scale: float) -> None:

@@ -458,10 +458,13 @@ class MujocoScene(LoadedScene):
         K = self.intrinsics(camera)
         return pc[:, :2] / pc[:, 2:3] * [K[0, 0], K[1, 1]] + [K[0, 2], K[1, 2]]
 
-    def render(self, camera: str, segmentation: bool = False, depth: bool = False) -> np.ndarray:
+    def render(self, camera: str, segmentation: bool = False, depth: bool = False,
+               size: tuple[int, int] | None = None) -> np.ndarray:
         self.require("render")
         c = self._camera_id(camera)
-        w, h = self.model.cam_resolution[c]
+        # the camera's frustum comes from its intrinsics (sensor size, focal length), so another viewport size
+        # renders the same view, stretched per axis like a resize of the full image
+        w, h = size if size is not None else self.model.cam_resolution[c]
         key = (int(w), int(h))
         if key not in self._renderers:
             self._renderers[key] = self._mj.Renderer(self.model, height=int(h), width=int(w))
@@ -475,14 +478,14 @@ class MujocoScene(LoadedScene):
         r.update_scene(self.data, camera=camera)
         return r.render().copy()
 
-    def depth(self, camera: str) -> np.ndarray:
+    def depth(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
         self.require("depth")
-        d = self.render(camera, depth=True).astype(np.float32)
+        d = self.render(camera, depth=True, size=size).astype(np.float32)
         d[d >= 0.999 * self.model.stat.extent * self.model.vis.map.zfar] = 0.0  # background: no hit
         return d
 
-    def foreground_mask(self, camera: str, oids, robot: bool = True) -> np.ndarray:
-        seg = self.render(camera, segmentation=True)
+    def foreground_mask(self, camera: str, oids, robot: bool = True, size: tuple[int, int] | None = None) -> np.ndarray:
+        seg = self.render(camera, segmentation=True, size=size)
         bodies = [self._body(o) for o in oids]
         if robot and self._robot is not None:
             bodies += [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]

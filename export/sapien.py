@@ -636,6 +636,7 @@ class SapienScene(LoadedScene):
         self.capabilities = frozenset(caps)
         self.timestep = float(data["physics"]["timestep"])
         self._tint0: dict[str, list] = {}
+        self._scaled_cameras: dict = {}
         self._lights0 = self._light_state() if why_no_render is None else None
 
     # -- robot ----------------------------------------------------------------------
@@ -779,12 +780,29 @@ class SapienScene(LoadedScene):
         """The object's PhysX component (``PhysxRigidDynamicComponent`` or ``PhysxRigidStaticComponent``)."""
         return _physx_body(self._sapien, self.entity(oid))
 
-    def camera(self, name: str):
-        """The ``RenderCameraComponent`` of a bundle camera."""
+    def camera(self, name: str, size: tuple[int, int] | None = None):
+        """The ``RenderCameraComponent`` of a bundle camera; with ``size`` ``(w, h)`` a second one on the same
+        mount with the intrinsics scaled per axis (made once, then reused)."""
         try:
-            return self._cameras[name][0]
+            cam, mount = self._cameras[name]
         except KeyError:
             raise UnknownNameError("camera", name, self._cameras) from None
+        if size is None or (int(size[0]), int(size[1])) == (cam.width, cam.height):
+            return cam
+        key = (name, int(size[0]), int(size[1]))
+        if key not in self._scaled_cameras:
+            cd = self.data["cameras"][name]
+            w, h = key[1:]
+            sx, sy = w / float(cd["width"]), h / float(cd["height"])
+            sc = self._sapien.render.RenderCameraComponent(w, h)
+            sc.set_focal_lengths(float(cd["fx"]) * sx, float(cd["fy"]) * sy)
+            sc.set_principal_point(float(cd["cx"]) * sx, float(cd["cy"]) * sy)  # pixel-corner coordinates scale
+            sc.set_skew(float(cd.get("skew", 0.0)) * sx)
+            sc.near, sc.far = float(cd["near"]), float(cd["far"])
+            sc.name = f"{name}@{w}x{h}"
+            mount.add_component(sc)
+            self._scaled_cameras[key] = sc
+        return self._scaled_cameras[key]
 
     # -- state ----------------------------------------------------------------------
     def object_pose(self, oid: str) -> np.ndarray:
@@ -841,35 +859,36 @@ class SapienScene(LoadedScene):
         uvw = pc @ K.T
         return uvw[:, :2] / uvw[:, 2:3] - PIXEL_CENTRE_SHIFT
 
-    def _picture(self, camera: str, name: str) -> np.ndarray:
+    def _picture(self, camera: str, name: str, size: tuple[int, int] | None = None) -> np.ndarray:
         self.require("render")
-        cam = self.camera(camera)
+        cam = self.camera(camera, size)
         self.scene.update_render()
         cam.take_picture()
         return cam.get_picture(name)
 
-    def render(self, camera: str) -> np.ndarray:
-        rgba = self._picture(camera, "Color")
+    def render(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        rgba = self._picture(camera, "Color", size)
         return (np.clip(np.asarray(rgba)[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
-    def segmentation(self, camera: str) -> tuple[np.ndarray, dict[str, int]]:
+    def segmentation(self, camera: str, size: tuple[int, int] | None = None) -> tuple[np.ndarray, dict[str, int]]:
         """Per-pixel entity ids ``(h, w) int`` (0 = background) and {object id: entity id}."""
-        seg = self._picture(camera, "Segmentation")
+        seg = self._picture(camera, "Segmentation", size)
         ids = {oid: int(e.per_scene_id) for oid, e in self._entities.items()}
         return np.asarray(seg[..., 1], np.int64), ids
 
-    def depth(self, camera: str) -> np.ndarray:
+    def depth(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
         self.require("depth")
-        pos = np.asarray(self._picture(camera, "Position"))  # OpenGL camera frame; w = 1 where nothing was hit
+        pos = np.asarray(self._picture(camera, "Position", size))  # OpenGL camera frame; w = 1 where nothing was hit
         d = (-pos[..., 2]).astype(np.float32)
         d[pos[..., 3] >= 1.0] = 0.0
         return d
 
-    def render_layers(self, camera: str, oids, robot: bool = True, depth: bool = False):
+    def render_layers(self, camera: str, oids, robot: bool = True, depth: bool = False,
+                      size: tuple[int, int] | None = None):
         self.require("render")
         if depth:
             self.require("depth")
-        cam = self.camera(camera)
+        cam = self.camera(camera, size)
         self.scene.update_render()
         cam.take_picture()  # one picture, every layer
         rgb = (np.clip(np.asarray(cam.get_picture("Color"))[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
@@ -884,8 +903,8 @@ class SapienScene(LoadedScene):
             d[pos[..., 3] >= 1.0] = 0.0
         return rgb, np.isin(seg, want), d
 
-    def foreground_mask(self, camera: str, oids, robot: bool = True) -> np.ndarray:
-        seg, ids = self.segmentation(camera)
+    def foreground_mask(self, camera: str, oids, robot: bool = True, size: tuple[int, int] | None = None) -> np.ndarray:
+        seg, ids = self.segmentation(camera, size)
         want = [ids[o] for o in oids if self.entity(o) is not None]
         if robot and "robot" in self.capabilities:
             want += [int(l.entity.per_scene_id) for l in self._links.values()]

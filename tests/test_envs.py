@@ -68,6 +68,31 @@ def test_composite_is_plate_outside_masks_and_sim_inside(envs, backend):
     assert not np.array_equal(img, rgb)  # the table/background really is the plate
 
 
+@pytest.mark.parametrize("backend", ["mujoco", "sapien"])
+def test_observation_rendered_at_obs_size_matches_a_resized_full_render(envs, backend):
+    """Rendering at the observation size (scaled intrinsics) shows what resizing the full composite shows."""
+    import cv2
+
+    env = _env(envs, backend)
+    env.reset(seed=1)
+    small, _ = env._image()
+    saved = env.obs_size
+    env.obs_size = env.native_size
+    try:
+        full, _ = env._image()
+    finally:
+        env.obs_size = saved
+    ref = cv2.resize(full, env.obs_size, interpolation=cv2.INTER_AREA)
+    assert small.shape == ref.shape == (env.obs_size[1], env.obs_size[0], 3)
+    psnr = 10 * np.log10(255.0 ** 2 / np.mean((small.astype(float) - ref) ** 2))
+    assert psnr > 25, psnr
+    for size in ((160, 120), (96, 96)):  # also another aspect ratio: stretched per axis like a resize
+        rgb, mask, _ = env.scene.render_layers(env.camera, env.movable, robot=True, size=size)
+        _, mfull, _ = env.scene.render_layers(env.camera, env.movable, robot=True)
+        mref = cv2.resize(mfull.astype(np.float32), size, interpolation=cv2.INTER_AREA) > 0.5
+        assert rgb.shape == (size[1], size[0], 3) and (mask & mref).sum() / (mask | mref).sum() > 0.9
+
+
 def test_robot_and_object_both_in_mask(envs):
     env = _env(envs, "mujoco")
     env.reset(seed=0)

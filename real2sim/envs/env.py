@@ -129,6 +129,7 @@ class Real2SimEnv(_env_base()):
         self.obs_mode = obs_mode
         self.depth = bool(depth)
         self.plate = None
+        self._plate_obs = None
         if obs_mode != "state" or depth or render_mode:
             if self.camera is None:
                 raise UnsupportedCapability(f"bundle '{m.name}' has no camera; use obs_mode='state', depth=False, render_mode=None")
@@ -322,7 +323,7 @@ class Real2SimEnv(_env_base()):
             v["gain"] = rng.uniform(0.8, 1.2, 3)
             v["bias"] = rng.uniform(-20, 20, 3)
         elif bg == "noise":
-            h, w = self.plate.shape[:2]
+            w, h = self.obs_size
             v["noise"] = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
         j = float(self.variants.get("camera_jitter_px", 0) or 0)
         if j > 0:
@@ -347,34 +348,45 @@ class Real2SimEnv(_env_base()):
             for oid in self._fixed:
                 self.scene.set_tint(oid, ev["table_tint"])
 
+    def _plate_at_obs_size(self) -> np.ndarray:
+        if self._plate_obs is None or self._plate_obs[0] != self.obs_size:
+            import cv2
+
+            same = self.obs_size == (self.plate.shape[1], self.plate.shape[0])
+            plate = self.plate if same else cv2.resize(self.plate, self.obs_size, interpolation=cv2.INTER_AREA)
+            self._plate_obs = (self.obs_size, plate)
+        return self._plate_obs[1]
+
     def _background(self) -> np.ndarray:
         ev = self._episode_variant
         if "noise" in ev:
             return ev["noise"]
+        plate = self._plate_at_obs_size()
         if "gain" in ev:
-            return np.clip(self.plate.astype(np.float32) * ev["gain"] + ev["bias"], 0, 255).astype(np.uint8)
-        return self.plate
+            return np.clip(plate.astype(np.float32) * ev["gain"] + ev["bias"], 0, 255).astype(np.uint8)
+        return plate
 
     def _image(self):
-        """(image at obs size, depth at obs size or None); composites when obs_mode is 'composited'."""
+        """(image at obs size, depth at obs size or None); composites when obs_mode is 'composited'.
+
+        The engines render at the observation size directly (the camera's intrinsics scaled per axis: the same
+        view a resize of the full render gives, at a fraction of the cost)."""
         import cv2
 
+        size = None if self.obs_size == self.native_size else self.obs_size
         if self.obs_mode == "composited":
-            rgb, mask, d = self.scene.render_layers(self.camera, self.movable, robot=True, depth=self.depth)
+            rgb, mask, d = self.scene.render_layers(self.camera, self.movable, robot=True, depth=self.depth, size=size)
             img = np.where(mask[..., None], rgb, self._background())
         else:
-            img = self.scene.render(self.camera)
-            d = self.scene.depth(self.camera) if self.depth else None
-        if "shift" in self._episode_variant:  # image-space camera jitter (a translation; edges replicated)
-            dx, dy = (int(x) for x in self._episode_variant["shift"])
-            M = np.float32([[1, 0, dx], [0, 1, dy]])
+            img = self.scene.render(self.camera, size=size)
+            d = self.scene.depth(self.camera, size=size) if self.depth else None
+        if "shift" in self._episode_variant:  # image-space camera jitter (a translation in native pixels)
+            sx, sy = self.obs_size[0] / self.native_size[0], self.obs_size[1] / self.native_size[1]
+            dx, dy = (float(x) for x in self._episode_variant["shift"])
+            M = np.float32([[1, 0, dx * sx], [0, 1, dy * sy]])
             img = cv2.warpAffine(img, M, (img.shape[1], img.shape[0]), borderMode=cv2.BORDER_REPLICATE)
             if d is not None:
                 d = cv2.warpAffine(d, M, (d.shape[1], d.shape[0]), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
-        if self.obs_size != self.native_size:
-            img = cv2.resize(img, self.obs_size, interpolation=cv2.INTER_AREA)
-            if d is not None:
-                d = cv2.resize(d, self.obs_size, interpolation=cv2.INTER_NEAREST)
         return img, d
 
     def _obs(self) -> dict:
