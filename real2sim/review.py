@@ -87,13 +87,27 @@ class EditResult:
 
 
 # -- versions, locking, history ----------------------------------------------------------------
+GENERATION = "generation"
+
+
+def _generation(root: Path) -> int:
+    try:
+        return int((Path(root) / HISTORY_DIR / GENERATION).read_text())
+    except (OSError, ValueError):
+        return 0
+
+
 def manifest_version(root: Path) -> str:
-    """Content hash of ``scene.json`` (changes with every save)."""
+    """Hash of ``scene.json``'s content and of the count of review writes (changes with every save).
+
+    The count makes an undo that restores earlier content a new version: an event a page sent before
+    the undo, carrying the earlier version, is then refused instead of re-applying the undone edit."""
     path = Path(root) / MANIFEST
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        content = path.read_bytes()
     except FileNotFoundError:
         raise BundleError(f"{path}: missing; this directory is not a scene bundle") from None
+    return hashlib.sha256(content + f"\0{_generation(root)}".encode()).hexdigest()[:16]
 
 
 @contextlib.contextmanager
@@ -125,8 +139,8 @@ def _check_version(root: Path, expected: str | None, writer: str | None = None) 
             last = json.loads((Path(root) / HISTORY_DIR / LAST_WRITER).read_text())
         except (OSError, json.JSONDecodeError):
             last = {}
-        if last.get("writer") == writer and last.get("version") == now:
-            return
+        if last.get("writer") == writer and last.get("version") == now and last.get("kind") != "undo":
+            return  # (events a page sent before its own undo are stale: they would redo what it undid)
     if now != expected:
         raise ConcurrentEditError(
             f"{Path(root) / MANIFEST} changed since this page loaded it (version {expected} -> {now}): another tab or "
@@ -181,9 +195,12 @@ def _stale_closure(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _record_writer(root: Path, writer: str | None) -> str:
+def _record_writer(root: Path, writer: str | None, kind: str = "edit") -> str:
+    gen = Path(root) / HISTORY_DIR / GENERATION
+    gen.parent.mkdir(exist_ok=True)
+    atomic_write_bytes(gen, str(_generation(root) + 1).encode())
     version = manifest_version(root)
-    atomic_write_json(Path(root) / HISTORY_DIR / LAST_WRITER, {"writer": writer or "", "version": version})
+    atomic_write_json(Path(root) / HISTORY_DIR / LAST_WRITER, {"writer": writer or "", "version": version, "kind": kind})
     return version
 
 
@@ -224,7 +241,7 @@ def undo(root: Path, expected_version: str | None = None, writer: str | None = N
         atomic_write_json(root / MANIFEST, entry["manifest"])
         entries[-1].unlink()
         log.info("review undo: %s", entry.get("edit"))
-        return EditResult(_record_writer(root, writer), f"undid: {entry.get('edit', '')}", [])
+        return EditResult(_record_writer(root, writer, "undo"), f"undid: {entry.get('edit', '')}", [])
 
 
 # -- validation -------------------------------------------------------------------------------

@@ -350,3 +350,20 @@ def test_rerun_alignment_for_one_object_is_undoable(tmp_path):
     assert Bundle.load(work.root).object("domino").pose.position == pytest.approx([0.05, 0.02, 0.01])
     with pytest.raises(rv.EditError, match="no mask"):
         rv.rerun_object_stage(work.root, "texture", "cube")
+
+
+def test_an_event_sent_before_an_undo_does_not_redo_the_undone_edit(exported):
+    """ABA: undo restores the old content; an event the page sent before it, carrying the old version, is refused."""
+    root = exported.root
+    p0 = list(exported.manifest.objects["cube"].pose.position)
+    v0 = rv.manifest_version(root)
+    r1 = rv.set_object_pose(root, "cube", np.add(p0, [0.02, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
+    # a drag: the next event still carries v0 (sent before the first answer came back): the same page may go on
+    r2 = rv.set_object_pose(root, "cube", np.add(p0, [0.03, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
+    assert r2.version != r1.version != v0
+    rv.undo(root, expected_version=r2.version, writer="tab")
+    assert Bundle.load(root).manifest.objects["cube"].pose.position == pytest.approx(p0)
+    assert rv.manifest_version(root) != v0  # same content as before the drag, a new version
+    with pytest.raises(rv.ConcurrentEditError):
+        rv.set_object_pose(root, "cube", np.add(p0, [0.03, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
+    assert Bundle.load(root).manifest.objects["cube"].pose.position == pytest.approx(p0)

@@ -133,6 +133,23 @@ def wait_new_src(page, selector, old_src, timeout=20.0) -> str:
     raise AssertionError(f"{selector} did not change within {timeout} s")
 
 
+def stable_image_size(page, selector, timeout=20.0) -> list[float]:
+    """[natural w, natural h, shown w, shown h] of an image once it is loaded and its layout stopped changing
+    (under load the page may still be laying it out: a click mapped through a passing size lands elsewhere)."""
+    js = (f"() => {{ const i = document.querySelector('{selector}'); if (!i || !i.complete) return null; "
+          "const r = i.getBoundingClientRect(); return [i.naturalWidth, i.naturalHeight, r.width, r.height]; }")
+    t0, last, same = time.time(), None, 0
+    while time.time() - t0 < timeout:
+        cur = page.evaluate(js)
+        if cur and cur[0] > 0 and cur[2] > 0:
+            same = same + 1 if cur == last else 0
+            if same >= 3:
+                return cur
+        last = cur
+        time.sleep(0.2)
+    raise AssertionError(f"{selector}: no stable image size; last {last}")
+
+
 def status_text(page, contains, timeout=20.0) -> str:
     t0 = time.time()
     txt = ""
@@ -370,8 +387,7 @@ def test_click_resegments(server, browser):
     cam = b.manifest.cameras["main"].camera()
     u, v = cam.project(np.array([REAL_CUBE_POSITION]))[0]
     # the image is letterboxed inside its box: map pixels through the displayed size
-    shown = page.evaluate("() => { const i = document.querySelector('#mask_image img'); "
-                          "return [i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width, i.getBoundingClientRect().height]; }")
+    shown = stable_image_size(page, "#mask_image img")
     img.click(position={"x": u * shown[2] / shown[0], "y": v * shown[3] / shown[1]})
     status_text(page, "re-segmented", timeout=60)
     page.screenshot(path=str(ARTIFACTS / "mask_proposal.png"), full_page=True)
