@@ -123,9 +123,8 @@ def test_unsupported_requests_raise(bundle, envs):
     from real2sim.envs.env import Real2SimEnv
 
     _env(envs, "sapien")
-    for variants in ({"table_texture": True}, {"distractors": 2}):
-        with pytest.raises(UnsupportedCapability):
-            Real2SimEnv(bundle.root, task="lift_cube", variants=variants, obs_size=SMALL)
+    with pytest.raises(UnsupportedCapability, match="textures"):
+        Real2SimEnv(bundle.root, task="lift_cube", variants={"table_texture": True}, obs_size=SMALL)
     with pytest.raises(UnsupportedCapability, match="plate"):  # the table is the plate in composited observations
         Real2SimEnv(bundle.root, task="lift_cube", variants={"table_tint": 0.2}, obs_size=SMALL)
     from real2sim.errors import Real2SimError
@@ -196,6 +195,41 @@ def test_lighting_and_tint_variants_change_the_rendered_foreground_only(bundle, 
     assert np.abs(imgs[0].astype(int) - imgs[1]).mean() > 2  # the table's colour changes between episodes
     render.scene.set_tint(render._fixed[0], (1, 1, 1))
     plain.close()
+
+
+def test_distractor_variant_places_some_bundle_objects_and_parks_the_others(bundle):
+    from real2sim.envs.env import Real2SimEnv
+    from real2sim.errors import Real2SimError, UnknownNameError
+
+    box = [[-0.06, 0.03], [0.2, 0.2]]
+    spec = {"objects": ["mug", "domino", "bracket"], "count": [0, 2], "xy": box}
+    env = Real2SimEnv(bundle.root, task="lift_cube", obs_mode="state", render_mode=None,
+                      variants={"distractors": spec})
+    seen = set()
+    for seed in range(6):
+        _, info = env.reset(seed=seed)
+        chosen = info["variant"]["distractors"]
+        seen.add(tuple(chosen))
+        for oid in spec["objects"]:
+            x, y = env.scene.object_pose(oid)[:2, 3]
+            if oid in chosen:  # on the table inside the box (it may settle a little)
+                assert box[0][0] - 0.01 <= x <= box[1][0] + 0.01 and box[0][1] - 0.01 <= y <= box[1][1] + 0.01, (oid, x, y)
+            else:
+                assert x > 40, (oid, x)  # parked far outside the camera
+        cube = env.scene.object_pose("cube")[:2, 3]
+        assert all(np.linalg.norm(env.scene.object_pose(o)[:2, 3] - cube) > 0.05 for o in chosen)
+    assert len(seen) >= 3  # the number and the choice vary per episode
+    _, a = env.reset(seed=4)
+    _, b = env.reset(seed=4)
+    assert a["variant"] == b["variant"]  # seeded
+    env.close()
+    for bad, match in (({**spec, "objects": ["cube"]}, "part of task"), ({**spec, "count": [1, 4]}, "count"),
+                       ({**spec, "xy": [[0.1, 0.1], [0.0, 0.2]]}, "x1 > x0")):
+        with pytest.raises(Real2SimError, match=match):
+            Real2SimEnv(bundle.root, task="lift_cube", obs_mode="state", render_mode=None, variants={"distractors": bad})
+    with pytest.raises(UnknownNameError, match="did you mean 'mug'"):
+        Real2SimEnv(bundle.root, task="lift_cube", obs_mode="state", render_mode=None,
+                    variants={"distractors": {**spec, "objects": ["mugg"]}})
 
 
 def test_bad_actions_raise(envs):

@@ -40,6 +40,8 @@ MAX_TRANSLATION = 0.05
 MAX_ROTATION = 0.25
 VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "robot_tint", "table_tint", "table_texture", "distractors"}
 APPEARANCE_VARIANTS = ("lighting", "robot_tint", "table_tint")
+PARKING_XY = (50.0, 50.0)
+"""Where distractors left out of an episode wait (far outside every camera; they fall freely there)."""
 BACKGROUNDS = ("plate", "plate_jitter", "noise")
 
 
@@ -208,12 +210,11 @@ class Real2SimEnv(_env_base()):
         for k in v:
             if k not in VARIANT_KEYS:
                 raise UnknownNameError("variant", k, VARIANT_KEYS)
-        for k, why in (("table_texture", "the backends cannot swap textures at run time; 'table_tint' varies the "
-                                         "table's colours"),
-                       ("distractors", "adding objects at run time is not supported; randomise the bundle's own "
-                                       "objects through the task's init.objects instead")):
-            if v.get(k):
-                raise UnsupportedCapability(f"variant '{k}': {why}")
+        if v.get("table_texture"):
+            raise UnsupportedCapability("variant 'table_texture': the backends cannot swap textures at run time; "
+                                        "'table_tint' varies the table's colours")
+        if v.get("distractors") is not None:
+            v["distractors"] = self._check_distractors(v["distractors"])
         for k in APPEARANCE_VARIANTS:
             if v.get(k) is not None:
                 self.scene.require("appearance")
@@ -244,6 +245,73 @@ class Real2SimEnv(_env_base()):
             raise UnsupportedCapability("variant camera_jitter_px needs an image observation")
         return v
 
+    def _check_distractors(self, spec) -> dict:
+        """``{"objects": [ids], "count": [min, max], "xy": [[x0, y0], [x1, y1]], "min_separation": m}``
+        (``min_separation``: the gap in metres kept between footprints, default 0.01)."""
+        usage = ("variant 'distractors' must be {\"objects\": [ids], \"count\": [min, max], \"xy\": [[x0, y0], "
+                 "[x1, y1]]} (bundle objects not in the task; each episode places min..max of them in the box, "
+                 "world metres)")
+        if not isinstance(spec, dict) or not spec.get("objects") or "xy" not in spec:
+            raise Real2SimError(f"{usage}; got {spec!r}")
+        unknown = set(spec) - {"objects", "count", "xy", "min_separation"}
+        if unknown:
+            raise UnknownNameError("distractors field", sorted(unknown)[0], ["objects", "count", "xy", "min_separation"])
+        objs = list(spec["objects"])
+        task_objs = set(self.task.init.get("objects", {})) | set(T.referenced_objects(self.task.success))
+        for oid in objs:
+            if oid not in self.movable:
+                raise UnknownNameError("movable object (distractor)", oid, self.movable)
+            if oid in task_objs:
+                raise Real2SimError(f"variant 'distractors': '{oid}' is part of task '{self.task_id}'; list other objects")
+        lo, hi = (list(spec.get("count", [0, len(objs)])) + [None])[:2]
+        if not all(isinstance(c, int) and not isinstance(c, bool) for c in (lo, hi)) or not 0 <= lo <= hi <= len(objs):
+            raise Real2SimError(f"variant 'distractors': count must be [min, max] integers with 0 <= min <= max <= "
+                                f"{len(objs)} (the objects listed), got {spec.get('count')!r}")
+        try:
+            box = np.asarray(spec["xy"], float).reshape(2, 2)
+        except (TypeError, ValueError):
+            raise Real2SimError(f"{usage}; 'xy' is {spec['xy']!r}") from None
+        if not (box[1] > box[0]).all():
+            raise Real2SimError(f"variant 'distractors': 'xy' must be [[x0, y0], [x1, y1]] with x1 > x0 and y1 > y0, "
+                                f"got {box.tolist()}")
+        return {"objects": objs, "count": [lo, hi], "xy": box.tolist(),
+                "min_separation": float(spec.get("min_separation", 0.01))}
+
+    def _footprint(self, oid: str) -> float:
+        """Radius (m) of the object's footprint on the table around its frame origin, in its bundle orientation."""
+        lo, hi = self._bounds[oid]
+        corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        xy = (corners @ self._base_poses[oid][:3, :3].T)[:, :2]
+        return float(np.linalg.norm(xy, axis=1).max())
+
+    def _place_distractors(self, rng, placed: dict) -> list[str]:
+        """Put this episode's distractors on the table (apart from the task's objects); park the others."""
+        spec = self.variants.get("distractors")
+        if not spec:
+            return []
+        objs, (lo, hi) = spec["objects"], spec["count"]
+        k = int(rng.integers(lo, hi + 1))
+        chosen = [objs[i] for i in sorted(rng.choice(len(objs), size=k, replace=False))] if k else []
+        (x0, y0), (x1, y1) = spec["xy"]
+        taken = [(P[:2, 3], self._footprint(o)) for o, P in placed.items()]
+        taken += [(self._base_poses[o][:2, 3], self._footprint(o)) for o in self.movable
+                  if o not in placed and o not in objs]
+        for oid in chosen:
+            r = self._footprint(oid)
+            for _ in range(100):
+                xy = np.array([rng.uniform(x0, x1), rng.uniform(y0, y1)])
+                if all(np.linalg.norm(xy - t) >= r + rt + spec["min_separation"] for t, rt in taken):
+                    break
+            else:
+                log.warning("distractors: no free place for '%s' in %s after 100 draws; it may touch another object",
+                            oid, spec["xy"])
+            taken.append((xy, r))
+            self.scene.set_object_pose(oid, T.place_xy_yaw(self._base_poses[oid], xy[0], xy[1], rng.uniform(-np.pi, np.pi)))
+        for i, oid in enumerate(o for o in objs if o not in chosen):
+            self.scene.set_object_pose(oid, T.place_xy_yaw(self._base_poses[oid], PARKING_XY[0] + 2.0 * i,
+                                                           PARKING_XY[1], 0.0))
+        return chosen
+
     # -- gym API ------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -259,6 +327,7 @@ class Real2SimEnv(_env_base()):
         placed = T.sample_init(init, self._base_poses, rng, seed)
         for oid, pose in placed.items():
             self.scene.set_object_pose(oid, pose)
+        distractors = self._place_distractors(rng, placed)
         self.controller.reset(q)
         settle = int(round(float(init.get("settle_s", 0.2)) / self.scene.physics_timestep))
         self.scene.step_physics(settle)
@@ -275,6 +344,8 @@ class Real2SimEnv(_env_base()):
                         for o, P in placed.items()}
         info["variant"] = {k: np.round(np.asarray(v, float), 4).tolist() for k, v in self._episode_variant.items()
                            if k != "noise"}
+        if self.variants.get("distractors"):
+            info["variant"]["distractors"] = distractors
         return obs, info
 
     def step(self, action):

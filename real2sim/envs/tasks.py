@@ -170,7 +170,7 @@ def sample_init(init: dict, base_poses: dict, rng: np.random.Generator, seed: in
             fy = j / (ny - 1) if ny > 1 else 0.5
             a0, a1 = spec.get("yaw", [0.0, 0.0])
             yaw = a0 + (a1 - a0) * (k / (nyaw - 1) if nyaw > 1 else 0.0)
-            out[oid] = _place(base_poses[oid], x0 + fx * (x1 - x0), y0 + fy * (y1 - y0), yaw)
+            out[oid] = place_xy_yaw(base_poses[oid], x0 + fx * (x1 - x0), y0 + fy * (y1 - y0), yaw)
         return out
     sep = float(init.get("min_separation", 0.0))
     for _attempt in range(100):
@@ -178,7 +178,7 @@ def sample_init(init: dict, base_poses: dict, rng: np.random.Generator, seed: in
         for oid, spec in objs.items():
             (x0, y0), (x1, y1) = _xy_box(spec, base_poses[oid])
             a0, a1 = spec.get("yaw", [0.0, 0.0])
-            out[oid] = _place(base_poses[oid], rng.uniform(x0, x1), rng.uniform(y0, y1), rng.uniform(a0, a1))
+            out[oid] = place_xy_yaw(base_poses[oid], rng.uniform(x0, x1), rng.uniform(y0, y1), rng.uniform(a0, a1))
         pts = np.array([T[:2, 3] for T in out.values()])
         if sep <= 0 or len(pts) < 2 or min(np.linalg.norm(a - b) for a, b in itertools.combinations(pts, 2)) >= sep:
             return out
@@ -193,7 +193,8 @@ def _xy_box(spec: dict, T0: np.ndarray) -> np.ndarray:
     return np.array([T0[:2, 3], T0[:2, 3]])
 
 
-def _place(T0: np.ndarray, x: float, y: float, yaw: float) -> np.ndarray:
+def place_xy_yaw(T0: np.ndarray, x: float, y: float, yaw: float) -> np.ndarray:
+    """``T0`` moved to (x, y) and turned by ``yaw`` about world Z (its height and tilt kept)."""
     T = T0.copy()
     T[:3, :3] = _rot_z(yaw) @ T0[:3, :3]
     T[0, 3], T[1, 3] = x, y
