@@ -168,9 +168,11 @@ class LoadedScene(abc.ABC):
                 self.depth(camera, size=size) if depth else None)
 
     # -- appearance (capability "appearance": run-time changes for visual variants; physics is untouched) --
-    def set_lighting(self, scale: float) -> None:
+    def set_lighting(self, scale: float, unlit: bool = False) -> None:
         """Scale every light of the scene (directional, ambient, headlight) by ``scale`` relative to the export
-        (1 = as exported)."""
+        (1 = as exported). ``unlit``: directional lights off and a white ambient light of strength ``scale``,
+        so every surface shows its stored colour or texture times ``scale`` (textures back-projected from
+        photos already carry the scene's light)."""
         self.require("appearance")
         raise UnsupportedCapability(f"{self.engine}: set_lighting not implemented")
 

@@ -38,3 +38,17 @@ def fmt(values, precision: int = 9) -> str:
         s = f"{v:.{precision}f}".rstrip("0").rstrip(".")
         out.append("0" if s in ("-0", "") else s)
     return " ".join(out)
+
+
+def srgb_to_linear(values) -> list[float]:
+    """sRGB-encoded colour components in [0, 1] -> linear ones (IEC 61966-2-1).
+
+    The bundle's colours (``rgba``, robot link colours) are display values, as measured from photos and as
+    MuJoCo shows them; SAPIEN's renderer treats material colours as linear and encodes its output as sRGB, so
+    its exporter converts them (else a 0.09 grey shows as 0.33)."""
+    out = []
+    for c in values:
+        c = min(max(float(c), 0.0), 1.0)
+        out.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+    return out
+

@@ -376,16 +376,17 @@ class MujocoScene(LoadedScene):
                 "head_diffuse": np.array(hl.diffuse), "head_specular": np.array(hl.specular),
                 "mat_rgba": m.mat_rgba.copy(), "geom_rgba": m.geom_rgba.copy()}
 
-    def set_lighting(self, scale: float) -> None:
+    def set_lighting(self, scale: float, unlit: bool = False) -> None:
         self.require("appearance")
         a, m, hl = self._appearance0, self.model, self.model.vis.headlight
         s = float(scale)
-        m.light_diffuse[:] = a["light_diffuse"] * s
-        m.light_specular[:] = a["light_specular"] * s
-        m.light_ambient[:] = a["light_ambient"] * s
-        hl.ambient[:] = a["head_ambient"] * s
-        hl.diffuse[:] = a["head_diffuse"] * s
-        hl.specular[:] = a["head_specular"] * s
+        on = 0.0 if unlit else s
+        m.light_diffuse[:] = a["light_diffuse"] * on
+        m.light_specular[:] = a["light_specular"] * on
+        m.light_ambient[:] = a["light_ambient"] * on
+        hl.ambient[:] = s if unlit else a["head_ambient"] * s
+        hl.diffuse[:] = a["head_diffuse"] * on
+        hl.specular[:] = a["head_specular"] * on
 
     def _tint_bodies(self, target: str) -> list[int]:
         if target == "robot":

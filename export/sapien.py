@@ -65,6 +65,7 @@ from real2sim.geometry import R_OPENCV_FROM_SAPIEN, make_pose, split_pose
 from real2sim.manifest import ObjectSpec
 
 from .base import Exporter, ExportResult, LoadedScene
+from .common import srgb_to_linear
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ def _with_material(obj_text: str, mtl_name: str) -> str:
 
 
 def _mtl_text(rgba, texture_name: str | None) -> str:
-    kd = [1.0, 1.0, 1.0] if texture_name else list(rgba[:3])
+    kd = [1.0, 1.0, 1.0] if texture_name else srgb_to_linear(rgba[:3])
     lines = [f"newmtl {MATERIAL_NAME}", "Ka 0 0 0", f"Kd {_vec(kd)}", "Ks 0 0 0", "Ns 1",
              f"d {_num(rgba[3])}", "illum 1"]
     if texture_name:
@@ -347,7 +348,7 @@ def _robot_files(w: _Writer, spec) -> dict:
             for mat in vis.findall("material"):
                 vis.remove(mat)
             mat = ElementTree.SubElement(vis, "material", name=f"mat_{link.get('name')}")
-            ElementTree.SubElement(mat, "color", rgba=_vec(rgba))
+            ElementTree.SubElement(mat, "color", rgba=_vec([*srgb_to_linear(rgba[:3]), rgba[3]]))
         for mesh in link.iter("mesh"):
             src = Path(mesh.get("filename"))
             data = src.read_bytes()
@@ -718,12 +719,12 @@ class SapienScene(LoadedScene):
                   if isinstance(c, kinds)]
         return {"ambient": np.array(self.scene.ambient_light, float), "lights": lights}
 
-    def set_lighting(self, scale: float) -> None:
+    def set_lighting(self, scale: float, unlit: bool = False) -> None:
         self.require("appearance")
         s = float(scale)
-        self.scene.set_ambient_light((self._lights0["ambient"] * s).tolist())
+        self.scene.set_ambient_light([s] * 3 if unlit else (self._lights0["ambient"] * s).tolist())
         for comp, color in self._lights0["lights"]:
-            comp.set_color((color * s).tolist())
+            comp.set_color((color * (0.0 if unlit else s)).tolist())
 
     def _materials(self, target: str) -> list:
         if target == "robot":

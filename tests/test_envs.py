@@ -197,6 +197,28 @@ def test_lighting_and_tint_variants_change_the_rendered_foreground_only(bundle, 
     plain.close()
 
 
+@pytest.mark.parametrize("backend", ["mujoco", "sapien"])
+def test_unlit_shading_shows_the_stored_colours_in_both_engines(bundle, backend):
+    """Unlit, a flat-coloured link shows its colour value (SAPIEN's linear materials get the sRGB conversion)."""
+    from real2sim.envs.env import Real2SimEnv
+    from real2sim.robots import get_robot
+
+    env = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_mode="render", shading="unlit")
+    env.reset(seed=0)
+    img = env.scene.render(env.camera)
+    link_rgb = get_robot("widowx250s").link_rgba("upper_arm_link", {})[:3]
+    robot = env.scene.robot_mask(env.camera)
+    import cv2
+
+    core = cv2.erode(robot.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)  # away from anti-aliased edges
+    med = np.median(img[core], axis=0)
+    # SAPIEN adds a small ambient specular term: a 0.08 grey shows as 27 instead of 20.4 (as 82 before its
+    # colours were converted from sRGB to linear); MuJoCo shows the value itself
+    assert np.abs(med - np.asarray(link_rgb) * 255).max() <= 8, (med, link_rgb)
+    env.scene.set_lighting(1.0)  # the shared scene back to lit for the other tests
+    env.close()
+
+
 def test_distractor_variant_places_some_bundle_objects_and_parks_the_others(bundle):
     from real2sim.envs.env import Real2SimEnv
     from real2sim.errors import Real2SimError, UnknownNameError

@@ -40,6 +40,9 @@ MAX_TRANSLATION = 0.05
 MAX_ROTATION = 0.25
 VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "robot_tint", "table_tint", "table_texture", "distractors"}
 APPEARANCE_VARIANTS = ("lighting", "robot_tint", "table_tint")
+SHADINGS = ("lit", "unlit")
+"""'lit': the export's lights. 'unlit': every surface shows its stored colour/texture (textures back-projected from
+photos carry the real light already; on the Bridge frame the cubes come 7-12 dB closer to the photo)."""
 PARKING_XY = (50.0, 50.0)
 """Where distractors left out of an episode wait (far outside every camera; they fall freely there)."""
 BACKGROUNDS = ("plate", "plate_jitter", "noise")
@@ -99,7 +102,8 @@ class Real2SimEnv(_env_base()):
     def __init__(self, bundle_dir, task=None, backend: str = "mujoco", obs_mode: str = "composited",
                  camera: str | None = None, obs_size: tuple[int, int] | None = None, depth: bool = False,
                  control_mode: str = "ee_delta", privileged: bool = False, variants: dict | None = None,
-                 terminate_on_success: bool = True, render_mode: str | None = "rgb_array", scene=None):
+                 terminate_on_success: bool = True, render_mode: str | None = "rgb_array", scene=None,
+                 shading: str = "lit"):
         gym = _gym()
         from real2sim.robots.control import Controller, ControllerConfig
 
@@ -107,6 +111,9 @@ class Real2SimEnv(_env_base()):
             raise UnknownNameError("obs_mode", obs_mode, OBS_MODES)
         if render_mode not in (None, "rgb_array"):
             raise UnsupportedCapability(f"render_mode '{render_mode}' is not supported; use 'rgb_array'")
+        if shading not in SHADINGS:
+            raise UnknownNameError("shading", shading, SHADINGS)
+        self.shading = shading
         self.render_mode = render_mode
         self.bundle = Bundle.load(Path(bundle_dir))
         m = self.bundle.manifest
@@ -218,6 +225,8 @@ class Real2SimEnv(_env_base()):
         for k in APPEARANCE_VARIANTS:
             if v.get(k) is not None:
                 self.scene.require("appearance")
+        if self.shading == "unlit" and self.obs_mode != "state":
+            self.scene.require("appearance")
         if v.get("lighting") is not None:
             lo_hi = v["lighting"]
             if (not isinstance(lo_hi, (list, tuple)) or len(lo_hi) != 2
@@ -409,10 +418,10 @@ class Real2SimEnv(_env_base()):
 
     def _apply_appearance(self) -> None:
         """Lights and colours of this episode's variant (the exported ones when it has none)."""
-        if not any(self.variants.get(k) is not None for k in APPEARANCE_VARIANTS):
+        if self.shading == "lit" and not any(self.variants.get(k) is not None for k in APPEARANCE_VARIANTS):
             return
         ev = self._episode_variant
-        self.scene.set_lighting(ev.get("light_scale", 1.0))
+        self.scene.set_lighting(ev.get("light_scale", 1.0), unlit=self.shading == "unlit")
         if self.variants.get("robot_tint") is not None:
             self.scene.set_tint("robot", ev["robot_tint"])
         if self.variants.get("table_tint") is not None:

@@ -114,6 +114,8 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
            "worker_pid": os.getpid()}
     if cfg.env_kwargs.get("variants"):
         rec["variants_config"] = cfg.env_kwargs["variants"]
+    if cfg.env_kwargs.get("shading", "lit") != "lit":
+        rec["shading"] = cfg.env_kwargs["shading"]
     if variant:
         rec["variant"] = variant
     if frames is not None and frames[0] is not None:
@@ -237,10 +239,11 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
     cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
                      str(out), dict(env_kwargs or {}))
     vcfg = cfg.env_kwargs.get("variants") or None
+    shading = cfg.env_kwargs.get("shading", "lit")
 
     def same_run(r: dict) -> bool:  # episodes of another variant set are not this run's (they aggregate in sim.csv)
         return (r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend
-                and r.get("variants_config") == vcfg)
+                and r.get("variants_config") == vcfg and r.get("shading", "lit") == shading)
 
     done = {r["seed"] for r in read_results(results_path) if same_run(r)}
     seeds = [s for s in range(seed, seed + episodes) if s not in done]
