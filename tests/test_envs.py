@@ -219,6 +219,24 @@ def test_unlit_shading_shows_the_stored_colours_in_both_engines(bundle, backend)
     env.close()
 
 
+def test_auto_shading_is_unlit_when_the_textures_came_from_the_frames(bundle):
+    import copy
+
+    from real2sim.envs.env import Real2SimEnv, resolve_shading
+    from real2sim.errors import UnknownNameError
+    from real2sim.manifest import StageRecord
+
+    m = copy.deepcopy(bundle.manifest)
+    assert resolve_shading(m) == "lit"  # synthetic textures, never back-projected
+    m.stages["texture"] = StageRecord(status="done")
+    assert resolve_shading(m) == "unlit" and resolve_shading(m, "lit") == "lit"
+    with pytest.raises(UnknownNameError, match="did you mean 'unlit'"):
+        resolve_shading(m, "unlt")
+    env = Real2SimEnv(bundle.root, task="lift_cube", obs_mode="state", render_mode=None)
+    assert env.shading == "lit"
+    env.close()
+
+
 def test_distractor_variant_places_some_bundle_objects_and_parks_the_others(bundle):
     from real2sim.envs.env import Real2SimEnv
     from real2sim.errors import Real2SimError, UnknownNameError

@@ -13,7 +13,7 @@ def cmd_eval(args) -> int:
     con = Console()
     obs_size = tuple(int(x) for x in args.obs_size.lower().split("x")) if args.obs_size else None
     env_kwargs = {}
-    if getattr(args, "shading", "lit") != "lit":
+    if getattr(args, "shading", "auto") != "auto":
         env_kwargs["shading"] = args.shading
     if getattr(args, "variants", None):
         import json
@@ -64,9 +64,10 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="first episode seed")
     p.add_argument("--obs-mode", choices=["composited", "render", "state"], default="composited")
     p.add_argument("--obs-size", default=None, metavar="WxH", help="resize image observations, e.g. 320x240")
-    p.add_argument("--shading", choices=["lit", "unlit"], default="lit",
+    p.add_argument("--shading", choices=["auto", "lit", "unlit"], default="auto",
                    help="unlit: surfaces show their stored colours/textures (textures baked from photos already carry "
-                        "the real light; closer to the photo on the Bridge frame, docs/evaluation.md)")
+                        "the real light; closer to the photo on the Bridge frame); auto: unlit when the bundle's "
+                        "textures were back-projected from its frames, else lit (docs/evaluation.md)")
     p.add_argument("--variants", default=None, metavar="JSON",
                    help='visual variants drawn per episode, e.g. \'{"lighting": [0.6, 1.4], "robot_tint": 0.2, '
                         '"background": "plate_jitter"}\' (docs/evaluation.md)')

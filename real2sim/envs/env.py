@@ -40,9 +40,20 @@ MAX_TRANSLATION = 0.05
 MAX_ROTATION = 0.25
 VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "robot_tint", "table_tint", "table_texture", "distractors"}
 APPEARANCE_VARIANTS = ("lighting", "robot_tint", "table_tint")
-SHADINGS = ("lit", "unlit")
+SHADINGS = ("auto", "lit", "unlit")
 """'lit': the export's lights. 'unlit': every surface shows its stored colour/texture (textures back-projected from
-photos carry the real light already; on the Bridge frame the cubes come 7-12 dB closer to the photo)."""
+photos carry the real light already; on the Bridge frame the cubes come 7-12 dB closer to the photo). 'auto':
+'unlit' when the bundle's textures were back-projected from its frames (the texture stage ran), else 'lit'."""
+
+
+def resolve_shading(manifest, shading: str = "auto") -> str:
+    """'lit' or 'unlit' for ``shading`` (see :data:`SHADINGS`)."""
+    if shading not in SHADINGS:
+        raise UnknownNameError("shading", shading, SHADINGS)
+    if shading != "auto":
+        return shading
+    rec = manifest.stages.get("texture")
+    return "unlit" if rec is not None and rec.status in ("done", "stale") else "lit"
 PARKING_XY = (50.0, 50.0)
 """Where distractors left out of an episode wait (far outside every camera; they fall freely there)."""
 BACKGROUNDS = ("plate", "plate_jitter", "noise")
@@ -103,7 +114,7 @@ class Real2SimEnv(_env_base()):
                  camera: str | None = None, obs_size: tuple[int, int] | None = None, depth: bool = False,
                  control_mode: str = "ee_delta", privileged: bool = False, variants: dict | None = None,
                  terminate_on_success: bool = True, render_mode: str | None = "rgb_array", scene=None,
-                 shading: str = "lit"):
+                 shading: str = "auto"):
         gym = _gym()
         from real2sim.robots.control import Controller, ControllerConfig
 
@@ -111,16 +122,16 @@ class Real2SimEnv(_env_base()):
             raise UnknownNameError("obs_mode", obs_mode, OBS_MODES)
         if render_mode not in (None, "rgb_array"):
             raise UnsupportedCapability(f"render_mode '{render_mode}' is not supported; use 'rgb_array'")
-        if shading not in SHADINGS:
-            raise UnknownNameError("shading", shading, SHADINGS)
-        self.shading = shading
         self.render_mode = render_mode
         self.bundle = Bundle.load(Path(bundle_dir))
         m = self.bundle.manifest
+        self.shading = resolve_shading(m, shading)
         self.backend = backend
         self.scene = scene if scene is not None else load_backend(self.bundle, backend)
         self.scene.require("robot")
         self.scene.require("physics")
+        if "appearance" not in self.scene.capabilities:
+            self.shading = "lit"  # a scene that cannot change its lights does not render either
         self.task_id, self.task = resolve_task(m, task)
         self.movable = [o for o in self.scene.object_ids() if o in m.objects and not m.objects[o].fixed]
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]

@@ -114,8 +114,8 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
            "worker_pid": os.getpid()}
     if cfg.env_kwargs.get("variants"):
         rec["variants_config"] = cfg.env_kwargs["variants"]
-    if cfg.env_kwargs.get("shading", "lit") != "lit":
-        rec["shading"] = cfg.env_kwargs["shading"]
+    if env.obs_mode != "state":
+        rec["shading"] = env.shading
     if variant:
         rec["variant"] = variant
     if frames is not None and frames[0] is not None:
@@ -239,11 +239,14 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
     cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
                      str(out), dict(env_kwargs or {}))
     vcfg = cfg.env_kwargs.get("variants") or None
-    shading = cfg.env_kwargs.get("shading", "lit")
+    from .env import resolve_shading
+
+    shading = None if obs_mode == "state" else resolve_shading(Bundle.load(Path(bundle_dir)).manifest,
+                                                                cfg.env_kwargs.get("shading", "auto"))
 
     def same_run(r: dict) -> bool:  # episodes of another variant set are not this run's (they aggregate in sim.csv)
         return (r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend
-                and r.get("variants_config") == vcfg and r.get("shading", "lit") == shading)
+                and r.get("variants_config") == vcfg and r.get("shading") == shading)
 
     done = {r["seed"] for r in read_results(results_path) if same_run(r)}
     seeds = [s for s in range(seed, seed + episodes) if s not in done]
