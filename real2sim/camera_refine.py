@@ -351,10 +351,5 @@ def refine_camera_stage(bundle: Bundle, camera: str = "main", force: bool = Fals
                    "applied": bool(improved), "frames": len(rep["frames"]), "robot_poses": rep["robot_poses"]}
         return outputs, metrics, msg
 
-    rec, ran = run_stage(bundle, STAGE, input_hash(), config, work, force)
-    if ran:
-        # the stage's input is the camera it would start from: the one it wrote. Re-running is then a no-op
-        # until a mask, a joint state or the camera changes.
-        rec.input_hash = input_hash()
-        bundle.save()
-    return rec, ran
+    # the stage's input is the camera it would start from: the one it wrote
+    return run_stage(bundle, STAGE, input_hash(), config, work, force, input_hash_after=input_hash)

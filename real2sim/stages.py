@@ -42,8 +42,12 @@ def files_hash(bundle: Bundle, rel_paths) -> str:
 
 
 def run_stage(bundle: Bundle, name: str, input_hash: str, config: dict, fn: Callable[[], tuple[list[str], dict, str]],
-              force: bool = False) -> tuple[StageRecord, bool]:
-    """Run ``fn`` unless the stage is current. Returns (record, ran)."""
+              force: bool = False, input_hash_after: Callable[[], str] | None = None) -> tuple[StageRecord, bool]:
+    """Run ``fn`` unless the stage is current. Returns (record, ran).
+
+    ``input_hash_after``: for a stage whose inputs include what it writes (refine-camera's camera, the table
+    stage's height): the record keeps the hash of its inputs as it left them, so that running it again is a
+    no-op until something else changes them."""
     if not force and bundle.stage_is_current(name, input_hash):
         log.info("stage %s: unchanged, skipped", name)
         return bundle.manifest.stages[name], False
@@ -56,6 +60,8 @@ def run_stage(bundle: Bundle, name: str, input_hash: str, config: dict, fn: Call
         bundle.save()
         raise
     metrics = {**metrics, "seconds": round(time.perf_counter() - t0, 3)}
+    if input_hash_after is not None:
+        input_hash = input_hash_after()
     bundle.manifest.stages[name] = StageRecord("done", input_hash, config, sorted(outputs), metrics, message)
     bundle.mark_stale(*DOWNSTREAM.get(name, ()))
     bundle.save()

@@ -263,9 +263,5 @@ def table_stage(bundle, method: str = "objects", objects: Sequence[str] | None =
             msg += "; warning: " + " | ".join(est.warnings)
         return outputs, metrics, msg
 
-    rec, ran = run_stage(bundle, STAGE, input_hash(), stage_cfg, work, force)
-    if ran:
-        # the stage's inputs include the height it wrote: re-running is a no-op until an input or the height changes
-        rec.input_hash = input_hash()
-        bundle.save()
-    return rec, ran
+    # the stage's inputs include the height it writes
+    return run_stage(bundle, STAGE, input_hash(), stage_cfg, work, force, input_hash_after=input_hash)

@@ -224,13 +224,15 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
     episodes); ``ray`` (True / "local" for a local Ray instance, or a cluster address) runs the
     episodes as Ray tasks instead. ``progress(done, total, record)`` is called as episodes finish.
     """
-    from .env import resolve_task
     from real2sim.bundle import Bundle
+
+    from .env import resolve_shading, resolve_task
 
     if episodes < 1:
         raise Real2SimError(f"episodes must be >= 1, got {episodes}")
     bundle_dir = str(Path(bundle_dir).resolve())
-    task_id, _ = resolve_task(Bundle.load(Path(bundle_dir)).manifest, task)
+    manifest = Bundle.load(Path(bundle_dir)).manifest
+    task_id, _ = resolve_task(manifest, task)
     _check_policy(policy)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -239,10 +241,7 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
     cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
                      str(out), dict(env_kwargs or {}))
     vcfg = cfg.env_kwargs.get("variants") or None
-    from .env import resolve_shading
-
-    shading = None if obs_mode == "state" else resolve_shading(Bundle.load(Path(bundle_dir)).manifest,
-                                                                cfg.env_kwargs.get("shading", "auto"))
+    shading = None if obs_mode == "state" else resolve_shading(manifest, cfg.env_kwargs.get("shading", "auto"))
 
     def same_run(r: dict) -> bool:  # episodes of another variant set are not this run's (they aggregate in sim.csv)
         return (r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend
