@@ -16,7 +16,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bridge" / "bri
 
 def frames40() -> tuple[np.ndarray, str]:
     if DATA.is_file():
-        from capture.frames import read_video
+        from real2sim.capture.frames import read_video
 
         f = read_video(DATA).frames
         return np.concatenate([f, f[-(40 - len(f)):]]) if len(f) < 40 else f[:40], "bridge_real_1.mp4 (+ repeats)"
@@ -38,7 +38,7 @@ def best_of(fn, n=3):
 
 
 if __name__ == "__main__":
-    from capture.plate import make_plate, plain_median
+    from real2sim.capture.plate import make_plate, plain_median
 
     F, what = frames40()
     t_med = best_of(lambda: plain_median(F))

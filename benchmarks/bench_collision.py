@@ -10,13 +10,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ASSETS = Path(__file__).resolve().parents[1] / "scenes" / "tabletop" / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "real2sim" / "scenes" / "tabletop" / "assets"
 
 
 def objects() -> dict:
     import trimesh
 
-    from real2sim.meshes import load_mesh
+    from real2sim.core.meshes import load_mesh
 
     a = trimesh.creation.box(extents=(0.1, 0.03, 0.03), transform=trimesh.transformations.translation_matrix((0.05, 0.015, 0.015)))
     b = trimesh.creation.box(extents=(0.03, 0.1, 0.03), transform=trimesh.transformations.translation_matrix((0.015, 0.05, 0.015)))
@@ -32,7 +32,7 @@ def _timed(fn):
 
 
 def main() -> None:
-    from collision import CollisionConfig, decompose, decompose_many
+    from real2sim.collision import CollisionConfig, decompose, decompose_many
 
     meshes = objects()
     one = CollisionConfig(method="coacd", workers=1)

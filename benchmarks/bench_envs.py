@@ -41,9 +41,9 @@ def main() -> None:
 
     from envbundle import make_env_bundle
 
-    from real2sim.envs.env import Real2SimEnv
-    from real2sim.policies import PolicyServer
-    from real2sim.policies.base import make_policy
+    from real2sim.evaluation.envs.env import Real2SimEnv
+    from real2sim.evaluation.policies import PolicyServer
+    from real2sim.evaluation.policies.base import make_policy
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_envs_"))
     bundle = make_env_bundle(tmp / "scene")
@@ -101,7 +101,7 @@ def main() -> None:
 
 
 def pool(bundle_root: str, backend: str, episodes: int) -> None:
-    from real2sim.envs.runner import evaluate
+    from real2sim.evaluation.envs.runner import evaluate
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_envs_pool_"))
     eps = {}

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 def ten_object_bundle(root: Path):
     from conftest import give_simple_collision
 
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     base = builtin_recipe().parent
     recipe = json.loads(builtin_recipe().read_text())
@@ -40,7 +40,7 @@ def ten_object_bundle(root: Path):
 
 
 def main() -> None:
-    from export import get_exporter
+    from real2sim.engines import get_exporter
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

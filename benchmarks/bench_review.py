@@ -27,12 +27,12 @@ def main(n: int = 30) -> None:
     from conftest import give_simple_collision
     from PIL import Image
 
-    from apps.review import ReviewServer
-    from export import get_exporter
-    from real2sim import review as rv
-    from real2sim.manifest import FrameSpec
+    from real2sim.apps.review.app import ReviewServer
+    from real2sim.engines import get_exporter
+    from real2sim.apps.review import library as rv
+    from real2sim.core.manifest import FrameSpec
     from real2sim.pipeline import export_bundle
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "scene"

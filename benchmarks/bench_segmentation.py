@@ -43,7 +43,7 @@ def best_of(fn, n=5):
 
 
 if __name__ == "__main__":
-    from segmentation import Prompt, segment
+    from real2sim.segmentation import Prompt, segment
 
     img, plate, click, what = images()
     p = Prompt([click])
@@ -57,8 +57,8 @@ if __name__ == "__main__":
 
     clip = DATA / "bridge_real_1.mp4"
     if clip.is_file():
-        from capture.frames import read_frames
-        from segmentation import propagate_many
+        from real2sim.capture.frames import read_frames
+        from real2sim.segmentation import propagate_many
 
         frames = read_frames(clip).frames
         clicks = {"can": (240, 300), "pot": (300, 150), "eggplant": (410, 230)}

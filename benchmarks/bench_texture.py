@@ -33,16 +33,16 @@ def main() -> None:
     import trimesh
     from conftest import give_simple_collision
 
-    from export import get_exporter
-    from real2sim.camera import Camera
-    from real2sim.geometry import look_at_opencv, transform_points
-    from real2sim.manifest import CameraSpec
-    from real2sim.meshes import load_mesh
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
-    from texture.align import AlignConfig, View, _rz, align_pose, pose_error
-    from texture.backproject import TextureConfig, backproject
-    from texture.mesh import load_texmesh
-    from texture.raster import rasterize, resolve_backend
+    from real2sim.engines import get_exporter
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv, transform_points
+    from real2sim.core.manifest import CameraSpec
+    from real2sim.core.meshes import load_mesh
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.render.align import AlignConfig, View, _rz, align_pose, pose_error
+    from real2sim.texture.backproject import TextureConfig, backproject
+    from real2sim.render.mesh import load_texmesh
+    from real2sim.render.raster import rasterize, resolve_backend
 
     tmp = Path(tempfile.mkdtemp())
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp / "scene"))
@@ -101,8 +101,8 @@ def main() -> None:
     # 3) texture: one splat pass per view vs 100 Adam iterations; 'gather' (texels look up) vs 'splat' (pixels deposit)
     from PIL import Image
 
-    from texture.backproject import psnr
-    from texture.mesh import ensure_uv
+    from real2sim.texture.backproject import psnr
+    from real2sim.render.mesh import ensure_uv
 
     gain_free_gt = np.asarray(Image.open(b.path(b.manifest.objects["cube"].visual.texture)).convert("RGB"), np.float32) / 255
     ob = b.manifest.objects["cube"]
@@ -130,7 +130,7 @@ def main() -> None:
           f"ratio Adam/splat = {res_r.seconds_refine / t_sp:.0f}x")
     # a one-layer xatlas layout: the mug, unwrapped, textured from the main view
     ob = b.manifest.objects["mug"]
-    from texture.mesh import TexMesh
+    from real2sim.render.mesh import TexMesh
 
     mug0 = load_texmesh(b.path(ob.visual.mesh))
     mug_uv, _ = ensure_uv(TexMesh(mug0.vertices, mug0.faces))  # drop its UVs: xatlas unwraps

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 
-__version__ = "0.1.0"
+from real2sim.core.version import __version__  # noqa: E402
 
-from .bundle import Bundle  # noqa: E402
-from .camera import Camera  # noqa: E402
-from .errors import (  # noqa: E402
+from real2sim.core.bundle import Bundle  # noqa: E402
+from real2sim.core.camera import Camera  # noqa: E402
+from real2sim.core.errors import (  # noqa: E402
     BundleError,
     CollisionError,
     DependencyMissing,
@@ -22,7 +22,7 @@ from .errors import (  # noqa: E402
     UnknownNameError,
     UnsupportedCapability,
 )
-from .manifest import Manifest, ObjectSpec, Pose  # noqa: E402
+from real2sim.core.manifest import Manifest, ObjectSpec, Pose  # noqa: E402
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from real2sim.apps.cli import main
 
 sys.exit(main())

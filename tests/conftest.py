@@ -13,7 +13,7 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 @pytest.fixture
 def recipe_bundle(tmp_path):
     """The tabletop recipe imported into a fresh bundle (no collision yet)."""
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     return bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene")
 
@@ -21,9 +21,9 @@ def recipe_bundle(tmp_path):
 def give_simple_collision(bundle):
     """Exact primitives where the object is one; a single convex hull otherwise. Fast (no CoACD)."""
 
-    from real2sim.manifest import CollisionSpec, Pose
-    from real2sim.meshes import load_mesh
-    from real2sim.objio import write_obj
+    from real2sim.core.manifest import CollisionSpec, Pose
+    from real2sim.core.meshes import load_mesh
+    from real2sim.core.objio import write_obj
 
     prims = {"table": ("box", [0.45, 0.35, 0.02], [0, 0, -0.02]), "cube": ("box", [0.0225] * 3, [0, 0, 0]),
              "domino": ("box", [0.01, 0.03, 0.05], [0, 0, 0]), "can": ("cylinder", [0.033, 0.061], [0, 0, 0])}
@@ -36,7 +36,7 @@ def give_simple_collision(bundle):
             path = bundle.object_dir(oid) / "collision" / "hull_000.obj"
             write_obj(path, hull.vertices, hull.faces)
             obj.collision = CollisionSpec(kind="hulls", hulls=[bundle.rel(path)])
-    from real2sim.inertia import compute_inertials
+    from real2sim.collision.inertia import compute_inertials
 
     compute_inertials(bundle)
     bundle.save()

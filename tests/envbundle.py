@@ -23,10 +23,10 @@ def make_env_bundle(root: Path, plate: bool = True, engines=("mjcf", "sapien")):
     import cv2
 
     from conftest import give_simple_collision
-    from real2sim.bundle import Bundle
-    from real2sim.manifest import Manifest
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.manifest import Manifest
     from real2sim.pipeline import export_bundle
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)

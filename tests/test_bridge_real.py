@@ -1,6 +1,6 @@
 """The Bridge journey on the real stack-cube frame (../shared/data; skips with a reason when it is absent).
 
-One run of :func:`real2sim.bridge.build_bridge_scene` (about 20-30 s on 2 cores): init -> one-click cube
+One run of :func:`real2sim.demos.bridge.build_bridge_scene` (about 20-30 s on 2 cores): init -> one-click cube
 masks -> robot joints from its silhouette -> plate -> table height, alignment, texture -> robot appearance ->
 collision -> export (MJCF, USD, SAPIEN) -> visual gap -> graded scripted policies in MuJoCo and SAPIEN ->
 MMRV between the engines.
@@ -22,7 +22,7 @@ def bridge(tmp_path_factory):
 
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
-    from real2sim.bridge import build_bridge_scene
+    from real2sim.demos.bridge import build_bridge_scene
 
     out = tmp_path_factory.mktemp("bridge")
     return build_bridge_scene(SHARED_DATA, out, episodes=2)
@@ -56,7 +56,7 @@ def test_robot_joints_fitted_to_the_frame(bridge):
 
 
 def test_exports_load_and_evaluation_ran_in_both_engines(bridge):
-    from export import get_exporter
+    from real2sim.engines import get_exporter
 
     bundle, rep = bridge
     for engine in ("mjcf", "usd", "sapien"):
@@ -92,7 +92,7 @@ def test_visual_gap_improves_and_reports_exist(bridge):
 
 
 def test_ssim_and_psnr_helpers():
-    from real2sim.bridge import psnr, ssim
+    from real2sim.demos.bridge import psnr, ssim
 
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:60, 0:80]

@@ -2,20 +2,20 @@
 from __future__ import annotations
 
 import numpy as np
-import collision
+from real2sim import collision
 from real2sim import Bundle
-from real2sim.geometry import euler_xyz_to_matrix
+from real2sim.core.geometry import euler_xyz_to_matrix
 from real2sim.pipeline import build, export_bundle
-from real2sim.recipe import builtin_recipe, bundle_from_recipe
-from real2sim.synthetic import SyntheticCaptureConfig, synthesize_capture
+from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 
 
 def add_s(bundle, oid, Ta, Tb) -> float:
     """Mean distance from each surface sample placed by Ta to the nearest sample placed by Tb (m)."""
     from scipy.spatial import cKDTree
 
-    from real2sim.geometry import transform_points
-    from real2sim.meshes import load_mesh
+    from real2sim.core.geometry import transform_points
+    from real2sim.core.meshes import load_mesh
 
     pts = load_mesh(bundle.path(bundle.object(oid).visual.mesh)).sample(2000, seed=0)
     return float(cKDTree(transform_points(Tb, pts)).query(transform_points(Ta, pts))[0].mean())
@@ -36,7 +36,7 @@ def test_build_recovers_perturbed_poses_from_a_synthetic_capture(tmp_path):
         T = work.object(oid).pose.matrix()
         T[:3, 3] += [0.02, -0.015, -0.005]
         T[:3, :3] = euler_xyz_to_matrix(0, 0, np.radians(10)) @ T[:3, :3]
-        from real2sim.manifest import Pose
+        from real2sim.core.manifest import Pose
 
         work.object(oid).pose = Pose.from_matrix(T)
     work.save()

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from real2sim import Bundle, ManifestError, UnknownNameError
-from real2sim.bundle import atomic_write_json
-from real2sim.manifest import SCHEMA_VERSION, Manifest
+from real2sim.core.bundle import atomic_write_json
+from real2sim.core.manifest import SCHEMA_VERSION, Manifest
 
 
 def _manifest_dict(bundle):
@@ -81,7 +81,7 @@ def test_paths_cannot_leave_the_bundle(recipe_bundle):
 
 
 def test_missing_texture_warns_and_records_flat_colour(tmp_path, caplog):
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     base = builtin_recipe().parent
     recipe = json.loads(builtin_recipe().read_text())
@@ -99,7 +99,7 @@ def test_missing_texture_warns_and_records_flat_colour(tmp_path, caplog):
 
 def test_unreadable_mesh_is_refused_with_the_file_named(tmp_path):
     from real2sim import MeshError
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     bad = tmp_path / "broken.obj"
     bad.write_text("this is not an obj\n")
@@ -111,7 +111,7 @@ def test_unreadable_mesh_is_refused_with_the_file_named(tmp_path):
 
 
 def test_same_recipe_gives_identical_bundle_bytes(tmp_path):
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     a = bundle_from_recipe(builtin_recipe(), tmp_path / "a")
     b = bundle_from_recipe(builtin_recipe(), tmp_path / "b")

@@ -6,12 +6,12 @@ import json
 import numpy as np
 
 from real2sim import Bundle
-from real2sim.cli import main
-from real2sim.geometry import look_at_opencv
+from real2sim.apps.cli import main
+from real2sim.core.geometry import look_at_opencv
 
 
 def _bundle_with_frames(tmp_path, n=3):
-    from capture.images import write_rgb
+    from real2sim.core.imaging import write_rgb
     from test_segmentation import synthetic_scene
 
     for i in range(n):
@@ -37,7 +37,7 @@ def test_calibrate_recovers_the_camera_pose_from_clicks(tmp_path):
     got = np.array(Bundle.load(b.root).manifest.cameras["main"].T_world_camera)
     # 160x120 px at f = 150 px: a 0.3 px click error is ~2 mm across, more in depth
     assert np.linalg.norm(got[:3, 3] - truth[:3, 3]) < 0.025
-    from real2sim.geometry import rotation_angle_between
+    from real2sim.core.geometry import rotation_angle_between
 
     assert np.degrees(rotation_angle_between(got[:3, :3], truth[:3, :3])) < 1.5
     rep = json.loads((b.root / "reports" / "calibration.json").read_text())

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from real2sim import Bundle, BundleError
-from real2sim.camera_refine import _perturb, pose_change, refine_camera_stage
-from real2sim.manifest import CameraSpec, FrameSpec
+from real2sim.capture.camera_refine import _perturb, pose_change, refine_camera_stage
+from real2sim.core.manifest import CameraSpec, FrameSpec
 
 
 def _add_frames(b):
-    from real2sim.bundle import atomic_write_bytes
-    from real2sim.synthetic import _png
+    from real2sim.core.bundle import atomic_write_bytes
+    from real2sim.demos.synthetic import _png
 
     cam = b.manifest.cameras["main"]
     frame = np.zeros((cam.height, cam.width, 3), np.uint8)
@@ -28,9 +28,9 @@ def _add_frames(b):
 
 @pytest.mark.render
 def test_recovers_a_perturbed_camera(exportable_bundle):
-    from export import get_exporter
+    from real2sim.engines import get_exporter
 
-    from real2sim.robot_masks import robot_masks_stage
+    from real2sim.segmentation.robot_masks import robot_masks_stage
 
     b = exportable_bundle
     _add_frames(b)
@@ -62,9 +62,9 @@ def test_recovers_a_perturbed_camera(exportable_bundle):
 
 @pytest.mark.render
 def test_keeps_the_camera_when_the_iou_does_not_improve(exportable_bundle):
-    from export import get_exporter
+    from real2sim.engines import get_exporter
 
-    from real2sim.robot_masks import robot_masks_stage
+    from real2sim.segmentation.robot_masks import robot_masks_stage
 
     b = exportable_bundle
     _add_frames(b)

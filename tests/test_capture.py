@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from capture import CalibrationError, CaptureError
-from capture.camera import (calibrate_charuco, calibrate_checkerboard, camera_from_dict, charuco_board, fit_plane,
+from real2sim.capture import CalibrationError, CaptureError
+from real2sim.capture.camera_file import (calibrate_charuco, calibrate_checkerboard, camera_from_dict, charuco_board, fit_plane,
                             load_camera, pixels_to_table, scale_camera, solve_pnp, table_height_from_points)
-from real2sim.camera import Camera
-from real2sim.geometry import look_at_opencv, rotation_angle_between
+from real2sim.core.camera import Camera
+from real2sim.core.geometry import look_at_opencv, rotation_angle_between
 
 K = np.array([[600.0, 0, 319.5], [0, 600.0, 239.5], [0, 0, 1]])
 
@@ -134,7 +134,7 @@ def test_bridge_camera_file_sapien_pose(tmp_path):
     fwd = cam.T_world_camera[:3, 2]  # OpenCV +Z = viewing direction
     assert fwd[2] < -0.5 and fwd[0] > 0.3  # looks down and forward (+X of the robot base) at the table
     # the point 0.5 m ahead along SAPIEN +X projects to the principal point
-    from real2sim.geometry import make_pose
+    from real2sim.core.geometry import make_pose
 
     T_sapien = make_pose(d["pose"]["position"], d["pose"]["quaternion_wxyz"])
     ahead = T_sapien[:3, 3] + 0.5 * T_sapien[:3, 0]
@@ -158,7 +158,7 @@ def test_camera_file_errors(tmp_path):
 
 
 def _write_frames(folder, n=4, size=(64, 48)):
-    from capture.images import write_rgb
+    from real2sim.core.imaging import write_rgb
 
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
@@ -178,8 +178,8 @@ def _write_video(path, n=6, size=(64, 48), fps=10):
 
 
 def test_init_from_image_folder_and_camera(tmp_path):
-    from capture import init_bundle
-    from real2sim.bundle import Bundle
+    from real2sim.capture import init_bundle
+    from real2sim.core.bundle import Bundle
 
     _write_frames(tmp_path / "frames")
     cam = tmp_path / "camera.json"
@@ -199,7 +199,7 @@ def test_init_from_video_and_lerobot(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from capture import init_bundle
+    from real2sim.capture import init_bundle
 
     _write_video(tmp_path / "clip.mp4")
     b = init_bundle(tmp_path / "v", tmp_path / "clip.mp4")
@@ -227,8 +227,8 @@ def test_init_from_video_and_lerobot(tmp_path):
 
 
 def test_bad_inputs_name_the_file_and_keep_the_bundle(tmp_path):
-    from capture import init_bundle
-    from capture.images import write_rgb
+    from real2sim.capture import init_bundle
+    from real2sim.core.imaging import write_rgb
 
     empty = tmp_path / "empty.mp4"
     empty.write_bytes(b"")

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from real2sim.bundle import Bundle
-from real2sim.cli import main
+from real2sim.core.bundle import Bundle
+from real2sim.apps.cli import main
 
 README_POSE = {"position": [0.0, -0.16, 0.336], "quaternion_wxyz": [0.909182, -0.0819809, 0.347277, 0.214629],
                "convention": "sapien"}
@@ -22,7 +22,7 @@ def _psnr(a, b, m):
 
 def _clicks(tmp_path, rng):
     """Pixel <-> world pairs of points on the table, clicked (0.3 px noise) in the camera of the README."""
-    from capture.camera import camera_from_dict
+    from real2sim.capture.camera_file import camera_from_dict
 
     cam = camera_from_dict({**INTRINSICS, "pose": README_POSE})
     world = np.array([[0.25, -0.15, 0.0], [0.25, 0.15, 0.0], [0.45, -0.2, 0.0], [0.45, 0.2, 0.0], [0.35, 0.0, 0.0],
@@ -80,7 +80,7 @@ def test_one_command_gives_masks_on_every_frame_with_states(clip_bundle):
 def test_one_command_plate_shows_the_table_where_the_can_stood(clip_bundle):
     from PIL import Image
 
-    from capture.images import read_mask, read_rgb
+    from real2sim.core.imaging import read_mask, read_rgb
 
     b, _, _ = clip_bundle
     cap = b.manifest.capture
@@ -100,7 +100,7 @@ def test_one_command_plate_shows_the_table_where_the_can_stood(clip_bundle):
 def test_bad_prompts_file_names_the_entity_and_field_and_writes_nothing(tmp_path, capsys):
     frames = tmp_path / "frames"
     frames.mkdir()
-    from capture.images import write_rgb
+    from real2sim.core.imaging import write_rgb
 
     for i in range(2):
         write_rgb(frames / f"{i}.png", np.full((48, 64, 3), 100 + i, np.uint8))

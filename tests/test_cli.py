@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from real2sim.recipe import builtin_recipe
+from real2sim.pipeline.recipe import builtin_recipe
 
 
 def run(*args, tmp_path, check=True):
@@ -65,7 +65,7 @@ def test_collide_names_a_bad_file(tmp_path):
 
 
 def test_build_then_export_from_the_command_line(tmp_path):
-    from real2sim.recipe import bundle_from_recipe
+    from real2sim.pipeline.recipe import bundle_from_recipe
 
     b = bundle_from_recipe(builtin_recipe(), tmp_path / "scene")
     assert run("export", str(b.root), tmp_path=tmp_path, check=False).returncode == 2  # not built yet: says so
@@ -83,7 +83,7 @@ def test_bad_bundle_gives_a_clear_error(tmp_path):
 
 def test_add_object_to_a_bundle(tmp_path):
     from real2sim import Bundle
-    from real2sim.recipe import bundle_from_recipe
+    from real2sim.pipeline.recipe import bundle_from_recipe
 
     b = bundle_from_recipe(builtin_recipe(), tmp_path / "scene")
     mesh = builtin_recipe().parent / "assets" / "cube" / "visual.obj"
@@ -96,7 +96,7 @@ def test_add_object_to_a_bundle(tmp_path):
 
 def test_add_task_validates_and_records(tmp_path):
     from real2sim import Bundle
-    from real2sim.recipe import bundle_from_recipe
+    from real2sim.pipeline.recipe import bundle_from_recipe
 
     b = bundle_from_recipe(builtin_recipe(), tmp_path / "scene")
     run("add-task", str(b.root), "lift_mug", "--instruction", "lift the mug",

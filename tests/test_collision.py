@@ -11,11 +11,11 @@ trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("coacd")
 pytest.importorskip("manifold3d")
 
-from collision import (CollisionConfig, CollisionResult, collide_command, decompose, decompose_many,  # noqa: E402
+from real2sim.collision import (CollisionConfig, CollisionResult, collide_command, decompose, decompose_many,  # noqa: E402
                        hull_quality, write_result)
-from real2sim.errors import CollisionError, MeshError  # noqa: E402
+from real2sim.core.errors import CollisionError, MeshError  # noqa: E402
 
-ASSETS = Path(__file__).resolve().parents[1] / "scenes" / "tabletop" / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "real2sim" / "scenes" / "tabletop" / "assets"
 COACD = CollisionConfig(method="coacd", timeout_s=60)
 
 
@@ -56,7 +56,7 @@ def test_cylinder_is_cylinder():
 
 
 def test_demo_can_is_cylinder():
-    from real2sim.meshes import load_mesh
+    from real2sim.core.meshes import load_mesh
 
     r = decompose(load_mesh(ASSETS / "can" / "visual.obj"), CollisionConfig())
     assert r.kind == "cylinder" and "merged" in r.report["repair"][0]
@@ -130,9 +130,9 @@ def test_timeout_is_collision_error():
 
 
 def test_crash_is_collision_error(monkeypatch):
-    import collision.decomposition as dec
+    import real2sim.collision.decomposition as dec
 
-    monkeypatch.setattr(dec, "_WORKER_MODULE", "collision.no_such_worker")
+    monkeypatch.setattr(dec, "_WORKER_MODULE", "real2sim.collision.no_such_worker")
     with pytest.raises(CollisionError, match="crashed") as ei:
         decompose(trimesh.creation.torus(0.1, 0.03, major_sections=16, minor_sections=8), COACD, name="torus")
     assert "torus" in str(ei.value) and "seed" in str(ei.value)
@@ -226,7 +226,7 @@ def test_package_import_is_light():
     import subprocess
     import sys
 
-    code = "import sys, collision; bad = [m for m in ('trimesh', 'coacd', 'manifold3d', 'scipy') if m in sys.modules]; print(bad)"
+    code = "import sys, real2sim.collision; bad = [m for m in ('trimesh', 'coacd', 'manifold3d', 'scipy') if m in sys.modules]; print(bad)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "[]"

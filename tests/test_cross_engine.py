@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from real2sim import crosscheck
-from real2sim.errors import UnsupportedCapability
+from real2sim.evaluation import crosscheck
+from real2sim.core.errors import UnsupportedCapability
 from real2sim.pipeline import export_bundle
 
 ENGINES = ("mjcf", "usd", "sapien")
@@ -17,9 +17,9 @@ ENGINES = ("mjcf", "usd", "sapien")
 
 def _built_bundle(root, cache):
     """The tabletop scene through the real build: CoACD hulls for the mug and bracket, primitives elsewhere."""
-    import collision
+    from real2sim import collision
     from real2sim.pipeline import build
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     bundle = bundle_from_recipe(builtin_recipe(), root)
     build(bundle, collision.CollisionConfig(workers=2), cache_dir=cache)
@@ -66,7 +66,7 @@ def test_drop_from_three_cm_agrees(tmp_path, collision_cache, tilt_deg):
     engine and not in the other from the same 8 degree start), which says nothing about
     whether the engines see the same scene.
     """
-    from real2sim.geometry import euler_xyz_to_matrix, matrix_to_quat_wxyz
+    from real2sim.core.geometry import euler_xyz_to_matrix, matrix_to_quat_wxyz
 
     bundle = _built_bundle(tmp_path / "scene", collision_cache)
     for i, (oid, obj) in enumerate(bundle.dynamic_objects().items()):
@@ -107,7 +107,7 @@ def test_usd_declares_no_physics(exported):
 @pytest.mark.render
 def test_renders_agree_object_by_object(exported):
     """Each object covers the same pixels in MuJoCo's and SAPIEN's renders of the bundle camera."""
-    from real2sim.raster import iou, mask_centroid
+    from real2sim.render.silhouette import iou, mask_centroid
 
     scenes = crosscheck.load_engines(exported, ("mjcf", "sapien"))
     try:

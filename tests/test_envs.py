@@ -22,7 +22,7 @@ def bundle(tmp_path_factory):
 @pytest.fixture(scope="module")
 def envs(bundle):
     """One env per backend, reused (a SAPIEN render scene costs seconds to create)."""
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     # both engines are project dependencies: an env that cannot be built is a failure, not a skip
     out = {backend: Real2SimEnv(bundle.root, task="lift_cube", backend=backend, privileged=True, obs_size=SMALL,
@@ -106,7 +106,7 @@ def test_robot_and_object_both_in_mask(envs):
 
 
 def test_no_plate_falls_back_to_render_with_a_note(tmp_path, caplog):
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     b = make_env_bundle(tmp_path, plate=False, engines=("mjcf",))
     with caplog.at_level(logging.WARNING):
@@ -118,16 +118,16 @@ def test_no_plate_falls_back_to_render_with_a_note(tmp_path, caplog):
 
 
 def test_unsupported_requests_raise(bundle, envs):
-    from export.sapien import load_sapien_scene
+    from real2sim.engines.sapien import load_sapien_scene
     from real2sim import UnsupportedCapability
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     _env(envs, "sapien")
     with pytest.raises(UnsupportedCapability, match="textures"):
         Real2SimEnv(bundle.root, task="lift_cube", variants={"table_texture": True}, obs_size=SMALL)
     with pytest.raises(UnsupportedCapability, match="plate"):  # the table is the plate in composited observations
         Real2SimEnv(bundle.root, task="lift_cube", variants={"table_tint": 0.2}, obs_size=SMALL)
-    from real2sim.errors import Real2SimError
+    from real2sim.core.errors import Real2SimError
 
     with pytest.raises(Real2SimError, match=r"\[min_scale, max_scale\]"):
         Real2SimEnv(bundle.root, task="lift_cube", variants={"lighting": True}, obs_size=SMALL)
@@ -151,7 +151,7 @@ def test_unsupported_requests_raise(bundle, envs):
 
 
 def test_variants_background_and_jitter_change_only_what_they_say(bundle):
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     plain = Real2SimEnv(bundle.root, task="lift_cube", obs_size=SMALL)
     jit = Real2SimEnv(bundle.root, task="lift_cube", obs_size=SMALL,
@@ -170,7 +170,7 @@ def test_lighting_and_tint_variants_change_the_rendered_foreground_only(bundle, 
     """SIMPLER's variant aggregation: lights and robot/table colours drawn per episode, seeded, physics untouched."""
     import cv2
 
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     plain = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_size=SMALL)
     var = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_size=SMALL,
@@ -200,7 +200,7 @@ def test_lighting_and_tint_variants_change_the_rendered_foreground_only(bundle, 
 @pytest.mark.parametrize("backend", ["mujoco", "sapien"])
 def test_unlit_shading_shows_the_stored_colours_in_both_engines(bundle, backend):
     """Unlit, a flat-coloured link shows its colour value (SAPIEN's linear materials get the sRGB conversion)."""
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
     from real2sim.robots import get_robot
 
     env = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_mode="render", shading="unlit")
@@ -222,9 +222,9 @@ def test_unlit_shading_shows_the_stored_colours_in_both_engines(bundle, backend)
 def test_auto_shading_is_unlit_when_the_textures_came_from_the_frames(bundle):
     import copy
 
-    from real2sim.envs.env import Real2SimEnv, resolve_shading
-    from real2sim.errors import UnknownNameError
-    from real2sim.manifest import StageRecord
+    from real2sim.evaluation.envs.env import Real2SimEnv, resolve_shading
+    from real2sim.core.errors import UnknownNameError
+    from real2sim.core.manifest import StageRecord
 
     m = copy.deepcopy(bundle.manifest)
     assert resolve_shading(m) == "lit"  # synthetic textures, never back-projected
@@ -238,8 +238,8 @@ def test_auto_shading_is_unlit_when_the_textures_came_from_the_frames(bundle):
 
 
 def test_distractor_variant_places_some_bundle_objects_and_parks_the_others(bundle):
-    from real2sim.envs.env import Real2SimEnv
-    from real2sim.errors import Real2SimError, UnknownNameError
+    from real2sim.evaluation.envs.env import Real2SimEnv
+    from real2sim.core.errors import Real2SimError, UnknownNameError
 
     box = [[-0.06, 0.03], [0.2, 0.2]]
     spec = {"objects": ["mug", "domino", "bracket"], "count": [0, 2], "xy": box}
@@ -284,8 +284,8 @@ def test_bad_actions_raise(envs):
 
 
 def test_predicates_by_hand():
-    from real2sim.envs.tasks import evaluate
-    from real2sim.geometry import make_pose
+    from real2sim.evaluation.envs.tasks import evaluate
+    from real2sim.core.geometry import make_pose
 
     box = np.array([[-0.02, -0.02, -0.02], [0.02, 0.02, 0.02]])
     plate = np.array([[-0.1, -0.1, -0.01], [0.1, 0.1, 0.01]])
@@ -316,7 +316,7 @@ def test_predicates_by_hand():
 
 
 def test_success_from_poses_placed_in_the_engine(envs):
-    from real2sim.geometry import make_pose
+    from real2sim.core.geometry import make_pose
 
     env = _env(envs, "mujoco")
     env.reset(seed=0)
@@ -330,7 +330,7 @@ def test_success_from_poses_placed_in_the_engine(envs):
 
 def test_unknown_task_or_object_suggests_names(bundle):
     from real2sim import UnknownNameError
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     with pytest.raises(UnknownNameError, match="lift_cube"):
         Real2SimEnv(bundle.root, task="lift_cub", obs_mode="state", render_mode=None)
@@ -363,7 +363,7 @@ def test_same_seed_same_episode(envs, backend):
 
 
 def test_grid_init_enumerates_cells(bundle):
-    from real2sim.envs.env import Real2SimEnv
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     task = {"instruction": "pick up the cube", "success": {"type": "lifted", "object": "cube"},
             "init": {"mode": "grid", "grid": [2, 2], "objects": {"cube": {"xy": [[0.05, -0.15], [0.15, -0.05]]}},
@@ -378,7 +378,7 @@ def test_grid_init_enumerates_cells(bundle):
 def test_gymnasium_make_with_registered_ids(bundle):
     import gymnasium
 
-    from real2sim.envs import GENERIC_ID, register_bundle
+    from real2sim.evaluation.envs import GENERIC_ID, register_bundle
 
     env_id = register_bundle(bundle.root, task="lift_cube", obs_mode="state", render_mode=None)
     assert env_id == "real2sim/tabletop-v0"

@@ -21,13 +21,13 @@ def bundle(tmp_path_factory):
 @pytest.fixture(scope="module", autouse=True)
 def _close_cached_envs():
     yield
-    from real2sim.envs.runner import clear_cache
+    from real2sim.evaluation.envs.runner import clear_cache
 
     clear_cache()
 
 
 def _eval(bundle, out, policy, episodes=N, **kw):
-    from real2sim.envs.runner import evaluate
+    from real2sim.evaluation.envs.runner import evaluate
 
     kw.setdefault("obs_mode", "state")
     return evaluate(bundle.root, "lift_cube", policy, episodes, out_dir=out, **kw)
@@ -43,7 +43,7 @@ def test_oracle_beats_noisy_beats_random_on_lift(bundle, tmp_path):
 
 
 def test_push_oracle_succeeds_more_than_random(bundle, tmp_path):
-    from real2sim.envs.runner import evaluate
+    from real2sim.evaluation.envs.runner import evaluate
 
     s = evaluate(bundle.root, "push_cube", "scripted", 4, out_dir=tmp_path, obs_mode="state")
     r = evaluate(bundle.root, "push_cube", "random", 4, out_dir=tmp_path, obs_mode="state")
@@ -51,7 +51,7 @@ def test_push_oracle_succeeds_more_than_random(bundle, tmp_path):
 
 
 def test_resume_skips_done_seeds_and_ignores_a_torn_line(bundle, tmp_path):
-    from real2sim.envs.runner import RESULTS, read_results
+    from real2sim.evaluation.envs.runner import RESULTS, read_results
 
     first = _eval(bundle, tmp_path, "scripted", episodes=2)
     assert (first.ran, first.skipped) == (2, 0)
@@ -69,7 +69,7 @@ def test_resume_skips_done_seeds_and_ignores_a_torn_line(bundle, tmp_path):
 def test_same_seed_same_result_record(bundle, tmp_path):
     a = _eval(bundle, tmp_path / "a", "scripted:noise=0.04", episodes=3)
     b = _eval(bundle, tmp_path / "b", "scripted:noise=0.04", episodes=3)
-    from real2sim.envs.runner import read_results
+    from real2sim.evaluation.envs.runner import read_results
 
     strip = lambda rs: sorted((r["seed"], r["success"], r["steps"], json.dumps(r["init"])) for r in rs)  # noqa: E731
     assert strip(read_results(a.results_path)) == strip(read_results(b.results_path))
@@ -83,7 +83,7 @@ def test_unknown_policy_suggests_close_names(bundle, tmp_path):
 
 
 def test_remote_policy_through_a_server(bundle, tmp_path):
-    from real2sim.policies import PolicyServer
+    from real2sim.evaluation.policies import PolicyServer
 
     calls = []
 
@@ -102,8 +102,8 @@ def test_remote_policy_through_a_server(bundle, tmp_path):
 def test_unreachable_server_fails_clearly_and_writes_nothing(bundle, tmp_path):
     import socket
 
-    from real2sim.policies import RemotePolicyError
-    from real2sim.policies.base import make_policy
+    from real2sim.evaluation.policies import RemotePolicyError
+    from real2sim.evaluation.policies.base import make_policy
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -117,8 +117,8 @@ def test_unreachable_server_fails_clearly_and_writes_nothing(bundle, tmp_path):
 
 
 def test_replay_of_recorded_actions(bundle, tmp_path):
-    from real2sim.envs.env import Real2SimEnv
-    from real2sim.policies.base import make_policy
+    from real2sim.evaluation.envs.env import Real2SimEnv
+    from real2sim.evaluation.policies.base import make_policy
 
     env = Real2SimEnv(bundle.root, task="lift_cube", obs_mode="state", privileged=True, render_mode=None)
     pol = make_policy("scripted")
@@ -139,7 +139,7 @@ def test_replay_of_recorded_actions(bundle, tmp_path):
 
 def test_local_pool_two_workers(bundle, tmp_path):
     s = _eval(bundle, tmp_path, "scripted", episodes=2, workers=2)
-    from real2sim.envs.runner import read_results
+    from real2sim.evaluation.envs.runner import read_results
 
     recs = read_results(s.results_path)
     assert s.trials == 2 and s.successes >= 1
@@ -161,7 +161,7 @@ def test_ray_path(bundle, tmp_path):
 
 def test_videos_and_composited_obs(bundle, tmp_path):
     s = _eval(bundle, tmp_path, "scripted", episodes=1, obs_mode="composited", obs_size=(80, 60), videos=True)
-    from real2sim.envs.runner import read_results
+    from real2sim.evaluation.envs.runner import read_results
 
     rec = read_results(s.results_path)[0]
     assert rec["obs_mode"] == "composited"
@@ -171,7 +171,7 @@ def test_videos_and_composited_obs(bundle, tmp_path):
 
 
 def test_cross_engine_ranking_feeds_metrics(bundle, tmp_path):
-    from real2sim.metrics import compare, read_results as read_csv
+    from real2sim.evaluation.metrics import compare, read_results as read_csv
 
     policies = ("scripted", "scripted:noise=0.04", "random")
     for backend in ("mujoco", "sapien"):
@@ -189,7 +189,7 @@ def test_cross_engine_ranking_feeds_metrics(bundle, tmp_path):
 def test_cli_eval(bundle, tmp_path):
     import argparse
 
-    from real2sim.envs.cli import add_parsers
+    from real2sim.apps.cli.evaluate import add_parsers
 
     ap = argparse.ArgumentParser()
     add_parsers(ap.add_subparsers())
@@ -204,8 +204,8 @@ def test_cli_eval(bundle, tmp_path):
 def test_cli_eval_with_variants_records_them_and_resumes_per_variant_set(bundle, tmp_path, capsys):
     import argparse
 
-    from real2sim.envs.cli import add_parsers
-    from real2sim.envs.runner import RESULTS, read_results
+    from real2sim.apps.cli.evaluate import add_parsers
+    from real2sim.evaluation.envs.runner import RESULTS, read_results
 
     ap = argparse.ArgumentParser()
     add_parsers(ap.add_subparsers())
@@ -219,7 +219,7 @@ def test_cli_eval_with_variants_records_them_and_resumes_per_variant_set(bundle,
     args = ap.parse_args(base)  # the same seeds without variants are another run, not "already done"
     assert args.fn(args) == 0
     assert len(read_results(tmp_path / RESULTS)) == 4
-    from real2sim.errors import Real2SimError
+    from real2sim.core.errors import Real2SimError
 
     with pytest.raises(Real2SimError, match="JSON object"):
         args = ap.parse_args(base + ["--variants", "lighting=0.5"])

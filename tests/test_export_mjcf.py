@@ -6,11 +6,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from export import get_exporter
-from real2sim.errors import ExportError, UnsupportedCapability
-from real2sim.geometry import transform_points
-from real2sim.meshes import load_mesh
-from real2sim.raster import iou, mask_centroid, silhouette
+from real2sim.engines import get_exporter
+from real2sim.core.errors import ExportError, UnsupportedCapability
+from real2sim.core.geometry import transform_points
+from real2sim.core.meshes import load_mesh
+from real2sim.render.silhouette import iou, mask_centroid, silhouette
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_masses_and_inertias_are_the_bundles(mjcf):
 
 def test_camera_projection_matches_bundle(mjcf):
     bundle, _, scene = mjcf
-    from real2sim.crosscheck import projection_errors
+    from real2sim.evaluation.crosscheck import projection_errors
 
     assert projection_errors(bundle, engines=("mjcf",))["mjcf"] < 1e-3
 
@@ -127,14 +127,14 @@ def test_unfinished_bundle_is_refused_with_the_fix(recipe_bundle):
 
 
 def test_unknown_exporter_suggests():
-    from real2sim.errors import UnknownNameError
+    from real2sim.core.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError, match="did you mean 'mjcf'"):
         get_exporter("mjfc")
 
 
 def test_unknown_camera_is_refused(mjcf):
-    from real2sim.errors import UnknownNameError
+    from real2sim.core.errors import UnknownNameError
 
     _, _, scene = mjcf
     with pytest.raises(UnknownNameError, match="main"):

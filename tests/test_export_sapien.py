@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("sapien")
 
-from export.sapien import SCENE_FILE, SapienExporter, _sapien_camera_extrinsic, load_sapien_scene  # noqa: E402
-from real2sim.errors import ExportError, MeshError  # noqa: E402
+from real2sim.engines.sapien import SCENE_FILE, SapienExporter, _sapien_camera_extrinsic, load_sapien_scene  # noqa: E402
+from real2sim.core.errors import ExportError, MeshError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def exported(tmp_path_factory):
     """One exported tabletop bundle shared by the read-only tests of this module."""
     from conftest import give_simple_collision
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     bundle = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp_path_factory.mktemp("sapien") / "scene"))
     result = SapienExporter().export(bundle)
@@ -235,7 +235,7 @@ def test_without_render_device_physics_still_loads(exported):
     _, result = exported
     code = textwrap.dedent(f"""
         import numpy as np
-        from export.sapien import load_sapien_scene
+        from real2sim.engines.sapien import load_sapien_scene
         s = load_sapien_scene({str(result.main_file)!r}, render=True)
         assert "render" not in s.capabilities, s.capabilities
         assert "rendering device" in s.render_unavailable, s.render_unavailable

@@ -8,11 +8,11 @@ pxr = pytest.importorskip("pxr")
 
 from pxr import Gf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade  # noqa: E402
 
-from export import get_exporter  # noqa: E402
-from export.usd import MAIN_FILE, UsdExporter, _principal_axes, _prim_name, check_compliance  # noqa: E402
-from real2sim.errors import ExportError, MeshError, Real2SimError, UnsupportedCapability  # noqa: E402
-from real2sim.geometry import look_at_opencv, transform_points  # noqa: E402
-from real2sim.meshes import load_mesh  # noqa: E402
+from real2sim.engines import get_exporter  # noqa: E402
+from real2sim.engines.usd import MAIN_FILE, UsdExporter, _principal_axes, _prim_name, check_compliance  # noqa: E402
+from real2sim.core.errors import ExportError, MeshError, Real2SimError, UnsupportedCapability  # noqa: E402
+from real2sim.core.geometry import look_at_opencv, transform_points  # noqa: E402
+from real2sim.core.meshes import load_mesh  # noqa: E402
 
 
 @pytest.fixture
@@ -196,8 +196,8 @@ def test_projection_matches_opencv_camera(exported):
 
 def test_projection_anisotropic_and_offset_camera(exportable_bundle):
     """fx != fy and a far off-centre principal point: signs and aspect handled."""
-    from real2sim.camera import Camera
-    from real2sim.manifest import CameraSpec
+    from real2sim.core.camera import Camera
+    from real2sim.core.manifest import CameraSpec
 
     T = look_at_opencv([0.5, -0.4, 0.6], [0.0, 0.0, 0.0])
     K = np.array([[510.0, 0, 250.0], [0, 530.0, 170.0], [0, 0, 1]])
@@ -284,7 +284,7 @@ def test_unsupported_capabilities(exported):
 
 
 def test_flat_colour_sphere_and_no_collision_variants(exportable_bundle):
-    from real2sim.manifest import CollisionSpec, Pose
+    from real2sim.core.manifest import CollisionSpec, Pose
 
     objs = exportable_bundle.manifest.objects
     objs["cube"].visual.texture = None

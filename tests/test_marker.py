@@ -18,8 +18,8 @@ TARGET = [0.1, 0.05, 0.0]
 
 # -- synthetic images -----------------------------------------------------------------------------------------
 def _camera(eye=(0.35, -0.3, 0.45), target=TARGET, distortion=None):
-    from real2sim.camera import Camera
-    from real2sim.geometry import look_at_opencv
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv
 
     return Camera(640, 480, K.copy(), look_at_opencv(eye, target), np.zeros(5) if distortion is None
                   else np.asarray(distortion, float))
@@ -80,9 +80,9 @@ def _distort(img, camera):
 
 def _bundle(tmp_path, camera):
     """A bundle whose camera 'main' has ``camera``'s intrinsics and a pose 5 cm and ~3 deg off."""
-    from real2sim.bundle import Bundle
-    from real2sim.geometry import look_at_opencv
-    from real2sim.manifest import CameraSpec, StageRecord
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.geometry import look_at_opencv
+    from real2sim.core.manifest import CameraSpec, StageRecord
 
     b = Bundle.create(tmp_path / "scene")
     guess = camera.__class__(camera.width, camera.height, camera.K.copy(),
@@ -95,14 +95,14 @@ def _bundle(tmp_path, camera):
 
 
 def _errors(T, truth):
-    from real2sim.geometry import rotation_angle_between
+    from real2sim.core.geometry import rotation_angle_between
 
     return (float(np.linalg.norm(T[:3, 3] - truth[:3, 3])),
             float(np.degrees(rotation_angle_between(T[:3, :3], truth[:3, :3]))))
 
 
 def _cli(bundle, image, marker_id, size, at, *extra):
-    from real2sim.cli import main
+    from real2sim.apps.cli import main
 
     return main(["calibrate", str(bundle.root), "--marker", str(image), "--marker-id", str(marker_id),
                  "--marker-size", str(size), "--marker-at", ",".join(str(v) for v in at), *extra])
@@ -115,9 +115,9 @@ def _cli(bundle, image, marker_id, size, at, *extra):
 def test_cli_marker_recovers_the_camera_pose(tmp_path, capsys, eye, at):
     from PIL import Image
 
-    from capture.calibrate import marker_pose_flat
-    from capture.images import write_rgb
-    from real2sim.bundle import Bundle
+    from real2sim.capture.calibrate import marker_pose_flat
+    from real2sim.core.imaging import write_rgb
+    from real2sim.core.bundle import Bundle
 
     cam = _camera(eye)
     write_rgb(tmp_path / "marker.png", _render(cam, [(7, 0.10, marker_pose_flat(*at)), (3, 0.06, marker_pose_flat(
@@ -142,8 +142,8 @@ def test_cli_marker_recovers_the_camera_pose(tmp_path, capsys, eye, at):
 
 
 def test_cli_wrong_id_names_the_ids_found_and_keeps_the_bundle(tmp_path, capsys):
-    from capture.calibrate import marker_pose_flat
-    from capture.images import write_rgb
+    from real2sim.capture.calibrate import marker_pose_flat
+    from real2sim.core.imaging import write_rgb
 
     cam = _camera()
     write_rgb(tmp_path / "marker.png", _render(cam, [(7, 0.10, marker_pose_flat(0.1, 0.05, 0.0)),
@@ -158,8 +158,8 @@ def test_cli_wrong_id_names_the_ids_found_and_keeps_the_bundle(tmp_path, capsys)
 
 
 def test_cli_no_marker_names_the_image_and_the_dictionary_it_may_be(tmp_path, capsys):
-    from capture.calibrate import marker_pose_flat
-    from capture.images import write_rgb
+    from real2sim.capture.calibrate import marker_pose_flat
+    from real2sim.core.imaging import write_rgb
 
     cam = _camera()
     b = _bundle(tmp_path, cam)
@@ -183,7 +183,7 @@ def test_cli_no_marker_names_the_image_and_the_dictionary_it_may_be(tmp_path, ca
 def test_cli_marker_needs_its_id_size_and_place(tmp_path, capsys):
     cam = _camera()
     b = _bundle(tmp_path, cam)
-    from real2sim.cli import main
+    from real2sim.apps.cli import main
 
     assert main(["calibrate", str(b.root), "--marker", "m.png", "--marker-id", "3"]) == 2
     out = " ".join(capsys.readouterr().out.split())
@@ -194,9 +194,9 @@ def test_cli_marker_needs_its_id_size_and_place(tmp_path, capsys):
 
 
 def test_cli_tiny_marker_warns(tmp_path, capsys):
-    from capture.calibrate import marker_pose_flat
-    from capture.images import write_rgb
-    from real2sim.bundle import Bundle
+    from real2sim.capture.calibrate import marker_pose_flat
+    from real2sim.core.imaging import write_rgb
+    from real2sim.core.bundle import Bundle
 
     cam = _camera()
     at = (0.1, 0.05, 0.0, 30.0)
@@ -215,7 +215,7 @@ def test_cli_tiny_marker_warns(tmp_path, capsys):
 # -- library --------------------------------------------------------------------------------------------------
 def test_marker_with_lens_distortion():
     """Edges are curved by the lens: the corners are refined in undistorted pixels and the distortion is used."""
-    from capture.calibrate import extrinsics_from_marker, marker_pose_flat
+    from real2sim.capture.calibrate import extrinsics_from_marker, marker_pose_flat
 
     cam = _camera(distortion=[-0.25, 0.08, 0.0005, -0.0003, 0.0])
     T_wm = marker_pose_flat(0.1, 0.05, 0.0, 45.0)
@@ -234,8 +234,8 @@ def test_marker_with_lens_distortion():
 
 def test_marker_corners_refined_against_blur():
     """OpenCV's sub-pixel corners are pulled inwards by blur; the edge-line corners are not."""
-    from capture.calibrate import detect_markers, marker_object_points, marker_pose_flat, refine_marker_corners
-    from real2sim.geometry import transform_points
+    from real2sim.capture.calibrate import detect_markers, marker_object_points, marker_pose_flat, refine_marker_corners
+    from real2sim.core.geometry import transform_points
 
     cam = _camera()
     T_wm = marker_pose_flat(0.1, 0.05, 0.0, 30.0)
@@ -249,15 +249,15 @@ def test_marker_corners_refined_against_blur():
 
 
 def test_marker_pose_flat_convention():
-    from capture.calibrate import marker_pose_flat
+    from real2sim.capture.calibrate import marker_pose_flat
 
     T = marker_pose_flat(0.1, 0.2, 0.03, 90.0)
     assert np.allclose(T[:3, 0], [0, 1, 0]) and np.allclose(T[:3, 2], [0, 0, 1]) and np.allclose(T[:3, 3], [0.1, 0.2, 0.03])
 
 
 def test_bad_marker_inputs():
-    from capture.calibrate import extrinsics_from_marker, marker_pose_flat
-    from capture.errors import CalibrationError, CaptureError
+    from real2sim.capture.calibrate import extrinsics_from_marker, marker_pose_flat
+    from real2sim.core.errors import CalibrationError, CaptureError
 
     cam = _camera()
     img = np.zeros((480, 640, 3), np.uint8)
@@ -273,10 +273,10 @@ def test_charuco_board_at_a_known_pose(tmp_path):
     """A ChArUco board lying face up at a known pose gives the camera pose too (library, calibrate_charuco_pose)."""
     import cv2
 
-    from capture.calibrate import calibrate_charuco_pose, marker_pose_flat
-    from capture.camera import charuco_board
-    from capture.images import write_rgb
-    from real2sim.bundle import Bundle
+    from real2sim.capture.calibrate import calibrate_charuco_pose, marker_pose_flat
+    from real2sim.capture.camera_file import charuco_board
+    from real2sim.core.imaging import write_rgb
+    from real2sim.core.bundle import Bundle
 
     cam = _camera((0.45, -0.25, 0.5))
     board = charuco_board((7, 5), 0.04, 0.03)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from real2sim.metrics import MetricsInputError, compare, mmrv, pearson, read_results, wilson_interval
+from real2sim.evaluation.metrics import MetricsInputError, compare, mmrv, pearson, read_results, wilson_interval
 
 
 def simpler_reference_mmrv(real, sim):
@@ -93,7 +93,7 @@ def test_mismatched_policies_are_refused(tmp_path):
 
 
 def test_cli_writes_json_and_plot(tmp_path):
-    from real2sim.cli import main
+    from real2sim.apps.cli import main
 
     real = _csv(tmp_path / "real.csv", [("a", "pick", 2, 10), ("b", "pick", 5, 10), ("c", "pick", 9, 10),
                                         ("a", "push", 1, 10), ("b", "push", 7, 10), ("c", "push", 4, 10)])

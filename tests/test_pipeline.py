@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-import collision
+from real2sim import collision
 from real2sim import Bundle, MeshError
-from real2sim.bundle import bundle_digest
+from real2sim.core.bundle import bundle_digest
 from real2sim.pipeline import build, collision_stage, export_bundle
 
 
@@ -76,7 +76,7 @@ def test_failed_stage_keeps_what_the_bundle_had(recipe_bundle, cache):
 
 
 def test_same_inputs_give_the_same_bundle_digest(tmp_path):
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     digests = []
     for name in ("a", "b"):

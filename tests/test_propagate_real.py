@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from segmentation import Prompt, difference_mask, iou, propagate_many, segment
-from segmentation.propagate import AT_PROMPTED_POSE
+from real2sim.segmentation import Prompt, difference_mask, iou, propagate_many, segment
+from real2sim.segmentation.propagate import AT_PROMPTED_POSE
 
 CLICKS = {"can": (240, 300), "pot": (300, 150), "eggplant": (410, 230)}
 CAN_CENTRE_LAST_FRAME = (165, 155)  # read by eye from frame 36: the can hangs in the gripper, left of the pot
@@ -20,8 +20,8 @@ CAN_CENTRE_LAST_FRAME = (165, 155)  # read by eye from frame 36: the can hangs i
 def clip():
     from conftest import SHARED_DATA as shared_data
 
-    from capture.frames import read_frames
-    from capture.images import read_rgb
+    from real2sim.capture.frames import read_frames
+    from real2sim.core.imaging import read_rgb
 
     if not shared_data.is_dir():
         pytest.skip(f"real data folder {shared_data} is absent (it ships with CI and ../shared)")

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from real2sim.policies import PolicyServer, RemotePolicy, RemotePolicyError
+from real2sim.evaluation.policies import PolicyServer, RemotePolicy, RemotePolicyError
 
 
 def obs():

@@ -1,4 +1,4 @@
-"""Review-time edits (real2sim.review): validation, atomic saves, undo, staleness, concurrent edits, preview."""
+"""Review-time edits (real2sim.apps.review.library): validation, atomic saves, undo, staleness, concurrent edits, preview."""
 from __future__ import annotations
 
 import json
@@ -9,10 +9,10 @@ import threading
 import numpy as np
 import pytest
 
-from real2sim import review as rv
-from real2sim.bundle import Bundle
-from real2sim.check import check_bundle
-from real2sim.errors import ExportError
+from real2sim.apps.review import library as rv
+from real2sim.core.bundle import Bundle
+from real2sim.pipeline.check import check_bundle
+from real2sim.core.errors import ExportError
 
 
 @pytest.fixture
@@ -197,7 +197,7 @@ def test_preview_renderer_moves_bodies_without_reexport(exported):
 
 
 def test_preview_exports_when_missing_or_says_what_to_run(tmp_path, exportable_bundle):
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     bare = bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "bare")
     with pytest.raises(ExportError, match="real2sim build"):
@@ -230,7 +230,7 @@ def test_compose_overlay_modes():
 def test_real_image_falls_back_frame_then_plate(recipe_bundle):
     from PIL import Image
 
-    from real2sim.manifest import FrameSpec
+    from real2sim.core.manifest import FrameSpec
 
     b = recipe_bundle
     img, note = rv.real_image(b)
@@ -308,14 +308,14 @@ def test_export_failing_midway_keeps_bundle_and_previous_export(exported):
 
 
 def test_real2sim_import_does_not_import_gradio():
-    code = "import sys, real2sim, real2sim.review, apps.cli; assert 'gradio' not in sys.modules, 'gradio imported'"
+    code = "import sys, real2sim, real2sim.apps.review.library, real2sim.apps.cli.review; assert 'gradio' not in sys.modules, 'gradio imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_cli_parser_registers_review():
     import argparse
 
-    from apps.cli import add_parsers
+    from real2sim.apps.cli.review import add_parsers
 
     ap = argparse.ArgumentParser()
     add_parsers(ap.add_subparsers(dest="command"))
@@ -327,11 +327,11 @@ def test_cli_parser_registers_review():
 
 def test_rerun_alignment_for_one_object_is_undoable(tmp_path):
     """A misplaced object is re-fitted to its mask from the review page, and the fit can be undone."""
-    import collision
-    from real2sim import review as rv
+    from real2sim import collision
+    from real2sim.apps.review import library as rv
     from real2sim.pipeline import build, export_bundle
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
-    from real2sim.synthetic import SyntheticCaptureConfig, synthesize_capture
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 
     truth = bundle_from_recipe(builtin_recipe(), tmp_path / "truth")
     truth.object("domino").pose.position[2] -= 0.005

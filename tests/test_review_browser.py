@@ -46,10 +46,10 @@ def make_review_bundle(root: Path):
     from conftest import give_simple_collision
     from PIL import Image
 
-    from real2sim import review as rv
-    from real2sim.manifest import FrameSpec
+    from real2sim.apps.review import library as rv
+    from real2sim.core.manifest import FrameSpec
     from real2sim.pipeline import export_bundle
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), root))
     export_bundle(b, engines=("mjcf",))
@@ -68,7 +68,7 @@ def make_review_bundle(root: Path):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from apps.review import launch
+    from real2sim.apps.review.app import launch
 
     root = tmp_path_factory.mktemp("review") / "scene"
     REAL_CUBE_POSITION[:] = make_review_bundle(root)
@@ -250,7 +250,7 @@ def test_camera_slider_moves_camera(server, browser):
 
 
 def test_undo_restores_previous_pose(server, browser):
-    from real2sim import review as rv
+    from real2sim.apps.review import library as rv
 
     root, url = server
     page = open_page(browser, url)
@@ -270,7 +270,7 @@ def test_undo_restores_previous_pose(server, browser):
 
 
 def test_out_of_range_value_is_refused_and_shown(server, browser):
-    from real2sim.bundle import Bundle
+    from real2sim.core.bundle import Bundle
 
     root, url = server
     page = open_page(browser, url)
@@ -313,7 +313,7 @@ def test_concurrent_edit_from_second_tab_is_refused(server, browser):
 
 
 def test_export_button_writes_files_and_failure_keeps_bundle(server, browser):
-    from real2sim.bundle import Bundle
+    from real2sim.core.bundle import Bundle
 
     root, url = server
     page = open_page(browser, url)
@@ -346,7 +346,7 @@ def test_export_button_writes_files_and_failure_keeps_bundle(server, browser):
         page.screenshot(path=str(ARTIFACTS / "export_failed.png"), full_page=True)
     finally:
         b.path(hull).write_bytes(saved)
-    # Evaluate runs real2sim.envs (issue 6) when present and shows its result or its error, never a made-up number
+    # Evaluate runs real2sim.evaluation.envs (issue 6) when present and shows its result or its error, never a made-up number
     page.locator("#eval_btn").click()
     t0 = time.time()
     while not any(w in page.locator("#eval_result").inner_text() for w in ("successes", "Error")) and time.time() - t0 < 120:
@@ -376,7 +376,7 @@ def test_only_bundle_files_are_served(server):
 
 
 def test_click_resegments(server, browser):
-    import apps.review as ar
+    import real2sim.apps.review.app as ar
 
     if ar._seg_module() is None:
         page = open_page(browser, server[1])
@@ -384,7 +384,7 @@ def test_click_resegments(server, browser):
         page.wait_for_function("() => document.querySelector('#mask_note').innerText.includes('unavailable')",
                                timeout=20_000)
         page.close()
-        pytest.skip("segmentation.segment is not in this build yet (segmentation/ is being written); the Masks tab "
+        pytest.skip("real2sim.segmentation.segment is not in this build yet (segmentation/ is being written); the Masks tab "
                     "says re-segmentation is unavailable")
     root, url = server
     page = open_page(browser, url)
@@ -392,7 +392,7 @@ def test_click_resegments(server, browser):
     page.wait_for_selector("#mask_image img", timeout=30_000)
     img = page.locator("#mask_image img").first
     # the cube's position in the real frame: project its pose
-    from real2sim.bundle import Bundle
+    from real2sim.core.bundle import Bundle
 
     b = Bundle.load(root)
     cam = b.manifest.cameras["main"].camera()
@@ -453,9 +453,9 @@ def test_screenshot_every_tab(server, browser):
 
 
 def test_auth_required_when_set(tmp_path):
-    from apps.review import launch
+    from real2sim.apps.review.app import launch
 
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     root = tmp_path / "scene"
     bundle_from_recipe(builtin_recipe("tabletop"), root)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from real2sim import Bundle, BundleError
-from real2sim.cli import main
+from real2sim.apps.cli import main
 
 CAMERA = {"width": 640, "height": 480, "fx": 623.588, "fy": 623.588, "cx": 319.501, "cy": 239.545,
           "pose": {"position": [0.0, -0.16, 0.336], "quaternion_wxyz": [0.909182, -0.0819809, 0.347277, 0.214629],
@@ -41,7 +41,7 @@ def test_fit_robot_needs_a_plate(tmp_path, shared_data):
     root = tmp_path / "b"
     main(["init", str(root), "--frames", str(shared_data / "bridge" / "stack_cube_first_frame.png"),
           "--camera", str(tmp_path / "camera.json"), "--robot", "widowx"])
-    from real2sim.robot_fit import robot_fit_stage
+    from real2sim.segmentation.robot_fit import robot_fit_stage
 
     with pytest.raises(BundleError, match="no background plate; run 'real2sim build"):
         robot_fit_stage(Bundle.load(root))

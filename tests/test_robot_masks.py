@@ -5,22 +5,22 @@ import numpy as np
 import pytest
 
 from real2sim import Bundle, BundleError
-from real2sim.manifest import FrameSpec
-from real2sim.robot_masks import robot_masks_stage
+from real2sim.core.manifest import FrameSpec
+from real2sim.segmentation.robot_masks import robot_masks_stage
 
 
 @pytest.mark.render
 def test_masks_follow_the_recorded_joints(exportable_bundle):
-    from export import get_exporter
+    from real2sim.engines import get_exporter
 
-    from real2sim.synthetic import _png
+    from real2sim.demos.synthetic import _png
 
     b = exportable_bundle
     get_exporter("mjcf").export(b)
     cam = b.manifest.cameras["main"]
     frame = np.zeros((cam.height, cam.width, 3), np.uint8)
     for i in range(2):
-        from real2sim.bundle import atomic_write_bytes
+        from real2sim.core.bundle import atomic_write_bytes
 
         atomic_write_bytes(b.path(f"capture/frames/{i:06d}.png"), _png(frame))
     q0 = [0.0] * 8

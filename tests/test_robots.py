@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("pinocchio")
 pytest.importorskip("xacro")
 
-from real2sim.errors import UnknownNameError  # noqa: E402
-from real2sim.manifest import Pose  # noqa: E402
+from real2sim.core.errors import UnknownNameError  # noqa: E402
+from real2sim.core.manifest import Pose  # noqa: E402
 from real2sim.robots import get_robot, list_robots  # noqa: E402
 
 ROBOTS = ["widowx250s", "panda"]
@@ -24,7 +24,7 @@ def _angle_deg(Ra, Rb) -> float:
 @pytest.fixture(scope="module")
 def scenes(tmp_path_factory):
     """{robot: {engine: LoadedScene}} of robot-only bundles (physics only), built once."""
-    from real2sim.robots.sandbox import robot_scene
+    from real2sim.engines.sandbox import robot_scene
 
     out = {}
     for r in ROBOTS:
@@ -90,9 +90,9 @@ def test_usd_articulation_matches_kinematics(tmp_path, robot):
     pytest.importorskip("pxr")
     from pxr import UsdPhysics
 
-    from export.usd import UsdExporter
+    from real2sim.engines.usd import UsdExporter
     from real2sim.robots.kinematics import Kinematics
-    from real2sim.robots.sandbox import robot_only_bundle
+    from real2sim.engines.sandbox import robot_only_bundle
 
     k = Kinematics(robot)
     q = np.random.default_rng(3).uniform(k.lower, k.upper)
@@ -159,7 +159,7 @@ def test_replay_is_deterministic(scenes):
 
 
 def test_controller_rates_and_modes(scenes):
-    from real2sim.errors import Real2SimError
+    from real2sim.core.errors import Real2SimError
     from real2sim.robots.control import Controller, ControllerConfig
 
     sc = scenes["widowx250s"]["mjcf"]
@@ -197,8 +197,8 @@ def test_ik_reaches_and_is_fast(robot):
 
 
 def test_scene_export_with_robot_keeps_objects(exportable_bundle):
-    from export import get_exporter
-    from real2sim.manifest import RobotSpec
+    from real2sim.engines import get_exporter
+    from real2sim.core.manifest import RobotSpec
 
     before = {}
     for eng in ("mjcf", "sapien"):
@@ -221,9 +221,9 @@ def test_scene_export_with_robot_keeps_objects(exportable_bundle):
 
 
 def test_bad_robot_gains_length(exportable_bundle):
-    from export import get_exporter
-    from real2sim.errors import ExportError
-    from real2sim.manifest import RobotSpec
+    from real2sim.engines import get_exporter
+    from real2sim.core.errors import ExportError
+    from real2sim.core.manifest import RobotSpec
 
     exportable_bundle.manifest.robot = RobotSpec(name="widowx", stiffness=[1.0, 2.0])
     with pytest.raises(ExportError, match="robot.stiffness has 2 values"):
@@ -234,7 +234,7 @@ def test_recipe_robot_entry(tmp_path):
     import json
     import shutil
 
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     src = builtin_recipe("tabletop")
     shutil.copytree(src.parent, tmp_path / "rec")
@@ -265,8 +265,8 @@ def test_camera_mount_follows_the_link():
 
 
 def test_robot_mask_in_both_renderers(exportable_bundle):
-    from export import get_exporter
-    from real2sim.manifest import RobotSpec
+    from real2sim.engines import get_exporter
+    from real2sim.core.manifest import RobotSpec
 
     exportable_bundle.manifest.robot = RobotSpec(name="widowx", base_pose=Pose([-0.35, 0, 0], [1, 0, 0, 0]))
     exportable_bundle.save()

@@ -5,9 +5,9 @@ import warnings
 
 import pytest
 
-import collision
+from real2sim import collision
 from real2sim.pipeline import build, export_bundle
-from real2sim.recipe import SCENES_DIR, bundle_from_recipe
+from real2sim.pipeline.recipe import SCENES_DIR, bundle_from_recipe
 
 RECIPES = sorted(SCENES_DIR.glob("*/recipe.json"))
 
@@ -24,7 +24,7 @@ def test_scene_loads_and_steps_in_every_engine(recipe, tmp_path):
         build(bundle, collision.CollisionConfig(workers=2), cache_dir=tmp_path / "cache")
         results = export_bundle(bundle)
         assert not {k: v for k, v in results.items() if isinstance(v, Exception)}
-        from export import get_exporter
+        from real2sim.engines import get_exporter
 
         for engine in ("mjcf", "sapien"):
             exp = get_exporter(engine)

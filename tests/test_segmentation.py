@@ -7,7 +7,7 @@ import argparse
 import numpy as np
 import pytest
 
-from segmentation import BACKENDS, Prompt, SegmentationError, iou, propagate, segment
+from real2sim.segmentation import BACKENDS, Prompt, SegmentationError, iou, propagate, segment
 
 
 def synthetic_scene(seed=0, shift=0):
@@ -49,7 +49,7 @@ def _cube_refs(shared_data):
     the cube, opened, closed, the component at the cube, holes filled. Checked by eye."""
     import cv2
 
-    from segmentation.morph import component_at, fill_holes, lab_image
+    from real2sim.core.morphology import component_at, fill_holes, lab_image
 
     img = cv2.cvtColor(cv2.imread(str(shared_data / "bridge" / "stack_cube_first_frame.png")), cv2.COLOR_BGR2RGB)
     plate = cv2.cvtColor(cv2.imread(str(shared_data / "bridge" / "stack_cube_plate.png")), cv2.COLOR_BGR2RGB)
@@ -101,7 +101,7 @@ def tiny_sam():
 
 def test_sam_backend_runs_real_predictor_with_tiny_model():
     pytest.importorskip("segment_anything")
-    from segmentation import SamBackend
+    from real2sim.segmentation import SamBackend
 
     img, _, _ = synthetic_scene()
     be = SamBackend(model=tiny_sam())
@@ -120,8 +120,8 @@ def test_sam_backend_runs_real_predictor_with_tiny_model():
 
 def test_sam_without_checkpoint_is_a_clear_error(monkeypatch):
     pytest.importorskip("segment_anything")
-    from real2sim.errors import DependencyMissing
-    from segmentation import SamBackend
+    from real2sim.core.errors import DependencyMissing
+    from real2sim.segmentation import SamBackend
 
     monkeypatch.delenv("REAL2SIM_SAM_CHECKPOINT", raising=False)
     img, _, _ = synthetic_scene()
@@ -169,7 +169,7 @@ def occlusion_clip(n=12):
 
 
 def test_propagation_keeps_static_objects_under_an_occluder_and_tracks_a_moving_one():
-    from segmentation import propagate_many
+    from real2sim.segmentation import propagate_many
 
     frames, static_gt, moving_gt, bars = occlusion_clip()
     first_static = static_gt & ~bars[0]
@@ -188,10 +188,10 @@ def test_propagation_keeps_static_objects_under_an_occluder_and_tracks_a_moving_
 
 
 def test_segment_stage_and_contact_sheet(tmp_path):
-    from capture import init_bundle
-    from capture.images import write_rgb
-    from real2sim.bundle import Bundle
-    from segmentation.stage import segment_stage
+    from real2sim.capture import init_bundle
+    from real2sim.core.imaging import write_rgb
+    from real2sim.core.bundle import Bundle
+    from real2sim.segmentation.stage import segment_stage
 
     for i in range(3):
         img, plate, gt = synthetic_scene(shift=3 * i)
@@ -223,9 +223,9 @@ def test_segment_stage_and_contact_sheet(tmp_path):
 
 
 def test_cli_handlers(tmp_path):
-    from capture.cli import add_parsers as add_capture
-    from capture.images import read_mask, write_rgb
-    from segmentation.cli import add_parsers as add_seg
+    from real2sim.apps.cli.capture import add_parsers as add_capture
+    from real2sim.core.imaging import read_mask, write_rgb
+    from real2sim.apps.cli.segmentation import add_parsers as add_seg
 
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="command", required=True)

@@ -73,15 +73,15 @@ def _board_pose(centre, tilt_deg, tilt_axis_deg, yaw_deg, pattern=(9, 6), square
 
 
 def _camera():
-    from real2sim.camera import Camera
-    from real2sim.geometry import look_at_opencv
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv
 
     return Camera(640, 480, K.copy(), look_at_opencv([0.55, 0.22, 0.45], [0.05, 0.0, 0.0]))
 
 
 @pytest.mark.parametrize("height, tilt, axis, yaw", [(0.0123, 1.5, 30.0, 10.0), (-0.031, 0.7, 120.0, -25.0)])
 def test_board_recovers_height_and_normal(tmp_path, height, tilt, axis, yaw):
-    from capture.table import TableConfig, table_from_board, table_picture
+    from real2sim.capture.table_board import TableConfig, table_from_board, table_picture
 
     cam = _camera()
     centre = np.array([0.06, 0.02, height])
@@ -102,7 +102,7 @@ def test_board_recovers_height_and_normal(tmp_path, height, tilt, axis, yaw):
 
 
 def test_board_thickness_lowers_the_table():
-    from capture.table import TableConfig, table_from_board
+    from real2sim.capture.table_board import TableConfig, table_from_board
 
     cam = _camera()
     img = _board_image(cam, _board_pose([0.06, 0.02, 0.003], 0.0, 0.0, 0.0))
@@ -111,9 +111,9 @@ def test_board_thickness_lowers_the_table():
 
 
 def test_board_not_found_names_the_image(tmp_path):
-    from capture.errors import CalibrationError
-    from capture.images import write_rgb
-    from capture.table import table_from_board
+    from real2sim.core.errors import CalibrationError
+    from real2sim.core.imaging import write_rgb
+    from real2sim.capture.table_board import table_from_board
 
     cam = _camera()
     path = tmp_path / "no_board.png"
@@ -129,9 +129,9 @@ def test_board_not_found_names_the_image(tmp_path):
 
 
 def test_board_needs_a_camera_pose(tmp_path):
-    from capture.errors import CaptureError
-    from capture.table import table_from_board
-    from real2sim.camera import Camera
+    from real2sim.core.errors import CaptureError
+    from real2sim.capture.table_board import table_from_board
+    from real2sim.core.camera import Camera
 
     cam = Camera(640, 480, K.copy(), np.eye(4))
     with pytest.raises(CaptureError, match="no pose.*real2sim calibrate"):
@@ -141,8 +141,8 @@ def test_board_needs_a_camera_pose(tmp_path):
 def test_charuco_board(tmp_path):
     import cv2
 
-    from capture.camera import charuco_board
-    from capture.table import CharucoSpec, table_from_board
+    from real2sim.capture.camera_file import charuco_board
+    from real2sim.capture.table_board import CharucoSpec, table_from_board
 
     spec = CharucoSpec((7, 5), 0.04, 0.03)
     board = charuco_board(spec.squares, spec.square, spec.marker, spec.dictionary)
@@ -182,8 +182,8 @@ def resting_capture(tmp_path_factory):
     from conftest import give_simple_collision
 
     from real2sim.pipeline import export_bundle
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
-    from real2sim.synthetic import SyntheticCaptureConfig, synthesize_capture
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 
     base = tmp_path_factory.mktemp("table")
     truth = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), base / "truth"))
@@ -200,7 +200,7 @@ def _shifted(root, tmp_path, dz=0.01):
     """A copy of the bundle whose table_height and table object are ``dz`` too high (a bad hand estimate)."""
     import shutil
 
-    from real2sim.bundle import Bundle
+    from real2sim.core.bundle import Bundle
 
     dst = tmp_path / "scene"
     shutil.copytree(root, dst)
@@ -213,7 +213,7 @@ def _shifted(root, tmp_path, dz=0.01):
 
 @pytest.mark.render
 def test_objects_recover_the_table(resting_capture, tmp_path):
-    from real2sim.table import table_from_objects
+    from real2sim.capture.table import table_from_objects
 
     b = _shifted(resting_capture[0], tmp_path)
     est = table_from_objects(b)
@@ -234,9 +234,9 @@ def test_objects_recover_the_table(resting_capture, tmp_path):
 def test_table_stage_writes_height_reports_and_marks_downstream_stale(resting_capture, tmp_path):
     from PIL import Image
 
-    from real2sim.table import table_stage
-    from real2sim.bundle import Bundle
-    from real2sim.manifest import StageRecord
+    from real2sim.capture.table import table_stage
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.manifest import StageRecord
 
     b = _shifted(resting_capture[0], tmp_path)
     for name in ("alignment", "texture", "export", "collision"):
@@ -262,10 +262,10 @@ def test_table_stage_writes_height_reports_and_marks_downstream_stale(resting_ca
 
 @pytest.mark.render
 def test_table_stage_error_keeps_the_bundle(resting_capture, tmp_path):
-    from capture.errors import CaptureError
-    from real2sim.table import table_stage
-    from real2sim.bundle import Bundle
-    from real2sim.errors import UnknownNameError
+    from real2sim.core.errors import CaptureError
+    from real2sim.capture.table import table_stage
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.errors import UnknownNameError
 
     b = _shifted(resting_capture[0], tmp_path)
     before = b.manifest.table_height
@@ -276,7 +276,7 @@ def test_table_stage_error_keeps_the_bundle(resting_capture, tmp_path):
     with pytest.raises(CaptureError, match="'mug' has no masks"):
         table_stage(b, objects=["mug"])
     # a board image in which there is no board: the stage fails, the bundle keeps its height
-    from capture.images import write_rgb
+    from real2sim.core.imaging import write_rgb
 
     write_rgb(tmp_path / "blank.png", np.full((480, 640, 3), 128, np.uint8))
     with pytest.raises(CaptureError, match="blank.png: no 9x6 checkerboard"):
@@ -288,10 +288,10 @@ def test_table_stage_error_keeps_the_bundle(resting_capture, tmp_path):
 
 def test_cli_table_with_board(tmp_path):
     """``real2sim table DIR --board IMG``: a bundle whose camera sees a board lying at z = +7 mm."""
-    from capture.images import write_rgb
-    from real2sim.bundle import Bundle
-    from real2sim.cli import main
-    from real2sim.manifest import CameraSpec
+    from real2sim.core.imaging import write_rgb
+    from real2sim.core.bundle import Bundle
+    from real2sim.apps.cli import main
+    from real2sim.core.manifest import CameraSpec
 
     b = Bundle.create(tmp_path / "scene")
     cam = _camera()
@@ -319,13 +319,13 @@ def test_bridge_frame_table_from_the_cubes(shared_data, tmp_path):
 
     from PIL import Image
 
-    from capture.camera import camera_from_dict
-    from real2sim.table import table_stage
-    from real2sim import bridge
-    from real2sim.bundle import Bundle
-    from real2sim.manifest import CameraSpec, FrameSpec
-    from real2sim.recipe import bundle_from_recipe
-    from segmentation import Prompt, segment
+    from real2sim.capture.camera_file import camera_from_dict
+    from real2sim.capture.table import table_stage
+    from real2sim.demos import bridge
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.manifest import CameraSpec, FrameSpec
+    from real2sim.pipeline.recipe import bundle_from_recipe
+    from real2sim.segmentation import Prompt, segment
 
     inputs = tmp_path / "inputs"
     inputs.mkdir()

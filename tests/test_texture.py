@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 
 def _gl_or_skip():
-    from texture.raster import resolve_backend
+    from real2sim.render.raster import resolve_backend
 
     if resolve_backend("auto") != "gl":
         pytest.skip("no headless OpenGL (EGL) context on this machine; the numpy fallback is tested alone")
@@ -26,14 +26,14 @@ def _gl_or_skip():
 # -- rasteriser ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tabletop(tmp_path_factory):
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     return bundle_from_recipe(builtin_recipe("tabletop"), tmp_path_factory.mktemp("tt") / "scene")
 
 
 def _world_mesh(bundle, oid):
-    from real2sim.geometry import transform_points
-    from real2sim.meshes import load_mesh
+    from real2sim.core.geometry import transform_points
+    from real2sim.core.meshes import load_mesh
 
     o = bundle.manifest.objects[oid]
     m = load_mesh(bundle.path(o.visual.mesh))
@@ -42,8 +42,8 @@ def _world_mesh(bundle, oid):
 
 def test_gl_and_numpy_rasterisers_agree(tabletop):
     _gl_or_skip()
-    from real2sim.raster import silhouette
-    from texture.raster import rasterize
+    from real2sim.render.silhouette import silhouette
+    from real2sim.render.raster import rasterize
 
     cam = tabletop.manifest.cameras["main"].camera()
     parts = [_world_mesh(tabletop, o) for o in ("mug", "cube", "can", "domino")]
@@ -68,8 +68,8 @@ def test_gl_and_numpy_rasterisers_agree(tabletop):
 
 
 def test_numpy_rasteriser_occlusion_and_behind_camera():
-    from real2sim.camera import Camera
-    from texture.raster import rasterize
+    from real2sim.core.camera import Camera
+    from real2sim.render.raster import rasterize
 
     cam = Camera(40, 30, np.array([[40.0, 0, 19.5], [0, 40, 14.5], [0, 0, 1]]), np.eye(4))
     near = np.array([[-0.2, -0.2, 1.0], [0.2, -0.2, 1], [0, 0.2, 1]])
@@ -83,8 +83,8 @@ def test_numpy_rasteriser_occlusion_and_behind_camera():
 
 
 def test_uv_raster_and_texture_sampling_conventions():
-    from texture.interp import interpolate, sample_texture
-    from texture.raster import rasterize_uv
+    from real2sim.render.interp import interpolate, sample_texture
+    from real2sim.render.raster import rasterize_uv
 
     uv = np.array([[0, 0], [1, 0], [1, 1], [0, 1.0]])
     fu = np.array([[0, 1, 2], [0, 2, 3]])
@@ -112,10 +112,10 @@ def mujoco_truth(tmp_path_factory):
     with ambient-only light of colour GAIN (so the expected texture is GAIN x the original) and noise."""
     from conftest import give_simple_collision
 
-    from real2sim.camera import Camera
-    from real2sim.geometry import look_at_opencv
-    from real2sim.manifest import CameraSpec
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv
+    from real2sim.core.manifest import CameraSpec
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp_path_factory.mktemp("gt") / "scene"))
     c = np.array(b.manifest.objects["cube"].pose.position)
@@ -137,7 +137,7 @@ def mujoco_truth(tmp_path_factory):
 
 def _ambient_only_scene(bundle):
     """The bundle's MJCF export loaded in MuJoCo, lit by a uniform ambient light of colour GAIN only."""
-    from export import get_exporter
+    from real2sim.engines import get_exporter
 
     ex = get_exporter("mjcf")
     scene = ex.load(ex.export(bundle).main_file.parent)
@@ -151,7 +151,7 @@ def _ambient_only_scene(bundle):
 
 
 def _perturbed(T, dist=0.03, deg=15.0, direction=1.0):
-    from texture.align import _rz
+    from real2sim.render.align import _rz
 
     T0 = T.copy()
     T0[:3, 3] += dist * np.array([np.cos(direction), np.sin(direction), 0.0])
@@ -162,8 +162,8 @@ def _perturbed(T, dist=0.03, deg=15.0, direction=1.0):
 @pytest.mark.render
 @pytest.mark.parametrize("oid", ["cube", "mug", "bracket"])
 def test_pose_alignment_recovers_mujoco_pose(mujoco_truth, oid):
-    from real2sim.meshes import load_mesh
-    from texture.align import AlignConfig, View, align_pose, pose_error
+    from real2sim.core.meshes import load_mesh
+    from real2sim.render.align import AlignConfig, View, align_pose, pose_error
 
     b, renders = mujoco_truth
     o = b.manifest.objects[oid]
@@ -184,9 +184,9 @@ def test_pose_alignment_recovers_mujoco_pose(mujoco_truth, oid):
 def test_texture_backprojection_psnr(mujoco_truth):
     from PIL import Image
 
-    from texture.align import View
-    from texture.backproject import TextureConfig, backproject, psnr, render_textured
-    from texture.mesh import load_texmesh
+    from real2sim.render.align import View
+    from real2sim.texture.backproject import TextureConfig, backproject, psnr, render_textured
+    from real2sim.render.mesh import load_texmesh
 
     b, renders = mujoco_truth
     o = b.manifest.objects["cube"]
@@ -205,9 +205,9 @@ def test_texture_backprojection_psnr(mujoco_truth):
 
 
 def test_texture_refinement_reduces_photometric_loss(mujoco_truth):
-    from texture.align import View
-    from texture.backproject import TextureConfig, backproject
-    from texture.mesh import load_texmesh
+    from real2sim.render.align import View
+    from real2sim.texture.backproject import TextureConfig, backproject
+    from real2sim.render.mesh import load_texmesh
 
     b, renders = mujoco_truth
     o = b.manifest.objects["cube"]
@@ -221,7 +221,7 @@ def test_texture_refinement_reduces_photometric_loss(mujoco_truth):
 def _add_frame(bundle, img, masks: dict, camera="main"):
     from PIL import Image
 
-    from real2sim.manifest import FrameSpec
+    from real2sim.core.manifest import FrameSpec
 
     i = len(bundle.manifest.capture.frames)
     key = f"{i:06d}"
@@ -241,10 +241,10 @@ def _add_frame(bundle, img, masks: dict, camera="main"):
 def test_align_and_texture_stages_via_cli(mujoco_truth, tmp_path):
     import shutil
 
-    from real2sim.bundle import Bundle
-    from real2sim.manifest import Pose
-    from texture.align import pose_error
-    from texture.cli import main
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.manifest import Pose
+    from real2sim.render.align import pose_error
+    from real2sim.apps.cli.texture import main
 
     src, renders = mujoco_truth
     root = tmp_path / "scene"
@@ -275,7 +275,7 @@ def test_align_and_texture_stages_via_cli(mujoco_truth, tmp_path):
     assert main(["texture", str(root), "--object", "cube", "--size", "128", "--force"]) == 0
     assert Bundle.load(root).manifest.objects["cube"].visual.texture == tex  # deterministic (content-addressed name)
     # the exporters pick the new texture up
-    from export import get_exporter
+    from real2sim.engines import get_exporter
 
     res = get_exporter("mjcf").export(b)
     assert any(p.suffix == ".png" for p in res.files)
@@ -284,8 +284,8 @@ def test_align_and_texture_stages_via_cli(mujoco_truth, tmp_path):
 def test_bad_input_keeps_previous_pose_and_texture(tabletop, tmp_path):
     import shutil
 
-    from real2sim.bundle import Bundle
-    from texture.cli import main
+    from real2sim.core.bundle import Bundle
+    from real2sim.apps.cli.texture import main
 
     root = tmp_path / "scene"
     shutil.copytree(tabletop.root, root)
@@ -311,10 +311,10 @@ def test_bad_input_keeps_previous_pose_and_texture(tabletop, tmp_path):
 
 
 def test_behind_camera_and_xatlas_failure(tabletop, monkeypatch):
-    from real2sim.meshes import load_mesh
-    from texture import mesh as tm
-    from texture.align import View, align_pose
-    from texture.errors import AlignmentError, UVError
+    from real2sim.core.meshes import load_mesh
+    from real2sim.render import mesh as tm
+    from real2sim.render.align import View, align_pose
+    from real2sim.core.errors import AlignmentError, UVError
 
     cam = tabletop.manifest.cameras["main"].camera()
     m = load_mesh(tabletop.path(tabletop.manifest.objects["cube"].visual.mesh))
@@ -339,7 +339,7 @@ def test_behind_camera_and_xatlas_failure(tabletop, monkeypatch):
 
 
 def test_push_pull_fill_keeps_known_texels():
-    from texture.backproject import push_pull_fill
+    from real2sim.texture.backproject import push_pull_fill
 
     tex = np.zeros((16, 16, 3), np.float32)
     known = np.zeros((16, 16), bool)
@@ -352,8 +352,8 @@ def test_push_pull_fill_keeps_known_texels():
 
 # -- real frames: Bridge stack-cube ---------------------------------------------------------------------------
 def _bridge_camera():
-    from real2sim.camera import Camera
-    from real2sim.geometry import camera_pose_from_convention, make_pose
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import camera_pose_from_convention, make_pose
 
     K = np.array([[623.588, 0, 319.501], [0, 623.588, 239.545], [0, 0, 1]])
     T = camera_pose_from_convention(make_pose([0.0, -0.16, 0.336], [0.909182, -0.0819809, 0.347277, 0.214629]), "sapien")
@@ -384,9 +384,9 @@ def _cube_masks(img_u8, plate_u8):
 def test_bridge_cubes_align_and_texture(shared_data):
     from PIL import Image
 
-    from texture.align import AlignConfig, View, align_pose
-    from texture.backproject import TextureConfig, backproject, psnr, render_textured
-    from texture.mesh import ensure_uv, load_texmesh
+    from real2sim.render.align import AlignConfig, View, align_pose
+    from real2sim.texture.backproject import TextureConfig, backproject, psnr, render_textured
+    from real2sim.render.mesh import ensure_uv, load_texmesh
 
     img_u8 = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_first_frame.png").convert("RGB"))
     plate_u8 = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_plate.png").convert("RGB"))
@@ -430,12 +430,12 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
     GAIN x the originals, written into robot.appearance, and the MJCF export uses them."""
     from conftest import give_simple_collision
 
-    from export import get_exporter
-    from real2sim.camera import Camera
-    from real2sim.geometry import look_at_opencv
-    from real2sim.manifest import CameraSpec, Pose, RobotSpec
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
-    from texture.cli import main
+    from real2sim.engines import get_exporter
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv
+    from real2sim.core.manifest import CameraSpec, Pose, RobotSpec
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.apps.cli.texture import main
 
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene"))
     b.manifest.robot = RobotSpec(name="widowx", base_pose=Pose([-0.35, 0, 0], [1, 0, 0, 0]), appearance=dict(ROBOT_GT))
@@ -450,7 +450,7 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
     b.save()
     _add_frame(b, img, {}, camera="robot")
     assert main(["robot-appearance", str(b.root)]) == 0
-    from real2sim.bundle import Bundle
+    from real2sim.core.bundle import Bundle
 
     b = Bundle.load(b.root)
     app = b.manifest.robot.appearance
@@ -466,9 +466,9 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
 
 
 def test_robot_appearance_needs_a_robot(tmp_path):
-    from real2sim.errors import Real2SimError
-    from real2sim.recipe import builtin_recipe, bundle_from_recipe
-    from texture.robot import robot_appearance_stage
+    from real2sim.core.errors import Real2SimError
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.render.robot import robot_appearance_stage
 
     b = bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene")
     b.manifest.robot = None  # the bundled scene has a WidowX; a bundle without one:
@@ -480,10 +480,10 @@ def test_robot_appearance_needs_a_robot(tmp_path):
 @pytest.mark.render
 def test_alignment_and_texture_work_on_the_numpy_fallback(mujoco_truth):
     """Machines without GL: the same code path on the numpy rasteriser (small mesh, one view)."""
-    from real2sim.meshes import load_mesh
-    from texture.align import AlignConfig, View, align_pose, pose_error
-    from texture.backproject import TextureConfig, backproject
-    from texture.mesh import load_texmesh
+    from real2sim.core.meshes import load_mesh
+    from real2sim.render.align import AlignConfig, View, align_pose, pose_error
+    from real2sim.texture.backproject import TextureConfig, backproject
+    from real2sim.render.mesh import load_texmesh
 
     b, renders = mujoco_truth
     o = b.manifest.objects["cube"]

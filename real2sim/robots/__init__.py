@@ -13,9 +13,9 @@ import importlib
 from functools import lru_cache
 from pathlib import Path
 
-from real2sim.errors import UnknownNameError
+from real2sim.core.errors import UnknownNameError
 
-from .spec import RobotDef, cache_dir, resolve_urdf
+from real2sim.robots.spec import RobotDef, cache_dir, resolve_urdf
 
 ROBOT_MODULES = ("widowx250s", "panda")
 

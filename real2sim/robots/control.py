@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.errors import Real2SimError
+from real2sim.core.errors import Real2SimError
 
-from . import get_robot
-from .kinematics import Kinematics, so3_exp
+from real2sim.robots import get_robot
+from real2sim.robots.kinematics import Kinematics, so3_exp
 
 log = logging.getLogger(__name__)
 MODES = ("ee_delta", "joint_pos")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.errors import ExportError
+from real2sim.core.errors import ExportError
 
-from . import get_robot, robot_urdf
-from .spec import RobotDef
+from real2sim.robots import get_robot, robot_urdf
+from real2sim.robots.spec import RobotDef
 
 ROBOT_PREFIX = "robot/"
 """Engine names (MJCF bodies/joints/geoms) of the robot carry this prefix so they never clash with object ids."""

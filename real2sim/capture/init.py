@@ -1,0 +1,114 @@
+"""``real2sim init``: a new bundle from frames (+ camera file, + robot name)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.core.bundle import Bundle, atomic_write_json, hash_file, hash_jsonable, replace_dir_atomically
+from real2sim.core.errors import BundleError
+from real2sim.core.manifest import CameraSpec, CaptureSpec, FrameSpec
+from real2sim.core.stages import run_stage
+
+from real2sim.capture.camera_file import camera_to_dict, check_camera_matches_frames, load_camera
+from real2sim.core.errors import CaptureError
+from real2sim.capture.frames import FrameSource, read_frames
+from real2sim.core.imaging import write_rgb
+from real2sim.core.pictures import tiles
+
+log = logging.getLogger(__name__)
+FRAMES_DIR = "capture/frames"
+
+
+def _source_hash(path: Path) -> str:
+    path = Path(path)
+    if path.is_file():
+        return hash_file(path)
+    files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return hash_jsonable([(p.relative_to(path).as_posix(), hash_file(p)) for p in files])
+
+
+def contact_sheet(frames: np.ndarray, count: int = 8, cols: int = 4, labels=None) -> np.ndarray:
+    """Evenly spaced frames in a grid (uint8 RGB)."""
+    idx = np.unique(np.linspace(0, len(frames) - 1, min(count, len(frames))).round().astype(int))
+    labs = [labels[i] if labels else f"frame {i}" for i in idx]
+    return tiles([frames[i] for i in idx], labs, cols=min(cols, len(idx)), tile_width=240)
+
+
+def init_bundle(directory, frames, camera=None, robot: str | None = None, name: str | None = None, stride: int = 1,
+                max_frames: int | None = None, episode: int = 0, video_key: str | None = None,
+                overwrite: bool = False) -> Bundle:
+    """Create a bundle in ``directory`` from ``frames`` (image folder, video file or LeRobot dataset).
+
+    ``camera``: a camera file (see :mod:`capture.camera`); stored as ``cameras.main``. Everything is read and
+    checked before the bundle is touched, so bad input leaves nothing half-written.
+    """
+    directory = Path(directory)
+    if robot:
+        from real2sim.robots import get_robot
+
+        get_robot(robot)  # refuse an unknown robot (with close matches) before anything is written
+    if (directory / "scene.json").exists() and not overwrite:
+        raise BundleError(f"{directory}: already holds a bundle (scene.json); choose a new directory, or pass "
+                          "--force to re-initialise its capture")
+    src: FrameSource = read_frames(frames, stride=stride, max_frames=max_frames, episode=episode, video_key=video_key)
+    n, h, w, _ = src.frames.shape
+    cam = None
+    if camera is not None:
+        cam = load_camera(camera)
+        check_camera_matches_frames(cam, w, h, camera, f"the frames of {frames}")
+    if (directory / "scene.json").exists():
+        bundle = Bundle.load(directory)
+    else:
+        bundle = Bundle.create(directory, name=name)
+    cfg = {"frames": str(frames), "stride": stride, "max_frames": max_frames, "episode": episode, "video_key": video_key,
+           "camera": None if camera is None else str(camera), "robot": robot}
+    input_hash = hash_jsonable([_source_hash(frames), None if camera is None else hash_file(camera), cfg])
+
+    def run():
+        with replace_dir_atomically(bundle.path(FRAMES_DIR)) as tmp:
+            for i, f in enumerate(src.frames):
+                write_rgb(tmp / f"{i:06d}.png", f)
+        specs = [FrameSpec(f"{FRAMES_DIR}/{i:06d}.png", float(src.timestamps[i]), "main",
+                           None if src.joint_positions is None else list(src.joint_positions[i])) for i in range(n)]
+        bundle.manifest.capture = CaptureSpec(source=src.source, frames=specs)
+        outputs = [s.image for s in specs]
+        if cam is not None:
+            bundle.manifest.cameras["main"] = CameraSpec.from_camera(cam)
+            atomic_write_json(bundle.path("capture/camera.json"), camera_to_dict(cam))
+            outputs.append("capture/camera.json")
+        if robot:
+            from real2sim.core.manifest import RobotSpec
+            from real2sim.robots import get_robot
+
+            rdef = get_robot(robot)  # unknown names suggest the close ones
+            q0 = list(specs[0].joint_positions) if specs and specs[0].joint_positions else list(rdef.default_qpos)
+            bundle.manifest.robot = RobotSpec(name=rdef.name, joint_positions=[float(x) for x in q0],
+                                              source=f"real2sim init --robot {robot}")
+            bundle.manifest.provenance["robot"] = rdef.name
+        bundle.manifest.provenance["capture_source"] = src.source
+        pic = bundle.reports_dir() / "capture.png"
+        write_rgb(pic, contact_sheet(src.frames))
+        metrics = {"frames": n, "width": w, "height": h, "fps": src.fps, "joint_states": src.joint_positions is not None,
+                   "camera": cam is not None, "duration_s": float(src.timestamps[-1] - src.timestamps[0])}
+        rep = bundle.write_report("capture", {**metrics, "source": src.source,
+                                              "frame_mean_rgb": [round(float(x), 2) for x in src.frames.mean((0, 1, 2))]})
+        return outputs + [rep, bundle.rel(pic)], metrics, f"{n} frames {w}x{h} from {src.source}"
+
+    run_stage(bundle, "capture", input_hash, cfg, run, force=True)
+    return bundle
+
+
+def load_frames(bundle: Bundle) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` frames of a bundle's capture."""
+    from real2sim.core.imaging import read_rgb
+
+    specs = bundle.manifest.capture.frames
+    if not specs:
+        raise CaptureError(f"{bundle.root}: the bundle has no captured frames; run 'real2sim init DIR --frames PATH' first")
+    imgs = [read_rgb(bundle.path(s.image)) for s in specs]
+    shapes = {i.shape for i in imgs}
+    if len(shapes) > 1:
+        raise CaptureError(f"{bundle.root}: captured frames have mixed sizes {sorted(shapes)}; re-run 'real2sim init'")
+    return np.stack(imgs)

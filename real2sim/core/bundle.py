@@ -1,0 +1,206 @@
+"""The scene bundle: a directory with ``scene.json`` and the files it references.
+
+Layout (see docs/bundle.md)::
+
+    scene.json                      manifest (real2sim.core.manifest.Manifest)
+    capture/frames/000000.png       real frames (capture stage)
+    background/plate.png            background plate
+    masks/<frame>/<entity>.png
+    objects/<id>/visual.obj         + texture.png
+    objects/<id>/collision/hull_000.obj ...
+    exports/mjcf/ exports/usd/ exports/sapien/
+    reports/<stage>.json, reports/<stage>_*.png
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from real2sim.core.errors import BundleError, ManifestError, UnknownNameError
+from real2sim.core.manifest import Manifest, ObjectSpec, StageRecord
+
+log = logging.getLogger(__name__)
+MANIFEST = "scene.json"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file so that readers see either the old or the new content, never a mix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
+
+
+def hash_bytes(*chunks: bytes) -> str:
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(hashlib.sha256(c).digest())
+    return h.hexdigest()[:16]
+
+
+def hash_file(path: Path) -> str:
+    return hash_bytes(Path(path).read_bytes())
+
+
+def hash_jsonable(obj: Any) -> str:
+    return hash_bytes(json.dumps(obj, sort_keys=True, default=str).encode())
+
+
+@contextlib.contextmanager
+def replace_dir_atomically(final: Path) -> Iterator[Path]:
+    """Yield a fresh temp directory; on success it replaces ``final``, on error ``final`` is untouched."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = final.with_name(f".{final.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class Bundle:
+    """A scene bundle on disk. ``Bundle.load(dir)`` validates; ``save()`` is atomic."""
+
+    def __init__(self, root: Path, manifest: Manifest):
+        self.root = Path(root).resolve()
+        self.manifest = manifest
+
+    # -- creation / loading -------------------------------------------------------------
+    @classmethod
+    def create(cls, root: Path, name: str | None = None, overwrite: bool = False) -> "Bundle":
+        root = Path(root)
+        if (root / MANIFEST).exists() and not overwrite:
+            raise BundleError(f"{root / MANIFEST} already exists; load it with Bundle.load, or pass overwrite=True")
+        root.mkdir(parents=True, exist_ok=True)
+        from real2sim.core.version import __version__
+
+        b = cls(root, Manifest(name=name or root.resolve().name, provenance={"created_by": f"real2sim {__version__}"}))
+        b.save()
+        return b
+
+    @classmethod
+    def load(cls, root: Path) -> "Bundle":
+        root = Path(root)
+        path = root / MANIFEST
+        if not root.is_dir():
+            raise BundleError(f"{root}: not a directory. Create a bundle with 'real2sim demo --out {root}' or 'real2sim init'")
+        if not path.is_file():
+            raise BundleError(f"{path}: missing. This directory is not a scene bundle; create one with 'real2sim init' or 'real2sim demo'")
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ManifestError(str(path), f"<line {exc.lineno} col {exc.colno}>", f"is not valid JSON ({exc.msg})",
+                                "fix the syntax, or restore the file from version control") from exc
+        return cls(root, Manifest.from_dict(data, str(path)))
+
+    def save(self) -> None:
+        atomic_write_json(self.root / MANIFEST, self.manifest.to_dict())
+
+    # -- paths ----------------------------------------------------------------------------
+    def path(self, rel: str) -> Path:
+        """Absolute path of a bundle-relative path; refuses paths that leave the bundle."""
+        p = (self.root / rel).resolve()
+        if self.root != p and self.root not in p.parents:
+            raise BundleError(f"path '{rel}' points outside the bundle {self.root}; bundle paths must be relative and inside it")
+        return p
+
+    def rel(self, path: Path) -> str:
+        return Path(path).resolve().relative_to(self.root).as_posix()
+
+    def object_dir(self, oid: str) -> Path:
+        return self.root / "objects" / oid
+
+    def reports_dir(self) -> Path:
+        d = self.root / "reports"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # -- objects --------------------------------------------------------------------------
+    def object(self, oid: str) -> ObjectSpec:
+        try:
+            return self.manifest.objects[oid]
+        except KeyError:
+            raise UnknownNameError("object", oid, self.manifest.objects) from None
+
+    def dynamic_objects(self) -> dict[str, ObjectSpec]:
+        return {k: v for k, v in self.manifest.objects.items() if not v.fixed}
+
+    # -- stages ---------------------------------------------------------------------------
+    def stage(self, name: str) -> StageRecord:
+        return self.manifest.stages.setdefault(name, StageRecord())
+
+    def stage_is_current(self, name: str, input_hash: str) -> bool:
+        rec = self.manifest.stages.get(name)
+        return bool(rec and rec.status == "done" and rec.input_hash == input_hash
+                    and all(self.path(o).exists() for o in rec.outputs))
+
+    def mark_stale(self, *names: str) -> None:
+        for n in names:
+            rec = self.manifest.stages.get(n)
+            if rec and rec.status == "done":
+                rec.status = "stale"
+
+    def write_report(self, stage: str, data: dict) -> str:
+        path = self.reports_dir() / f"{stage}.json"
+        atomic_write_json(path, data)
+        return self.rel(path)
+
+
+# Diagnostic fields that legitimately differ between runs (wall time, cache state);
+# they are left out of :func:`bundle_digest`.
+VOLATILE_KEYS = frozenset({"seconds", "cache_hit", "coacd_seconds"})
+
+
+def _strip_volatile(obj):
+    if isinstance(obj, dict):
+        return {k: _strip_volatile(v) for k, v in obj.items() if k not in VOLATILE_KEYS}
+    if isinstance(obj, list):
+        return [_strip_volatile(v) for v in obj]
+    return obj
+
+
+def bundle_digest(root: Path, exclude_dirs=("exports",)) -> dict[str, str]:
+    """Content hash of every file in a bundle: ``{relative path: hash}``.
+
+    JSON files are hashed without :data:`VOLATILE_KEYS`. Same inputs and seeds must
+    give the same digest (tested). ``exports/`` is left out by default since it is
+    derived and re-creatable.
+    """
+    root = Path(root)
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if not p.is_file() or rel.split("/")[0] in exclude_dirs:
+            continue
+        if p.suffix == ".json":
+            out[rel] = hash_jsonable(_strip_volatile(json.loads(p.read_text())))
+        else:
+            out[rel] = hash_file(p)
+    return out

@@ -1,0 +1,80 @@
+"""Mesh loading and mass properties (trimesh), shared by every stage."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.core.errors import MeshError
+
+log = logging.getLogger(__name__)
+
+
+def load_mesh(path: Path):
+    """Load a mesh file as one ``trimesh.Trimesh`` (scenes are flattened into world frame).
+
+    Raises :class:`MeshError` naming the file when it is unreadable or empty.
+    """
+    import trimesh
+
+    path = Path(path)
+    if not path.is_file():
+        raise MeshError(f"{path}: mesh file not found")
+    try:
+        loaded = trimesh.load(path, process=False)
+    except Exception as exc:  # trimesh raises many types for bad files
+        raise MeshError(f"{path}: cannot read mesh ({type(exc).__name__}: {exc}); export it as OBJ, STL, PLY, GLB or DAE") from exc
+    if isinstance(loaded, trimesh.Scene):
+        geoms = loaded.dump() if hasattr(loaded, "dump") else list(loaded.geometry.values())
+        geoms = [g for g in geoms if isinstance(g, trimesh.Trimesh)]
+        if not geoms:
+            raise MeshError(f"{path}: file holds no triangle meshes")
+        loaded = geoms[0] if len(geoms) == 1 else trimesh.util.concatenate(geoms)
+    if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
+        raise MeshError(f"{path}: no triangles found (point clouds and lines cannot be simulated)")
+    if not np.isfinite(loaded.vertices).all():
+        raise MeshError(f"{path}: vertices contain NaN or inf; fix the mesh in your modelling tool")
+    return loaded
+
+
+def mass_properties(mesh, density: float, mass: float | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass (kg), COM ``(3,)`` and inertia about the COM ``(3, 3)`` in the mesh frame.
+
+    Uses the closed mesh when it is watertight, else its convex hull (logged).
+    ``mass`` overrides the density-derived mass (inertia scales with it).
+    """
+    solid = mesh.copy()
+    solid.merge_vertices(merge_tex=True, merge_norm=True)  # UV seams split vertices
+    if not solid.is_watertight or solid.volume <= 0:
+        log.info("mesh is not watertight; mass properties from its convex hull")
+        solid = mesh.convex_hull
+    if solid.volume <= 1e-12:
+        raise MeshError("mesh encloses no volume (flat or degenerate); give the object a 'mass' and a solid collision shape")
+    m = density * solid.volume
+    inertia = np.array(solid.moment_inertia) * density  # trimesh: about COM, unit density
+    if mass is not None:
+        inertia *= mass / m
+        m = mass
+    return float(m), np.array(solid.center_mass, dtype=float), inertia
+
+
+def primitive_mass_properties(kind: str, size, density: float, mass: float | None = None):
+    """Mass, COM (origin) and inertia of a box (half extents), cylinder (radius, half height, Z axis) or sphere."""
+    if kind == "box":
+        a, b, c = (2 * np.asarray(size, float))
+        vol = a * b * c
+        diag = np.array([b * b + c * c, a * a + c * c, a * a + b * b]) / 12.0
+    elif kind == "cylinder":
+        r, hh = size
+        h = 2 * hh
+        vol = np.pi * r * r * h
+        diag = np.array([(3 * r * r + h * h) / 12.0, (3 * r * r + h * h) / 12.0, r * r / 2.0])
+    elif kind == "sphere":
+        (r,) = size
+        vol = 4.0 / 3.0 * np.pi * r**3
+        diag = np.full(3, 2.0 / 5.0 * r * r)
+    else:
+        raise MeshError(f"no closed-form mass properties for '{kind}'")
+    m = mass if mass is not None else density * vol
+    return float(m), np.zeros(3), np.diag(diag * m)

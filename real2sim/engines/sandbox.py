@@ -1,0 +1,37 @@
+"""A robot-only scene in any engine (for sysid, tests and benchmarks), built through the normal exporters."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from real2sim.core.bundle import Bundle
+from real2sim.core.manifest import RobotSpec
+
+from real2sim.robots import get_robot
+
+
+def robot_only_bundle(robot: str, root: Path | None = None, stiffness=None, damping=None, base_pose=None,
+                      qpos=None) -> Bundle:
+    r = get_robot(robot)
+    root = Path(root or tempfile.mkdtemp(prefix="real2sim-robot-"))
+    b = Bundle.create(root / "bundle", name=f"{r.name}_only", overwrite=True)
+    b.manifest.robot = RobotSpec(name=r.name, joint_positions=list(map(float, r.default_qpos if qpos is None else qpos)),
+                                 stiffness=None if stiffness is None else list(map(float, stiffness)),
+                                 damping=None if damping is None else list(map(float, damping)), source="registry")
+    if base_pose is not None:
+        b.manifest.robot.base_pose = base_pose
+    b.save()
+    return b
+
+
+def robot_scene(robot: str, engine: str = "mjcf", root: Path | None = None, **kw):
+    """Export a robot-only bundle with exporter ``engine`` ('mjcf', 'sapien') and load it (physics only)."""
+    from real2sim.engines import get_exporter
+
+    b = robot_only_bundle(robot, root, **kw)
+    ex = get_exporter(engine)
+    res = ex.export(b)
+    try:
+        return ex.load(res.main_file.parent, render=False)
+    except TypeError:
+        return ex.load(res.main_file.parent)

@@ -1,0 +1,933 @@
+"""SAPIEN 3 exporter: one URDF per object plus ``scene.sapien.json``, and a loader for it.
+
+Layout written into ``exports/sapien/``::
+
+    scene.sapien.json          timestep, gravity, objects (URDF, pose, fixed, friction), cameras, lights
+    objects/<id>.urdf          one link: visual mesh, collision elements, inertial
+    meshes/<sha16>.obj|.mtl|.png   visual mesh, its material and texture (content-addressed)
+    collision/<sha16>.obj      convex hull pieces (content-addressed)
+
+Why a JSON next to the URDFs: a URDF cannot carry an object's world pose, whether it
+is fixed, its friction or restitution, nor cameras and lights. ``load_sapien_scene``
+reads the JSON and builds every object with SAPIEN's own URDF loader
+(``scene.create_urdf_loader()``); friction/restitution go to every collision shape
+through ``loader.set_material``.
+
+Conventions at this boundary:
+
+* Quaternions are **wxyz** (as ``sapien.Pose`` takes them).
+* A camera ``pose`` is the pose of SAPIEN's camera frame (+X forward, +Y left, +Z up),
+  i.e. ``Camera.pose_in("sapien")``.
+* Camera ``fx, fy, cx, cy`` are in SAPIEN's pixel convention, the values to pass to
+  ``set_focal_lengths`` / ``set_principal_point``. SAPIEN puts pixel *edges* at integer
+  coordinates (top-left pixel centre at (0.5, 0.5)), OpenCV puts pixel *centres* there,
+  so ``cx_sapien = cx_opencv + 0.5`` (same for ``cy``); measured by rendering small
+  spheres: without the shift the image lands half a pixel off. The OpenCV ``K`` is kept
+  under ``opencv`` for reference.
+
+SAPIEN facts this module relies on (sapien 3.0.3):
+
+* A URDF with a single link and no joints comes out of ``URDFLoader.parse`` as an
+  *actor* builder (not an articulation), so it becomes a free rigid body; we set the
+  body type ourselves ("static" for fixed objects, "dynamic" otherwise) and the
+  initial pose before ``build()``.
+* The loader turns ``<inertial>`` into ``set_mass_and_inertia`` (principal moments +
+  rotated COM frame). A static body must get no ``<inertial>`` (the builder would set
+  ``mass`` on a ``PhysxRigidStaticComponent``), so fixed objects are written without one.
+* The actor builder *silently skips* a collision mesh it cannot cook or find
+  (``except RuntimeError: continue``); the loader here checks every referenced file
+  first and counts the shapes afterwards, so a missing hull is an error, not a body
+  that falls through the table.
+* ``sapien.Scene()`` creates a render system and raises "failed to find a rendering
+  device" without a Vulkan device (Mesa < 24.3). Physics then runs in a scene with only
+  a ``PhysxCpuSystem``; visual shapes must be dropped before building (creating render
+  materials needs the device too). Cameras still work for projection: a
+  ``RenderCameraComponent`` on an entity outside the scene gives the same matrices.
+* Gravity is global PhysX scene config (``physx.set_scene_config``), read when the
+  ``PhysxCpuSystem`` is created.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+
+from real2sim.core.bundle import Bundle, hash_bytes, replace_dir_atomically
+from real2sim.core.errors import ExportError, MeshError, UnknownNameError, UnsupportedCapability, require
+from real2sim.core.geometry import R_OPENCV_FROM_SAPIEN, make_pose, split_pose
+from real2sim.core.manifest import ObjectSpec
+
+from real2sim.engines.base import Exporter, ExportResult, LoadedScene
+from real2sim.engines.common import srgb_to_linear
+
+log = logging.getLogger(__name__)
+
+SCENE_FILE = "scene.sapien.json"
+FORMAT = "real2sim.sapien"
+FORMAT_VERSION = 1
+AMBIENT_LIGHT = [0.3, 0.3, 0.3]
+MATERIAL_NAME = "material_0"
+PIXEL_CENTRE_SHIFT = 0.5
+"""SAPIEN pixel coordinate minus OpenCV pixel coordinate of the same image point."""
+
+
+# ---------------------------------------------------------------------------------------
+# number formatting (deterministic bytes)
+# ---------------------------------------------------------------------------------------
+def _num(x: float) -> str:
+    """A float as text: 12 significant digits, no negative zero."""
+    s = f"{float(x) + 0.0:.12g}"
+    return "0" if s == "-0" else s
+
+
+def _vec(v) -> str:
+    return " ".join(_num(x) for x in v)
+
+
+def _r(x: float) -> float:
+    """Round for JSON (stable across runs, no negative zero)."""
+    return round(float(x), 12) + 0.0
+
+
+def _rpy(R) -> list[float]:
+    """URDF rpy (fixed-axis X, Y, Z; R = Rz(y) Ry(p) Rx(r)) of a rotation matrix."""
+    from scipy.spatial.transform import Rotation
+
+    R = np.asarray(R, float)
+    if np.allclose(R, np.eye(3), atol=1e-12):
+        return [0.0, 0.0, 0.0]
+    return [float(a) for a in Rotation.from_matrix(R).as_euler("xyz")]
+
+
+def _origin(T) -> str:
+    T = np.asarray(T, float)
+    return f'<origin xyz="{_vec(T[:3, 3])}" rpy="{_vec(_rpy(T[:3, :3]))}"/>'
+
+
+# ---------------------------------------------------------------------------------------
+# assets
+# ---------------------------------------------------------------------------------------
+def _read_required(path: Path, what: str, fix: str) -> bytes:
+    if not path.is_file():
+        raise ExportError(f"{path}: {what} not found. Fix: {fix}")
+    return path.read_bytes()
+
+
+def _visual_obj_text(bundle: Bundle, oid: str, obj: ObjectSpec) -> str:
+    """The visual mesh as OBJ text without material statements (geometry and UVs kept as they are)."""
+    from real2sim.core.meshes import load_mesh
+    from real2sim.core.objio import mesh_uv, write_obj
+
+    path = bundle.path(obj.visual.mesh)
+    fix = f"re-run the stage that writes object '{oid}' visual mesh, or fix 'objects.{oid}.visual.mesh' in scene.json"
+    if not path.is_file():
+        raise ExportError(f"{path}: visual mesh of object '{oid}' not found. Fix: {fix}")
+    try:
+        mesh = load_mesh(path)  # validates: readable, has triangles, finite
+    except MeshError as exc:
+        raise ExportError(f"{exc}. Object '{oid}'; fix: {fix}") from exc
+    if path.suffix.lower() == ".obj":
+        lines = path.read_text(errors="replace").splitlines()
+        lines = [ln.rstrip() for ln in lines if not re.match(r"\s*(mtllib|usemtl)\b", ln)]
+        return "\n".join(lines) + "\n"
+    with tempfile.TemporaryDirectory() as td:  # convert other formats through trimesh
+        tmp = Path(td) / "m.obj"
+        uv = mesh_uv(mesh)
+        write_obj(tmp, mesh.vertices, mesh.faces, uv=uv)
+        return tmp.read_text()
+
+
+def _with_material(obj_text: str, mtl_name: str) -> str:
+    """Insert ``mtllib`` at the top and ``usemtl`` before the first face."""
+    out = [f"mtllib {mtl_name}"]
+    used = False
+    for ln in obj_text.splitlines():
+        if not used and ln.lstrip().startswith("f "):
+            out.append(f"usemtl {MATERIAL_NAME}")
+            used = True
+        out.append(ln)
+    return "\n".join(out) + "\n"
+
+
+def _mtl_text(rgba, texture_name: str | None) -> str:
+    kd = [1.0, 1.0, 1.0] if texture_name else srgb_to_linear(rgba[:3])
+    lines = [f"newmtl {MATERIAL_NAME}", "Ka 0 0 0", f"Kd {_vec(kd)}", "Ks 0 0 0", "Ns 1",
+             f"d {_num(rgba[3])}", "illum 1"]
+    if texture_name:
+        lines.append(f"map_Kd {texture_name}")
+    return "\n".join(lines) + "\n"
+
+
+class _Writer:
+    """Collects output files (relative path -> bytes) in a deterministic order."""
+
+    def __init__(self):
+        self.files: dict[str, bytes] = {}
+
+    def add(self, rel: str, data: bytes) -> str:
+        if rel in self.files and self.files[rel] != data:  # pragma: no cover - would be a hash collision
+            raise ExportError(f"internal error: two different files want the name {rel}")
+        self.files[rel] = data
+        return rel
+
+    @staticmethod
+    def write_all(files: dict[str, bytes], root: Path) -> None:
+        for rel in sorted(files):
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(files[rel])
+
+
+def _visual_assets(w: _Writer, bundle: Bundle, oid: str, obj: ObjectSpec) -> str:
+    """Write the visual OBJ + MTL (+ texture); returns the OBJ's export-relative path."""
+    geometry = _visual_obj_text(bundle, oid, obj)
+    tex_bytes, tex_ext = b"", ""
+    if obj.visual.texture:
+        tpath = bundle.path(obj.visual.texture)
+        tex_bytes = _read_required(tpath, f"texture of object '{oid}'",
+                                   f"re-run the texture stage, or set 'objects.{oid}.visual.texture' to null")
+        tex_ext = tpath.suffix.lower() or ".png"
+    h = hash_bytes(geometry.encode(), tex_bytes, json.dumps([_r(c) for c in obj.visual.rgba]).encode())
+    tex_name = f"{h}{tex_ext}" if obj.visual.texture else None
+    if tex_name:
+        w.add(f"meshes/{tex_name}", tex_bytes)
+    w.add(f"meshes/{h}.mtl", _mtl_text(obj.visual.rgba, tex_name).encode())
+    return w.add(f"meshes/{h}.obj", _with_material(geometry, f"{h}.mtl").encode())
+
+
+def _collision_xml(w: _Writer, bundle: Bundle, oid: str, obj: ObjectSpec, warnings: list[str]) -> list[str]:
+    """``<collision>`` elements (and written hull files) of one object."""
+    from real2sim.core.meshes import load_mesh
+
+    col = obj.collision
+    fix_hint = "re-run the collision stage ('real2sim build')"
+    if col.kind == "pending":
+        raise ExportError(f"object '{oid}' has no collision geometry yet (collision.kind is 'pending'). Fix: {fix_hint}")
+    if col.kind == "none":
+        if not obj.fixed:
+            warnings.append(f"object '{oid}' is dynamic but has no collision geometry; it will fall through everything")
+        return []
+    out = []
+    if col.kind == "hulls":
+        for i, rel in enumerate(col.hulls):
+            path = bundle.path(rel)
+            data = _read_required(path, f"collision hull {i} of object '{oid}'", fix_hint)
+            try:
+                load_mesh(path)
+            except MeshError as exc:
+                raise ExportError(f"{exc}. Collision hull {i} of object '{oid}'; fix: {fix_hint}") from exc
+            name = w.add(f"collision/{hash_bytes(data)}.obj", data)
+            out.append(f'    <collision name="{oid}_hull_{i:03d}">\n      {_origin(np.eye(4))}\n'
+                       f'      <geometry><mesh filename="../{name}"/></geometry>\n    </collision>')
+        return out
+    T = col.pose.matrix()
+    if col.kind == "box":
+        geom = f'<box size="{_vec(2.0 * np.asarray(col.size))}"/>'  # URDF: full extents
+    elif col.kind == "cylinder":
+        r, hh = col.size  # URDF cylinders run along local Z, like the bundle's
+        geom = f'<cylinder radius="{_num(r)}" length="{_num(2.0 * hh)}"/>'
+    elif col.kind == "sphere":
+        geom = f'<sphere radius="{_num(col.size[0])}"/>'
+    else:  # pragma: no cover - the manifest validates kinds
+        raise ExportError(f"object '{oid}': collision kind '{col.kind}' is not supported by the SAPIEN exporter")
+    out.append(f'    <collision name="{oid}_{col.kind}">\n      {_origin(T)}\n      <geometry>{geom}</geometry>\n    </collision>')
+    return out
+
+
+def _inertial_xml(oid: str, obj: ObjectSpec, warnings: list[str]) -> str:
+    if obj.fixed:
+        return ""  # static bodies take no mass (see module docstring)
+    if obj.inertial is None:
+        warnings.append(f"object '{oid}' has no inertial; SAPIEN computes mass from collision shapes at density "
+                        f"{obj.density} (run the inertial stage for engine-independent numbers)")
+        return ""
+    I = np.asarray(obj.inertial.inertia, float)
+    return (f'    <inertial>\n      <origin xyz="{_vec(obj.inertial.com)}" rpy="0 0 0"/>\n'
+            f'      <mass value="{_num(obj.inertial.mass)}"/>\n'
+            f'      <inertia ixx="{_num(I[0, 0])}" ixy="{_num(I[0, 1])}" ixz="{_num(I[0, 2])}" '
+            f'iyy="{_num(I[1, 1])}" iyz="{_num(I[1, 2])}" izz="{_num(I[2, 2])}"/>\n    </inertial>\n')
+
+
+def _urdf_text(oid: str, visual_rel: str, collisions: list[str], inertial: str) -> str:
+    parts = ['<?xml version="1.0"?>',
+             "<!-- written by real2sim (export/sapien.py); one link = one rigid object; its world pose,",
+             "     fixed flag and friction live in ../scene.sapien.json -->",
+             f'<robot name="{oid}">', f'  <link name="{oid}">']
+    body = inertial
+    body += (f'    <visual name="{oid}_visual">\n      {_origin(np.eye(4))}\n'
+             f'      <geometry><mesh filename="../{visual_rel}"/></geometry>\n    </visual>\n')
+    body += "".join(c + "\n" for c in collisions)
+    parts.append(body.rstrip("\n"))
+    parts += ["  </link>", "</robot>"]
+    return "\n".join(parts) + "\n"
+
+
+def _pose_json(position, quat_wxyz) -> dict:
+    return {"position": [_r(x) for x in position], "quaternion_wxyz": [_r(x) for x in quat_wxyz]}
+
+
+def _camera_json(name: str, spec, warnings: list[str]) -> dict:
+    cam = spec.camera()
+    if np.any(np.asarray(cam.distortion) != 0):
+        warnings.append(f"camera '{name}': lens distortion {list(cam.distortion)} is dropped (SAPIEN cameras are pinhole); "
+                        "undistort the real frames for comparison")
+    p, q = split_pose(cam.pose_in("sapien"))
+    return {
+        "width": int(cam.width), "height": int(cam.height),
+        "fx": _r(cam.fx), "fy": _r(cam.fy),
+        "cx": _r(cam.cx + PIXEL_CENTRE_SHIFT), "cy": _r(cam.cy + PIXEL_CENTRE_SHIFT),
+        "skew": _r(cam.K[0, 1]),
+        "near": _r(cam.near), "far": _r(cam.far),
+        "pose": _pose_json(p, q),
+        "opencv": {"K": [[_r(x) for x in row] for row in cam.K],
+                   "T_world_camera": [[_r(x) for x in row] for row in cam.T_world_camera]},
+    }
+
+
+def build_sapien_files(bundle: Bundle) -> tuple[dict[str, bytes], list[str]]:
+    """Everything the export writes, as {relative path: bytes}, plus warnings. Reads the bundle only."""
+    w = _Writer()
+    warnings: list[str] = []
+    objects = {}
+    for oid, obj in bundle.manifest.objects.items():
+        visual_rel = _visual_assets(w, bundle, oid, obj)
+        collisions = _collision_xml(w, bundle, oid, obj, warnings)
+        urdf_rel = w.add(f"objects/{oid}.urdf", _urdf_text(oid, visual_rel, collisions,
+                                                            _inertial_xml(oid, obj, warnings)).encode())
+        objects[oid] = {
+            "urdf": urdf_rel,
+            "pose": _pose_json(obj.pose.position, obj.pose.quaternion_wxyz),
+            "fixed": bool(obj.fixed),
+            "static_friction": _r(obj.friction), "dynamic_friction": _r(obj.friction),
+            "restitution": _r(obj.restitution),
+            "density": _r(obj.density),
+            "collision_shapes": len(collisions),
+        }
+    m = bundle.manifest
+    scene = {
+        "format": FORMAT, "format_version": FORMAT_VERSION,
+        "name": m.name,
+        "conventions": {
+            "units": "m, kg, s, rad; world +Z up",
+            "quaternion_order": "wxyz",
+            "object_pose": "world pose of the object (URDF link) frame, not the centre of mass",
+            "camera_pose": "SAPIEN camera frame (+X forward, +Y left, +Z up)",
+            "camera_intrinsics": "fx, fy, cx, cy for set_focal_lengths/set_principal_point: SAPIEN pixel edges at "
+                                 "integers, so cx = cx_opencv + 0.5 and cy = cy_opencv + 0.5",
+        },
+        "table_height": _r(m.table_height),
+        "physics": {"timestep": _r(m.physics.timestep), "gravity": [_r(g) for g in m.physics.gravity]},
+        "objects": objects,
+        "cameras": {name: _camera_json(name, spec, warnings) for name, spec in m.cameras.items()},
+        "lights": {"ambient": list(AMBIENT_LIGHT),
+                   "directional": [{"direction": [_r(x) for x in li.direction], "color": [_r(x) for x in li.color]}
+                                   for li in m.lights]},
+    }
+    if m.robot is not None:
+        scene["robot"] = _robot_files(w, m.robot)
+    w.add(SCENE_FILE, (json.dumps(scene, indent=2) + "\n").encode())
+    return w.files, warnings
+
+
+def _robot_files(w: _Writer, spec) -> dict:
+    """Copy the robot's resolved URDF (meshes content-addressed, link colours from the appearance) into ``robot/``."""
+    from real2sim.robots.scene import robot_setup
+
+    rs = robot_setup(spec)
+    root = ElementTree.fromstring(rs.urdf.read_text())
+    for link in root.findall("link"):
+        rgba = rs.robot.link_rgba(link.get("name"), rs.appearance)
+        for vis in link.findall("visual"):
+            for mat in vis.findall("material"):
+                vis.remove(mat)
+            mat = ElementTree.SubElement(vis, "material", name=f"mat_{link.get('name')}")
+            ElementTree.SubElement(mat, "color", rgba=_vec([*srgb_to_linear(rgba[:3]), rgba[3]]))
+        for mesh in link.iter("mesh"):
+            src = Path(mesh.get("filename"))
+            data = src.read_bytes()
+            if src.suffix.lower() == ".obj":  # drop material libraries we do not ship
+                data = re.sub(rb"(?m)^(mtllib|usemtl)\b.*$", b"", data)
+            rel = w.add(f"robot/meshes/{hash_bytes(data)}{src.suffix.lower()}", data)
+            mesh.set("filename", rel[len("robot/"):])
+    ElementTree.indent(root, space="  ")
+    urdf_rel = w.add(f"robot/{rs.robot.name}.urdf", (ElementTree.tostring(root, encoding="unicode") + "\n").encode())
+    p, q = split_pose(rs.base)
+    return {"name": rs.robot.name, "urdf": urdf_rel, "base_pose": _pose_json(p, q),
+            "joint_names": rs.robot.joint_names, "qpos": [_r(x) for x in rs.qpos],
+            "stiffness": [_r(x) for x in rs.stiffness], "damping": [_r(x) for x in rs.damping],
+            "armature": _r(rs.robot.armature), "gravity_compensation": True}
+
+
+def _urdf_without_visuals(urdf: Path, tmp: Path) -> Path:
+    """A copy of ``urdf`` in ``tmp`` with every <visual> removed and mesh paths made absolute."""
+    tree = ElementTree.parse(urdf)
+    for link in tree.getroot().iter("link"):
+        for vis in list(link.findall("visual")):
+            link.remove(vis)
+    for mesh in tree.getroot().iter("mesh"):
+        mesh.set("filename", str((urdf.parent / mesh.get("filename")).resolve()))
+    out = tmp / urdf.name
+    tree.write(out)
+    return out
+
+
+def _load_robot(sapien, scene, root: Path, rd: dict, has_render: bool):
+    """Build the robot articulation (fixed root, gravity-compensated links, no self-collision, force-mode drives)."""
+    urdf = root / rd["urdf"]
+    if not urdf.is_file():
+        raise ExportError(f"{urdf}: robot URDF is missing. Fix: export the scene again")
+    loader = scene.create_urdf_loader()
+    loader.fix_root_link = True
+    try:
+        if has_render:
+            arts, _, _ = loader.parse(str(urdf))
+        else:  # parsing <visual> materials needs a render device: parse a copy without visuals
+            with tempfile.TemporaryDirectory() as tmp:
+                arts, _, _ = loader.parse(str(_urdf_without_visuals(urdf, Path(tmp))))
+        builder = arts[0]
+        builder.initial_pose = sapien.Pose(rd["base_pose"]["position"], rd["base_pose"]["quaternion_wxyz"])
+        art = builder.build()
+    except Exception as exc:  # noqa: BLE001 - SAPIEN raises many types
+        raise ExportError(f"{urdf}: SAPIEN refused the robot URDF ({type(exc).__name__}: {exc})") from exc
+    art.name = "robot"
+    for link in art.links:
+        link.disable_gravity = True
+        for shape in link.collision_shapes:
+            g = list(shape.get_collision_groups())
+            g[2] |= 1 << 30  # shapes sharing a bit in group 2 never collide: no robot self-collision
+            shape.set_collision_groups(g)
+    by_name = {j.name: j for j in art.active_joints}
+    missing = [n for n in rd["joint_names"] if n not in by_name]
+    if missing:
+        raise ExportError(f"{urdf}: joints {missing} not found in the SAPIEN articulation")
+    joints = [by_name[n] for n in rd["joint_names"]]
+    idx = [art.active_joints.index(j) for j in joints]
+    for j, k, d in zip(joints, rd["stiffness"], rd["damping"]):
+        j.set_drive_properties(float(k), float(d), 1e10, "force")
+        j.set_armature([float(rd["armature"])])
+    return art, joints, np.asarray(idx)
+
+
+# ---------------------------------------------------------------------------------------
+# exporter
+# ---------------------------------------------------------------------------------------
+class SapienExporter(Exporter):
+    """Writes ``exports/sapien/`` and loads it back in SAPIEN 3.
+
+    With ``verify=True`` (default) the new export is loaded in a physics-only SAPIEN
+    scene *before* it replaces the previous one, so an export SAPIEN refuses never
+    overwrites a good one.
+    """
+
+    name = "sapien"
+
+    def __init__(self, verify: bool = True):
+        self.verify = verify
+
+    def export(self, bundle: Bundle, out_dir: Path | None = None) -> ExportResult:
+        final = Path(out_dir) if out_dir is not None else self.out_dir(bundle)
+        t0 = time.perf_counter()
+        files, warnings = build_sapien_files(bundle)  # all reading + validation before touching final
+        with replace_dir_atomically(final) as tmp:
+            _Writer.write_all(files, tmp)
+            if self.verify:
+                load_sapien_scene(tmp / SCENE_FILE, render=False).close()
+        for w in warnings:
+            log.warning("sapien export: %s", w)
+        log.info("sapien export: %d files in %s (%.2f s)", len(files), final, time.perf_counter() - t0)
+        return ExportResult(engine=self.name, main_file=final / SCENE_FILE,
+                            files=[final / rel for rel in sorted(files)], warnings=warnings)
+
+    def load(self, out_dir: Path, render: bool = True) -> "SapienScene":
+        return load_sapien_scene(Path(out_dir) / SCENE_FILE, render=render)
+
+
+# ---------------------------------------------------------------------------------------
+# loader
+# ---------------------------------------------------------------------------------------
+_SAPIEN = None
+
+
+def _sapien():
+    """Import sapien once, quietly."""
+    global _SAPIEN
+    if _SAPIEN is None:
+        sapien = require("sapien", "sapien", "sapien")
+        try:
+            sapien.set_log_level("warning")
+        except Exception:  # pragma: no cover - older/newer API
+            log.debug("sapien.set_log_level unavailable")
+        _SAPIEN = sapien
+    return _SAPIEN
+
+
+def _check_referenced_files(urdf: Path) -> int:
+    """Raise ExportError naming any file the URDF (or its OBJ/MTL) needs but lacks; returns the number of collisions."""
+    try:
+        root = ElementTree.parse(urdf).getroot()
+    except ElementTree.ParseError as exc:
+        raise ExportError(f"{urdf}: SAPIEN cannot read this URDF ({exc}). Fix: export the scene again") from exc
+    links = root.findall("link")
+    if root.tag != "robot" or len(links) != 1:
+        raise ExportError(f"{urdf}: expected a <robot> with exactly one <link> (one rigid object), "
+                          f"found {len(links)} links. Fix: export the scene again")
+    for el in root.iter("mesh"):
+        fn = el.get("filename", "")
+        path = Path(os.path.normpath(urdf.parent / fn))
+        if not fn or not path.is_file():
+            raise ExportError(f"{path}: mesh file referenced by {urdf} is missing. Fix: export the scene again")
+        if path.suffix.lower() == ".obj":
+            for ln in path.read_text(errors="replace").splitlines():
+                if ln.startswith("mtllib "):
+                    mtl = Path(os.path.normpath(path.parent / ln.split(None, 1)[1].strip()))
+                    if not mtl.is_file():
+                        raise ExportError(f"{mtl}: material file referenced by {path} is missing. Fix: export the scene again")
+                    for ml in mtl.read_text(errors="replace").splitlines():
+                        if ml.startswith("map_"):
+                            tex = Path(os.path.normpath(mtl.parent / ml.split(None, 1)[1].strip()))
+                            if not tex.is_file():
+                                raise ExportError(f"{tex}: texture referenced by {mtl} is missing. "
+                                                  "Fix: export the scene again")
+    return len(links[0].findall("collision"))
+
+
+def _make_scene(sapien, gravity, render: bool):
+    """A sapien.Scene with PhysX (and a render system when asked and possible); returns (scene, why_no_render)."""
+    physx = sapien.physx
+    old = physx.get_scene_config()
+    physx.set_scene_config(gravity=np.asarray(gravity, np.float32))
+    try:
+        why = "not requested (render=False)"
+        if render:
+            try:
+                return sapien.Scene([physx.PhysxCpuSystem(), sapien.render.RenderSystem()]), None
+            except RuntimeError as exc:  # "failed to find a rendering device" with Mesa < 24.3
+                why = str(exc)
+                log.warning("SAPIEN cannot render here (%s); loading physics only. On Debian 12 install "
+                            "mesa-vulkan-drivers from bookworm-backports (Mesa >= 24.3) for CPU rendering", why)
+        return sapien.Scene([physx.PhysxCpuSystem()]), why
+    finally:
+        physx.set_scene_config(old)
+
+
+def load_sapien_scene(scene_json_path, render: bool = True) -> "SapienScene":
+    """Build a SAPIEN scene from ``scene.sapien.json``.
+
+    ``render=True`` adds a render system, cameras and lights when a Vulkan device is
+    available (else it logs why and loads physics only). Raises :class:`ExportError`
+    naming the file when SAPIEN or this loader refuses a file.
+    """
+    sapien = _sapien()
+    path = Path(scene_json_path)
+    if not path.is_file():
+        raise ExportError(f"{path}: SAPIEN scene file not found. Fix: run 'real2sim export' (sapien)")
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ExportError(f"{path}: not valid JSON ({exc}). Fix: export the scene again") from exc
+    if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
+        raise ExportError(f"{path}: not a {FORMAT} v{FORMAT_VERSION} file (format={data.get('format')!r}, "
+                          f"version={data.get('format_version')!r}). Fix: export the scene again with this real2sim")
+    t0 = time.perf_counter()
+    root = path.parent
+    physics = data["physics"]
+    scene, why_no_render = _make_scene(sapien, physics["gravity"], render)
+    scene.timestep = float(physics["timestep"])
+    has_render = why_no_render is None
+
+    entities = {}
+    for oid, od in data["objects"].items():
+        urdf = root / od["urdf"]
+        if not urdf.is_file():
+            raise ExportError(f"{urdf}: URDF of object '{oid}' is missing. Fix: export the scene again")
+        n_collisions = _check_referenced_files(urdf)
+        loader = scene.create_urdf_loader()
+        loader.set_material(float(od["static_friction"]), float(od["dynamic_friction"]), float(od["restitution"]))
+        loader.set_density(float(od.get("density", 1000.0)))
+        try:
+            articulations, actors, _ = loader.parse(str(urdf))
+            if articulations or len(actors) != 1:
+                raise ExportError(f"{urdf}: expected one rigid body, SAPIEN's loader found "
+                                  f"{len(articulations)} articulations and {len(actors)} actors. Fix: export again")
+            builder = actors[0]
+            if not has_render:
+                builder.visual_records = []  # render materials/meshes need a render device
+            builder.set_physx_body_type("static" if od["fixed"] else "dynamic")
+            builder.set_name(oid)
+            builder.set_initial_pose(sapien.Pose(od["pose"]["position"], od["pose"]["quaternion_wxyz"]))
+            entity = builder.build()
+        except ExportError:
+            raise
+        except Exception as exc:  # urchin/SAPIEN raise many types
+            raise ExportError(f"{urdf}: SAPIEN refused this URDF ({type(exc).__name__}: {exc}). "
+                              "Fix: export the scene again") from exc
+        body = _physx_body(sapien, entity)
+        shapes = body.get_collision_shapes()
+        if len(shapes) != n_collisions:
+            raise ExportError(f"{urdf}: SAPIEN built {len(shapes)} of {n_collisions} collision shapes (it skips meshes "
+                              "it cannot cook). Fix: check the hull files under collision/ and export again")
+        entities[oid] = entity
+
+    cameras = {}
+    for name, cd in data.get("cameras", {}).items():
+        cam = sapien.render.RenderCameraComponent(int(cd["width"]), int(cd["height"]))
+        cam.set_focal_lengths(float(cd["fx"]), float(cd["fy"]))
+        cam.set_principal_point(float(cd["cx"]), float(cd["cy"]))
+        cam.set_skew(float(cd.get("skew", 0.0)))
+        cam.near, cam.far = float(cd["near"]), float(cd["far"])
+        cam.name = name
+        mount = sapien.Entity()
+        mount.name = f"camera:{name}"
+        mount.add_component(cam)
+        mount.set_pose(sapien.Pose(cd["pose"]["position"], cd["pose"]["quaternion_wxyz"]))
+        if has_render:
+            scene.add_entity(mount)
+        # without a render system the mount stays outside the scene: its matrices still work for projection
+        cameras[name] = (cam, mount)
+
+    if has_render:
+        lights = data.get("lights", {})
+        scene.set_ambient_light(lights.get("ambient", AMBIENT_LIGHT))
+        for li in lights.get("directional", []):
+            scene.add_directional_light(li["direction"], li["color"], shadow=False)
+
+    robot = _load_robot(sapien, scene, root, data["robot"], has_render) if data.get("robot") else None
+    log.info("sapien: loaded %s (%d objects, robot=%s, render=%s) in %.2f s", path, len(entities),
+             data.get("robot", {}).get("name"), has_render, time.perf_counter() - t0)
+    sc = SapienScene(scene, entities, cameras, data, path, why_no_render)
+    if robot is not None:
+        sc._attach_robot(*robot)
+    return sc
+
+
+def _physx_body(sapien, entity):
+    for c in entity.components:
+        if isinstance(c, sapien.physx.PhysxRigidBaseComponent):
+            return c
+    raise ExportError(f"SAPIEN entity '{entity.name}' has no PhysX body")  # pragma: no cover
+
+
+class SapienScene(LoadedScene):
+    """An export loaded in SAPIEN 3.
+
+    ``scene`` is the ``sapien.Scene``; ``entity(oid)`` the object's entity.
+    ``render_unavailable`` says why there is no "render" capability (None when there is).
+    """
+
+    engine = "sapien"
+
+    def __init__(self, scene, entities: dict, cameras: dict, data: dict, path: Path, why_no_render: str | None):
+        self._sapien = _sapien()
+        self.scene = scene
+        self._entities = entities
+        self._cameras = cameras
+        self.data = data
+        self.path = path
+        self.render_unavailable = why_no_render
+        caps = {"physics", "mass", "project"}
+        if why_no_render is None:
+            caps |= {"render", "depth", "appearance"}
+        self.capabilities = frozenset(caps)
+        self.timestep = float(data["physics"]["timestep"])
+        self._tint0: dict[str, list] = {}
+        self._scaled_cameras: dict = {}
+        self._lights0 = self._light_state() if why_no_render is None else None
+
+    # -- robot ----------------------------------------------------------------------
+    def _attach_robot(self, art, joints, idx) -> None:
+        from real2sim.robots import get_robot
+
+        self.articulation = art
+        self._joints = joints
+        self._jidx = idx
+        self._robot = get_robot(self.data["robot"]["name"])
+        self._links = {l.name: l for l in art.links}
+        self.capabilities = self.capabilities | {"robot"}
+        self.set_robot_qpos(self.data["robot"]["qpos"])
+
+    def robot_qpos(self) -> np.ndarray:
+        self.require("robot")
+        return np.asarray(self.articulation.get_qpos(), float)[self._jidx]
+
+    def robot_qvel(self) -> np.ndarray:
+        self.require("robot")
+        return np.asarray(self.articulation.get_qvel(), float)[self._jidx]
+
+    def set_robot_qpos(self, q) -> None:
+        self.require("robot")
+        q = np.asarray(q, float)
+        full = np.asarray(self.articulation.get_qpos(), np.float32)
+        full[self._jidx] = q
+        self.articulation.set_qpos(full)
+        self.articulation.set_qvel(np.zeros_like(full))
+        self.set_joint_targets(q)
+
+    def set_joint_targets(self, q) -> None:
+        self.require("robot")
+        for j, x in zip(self._joints, np.asarray(q, float)):
+            j.set_drive_target(float(x))
+
+    def set_joint_gains(self, stiffness, damping) -> None:
+        self.require("robot")
+        for j, k, d in zip(self._joints, stiffness, damping):
+            j.set_drive_properties(float(k), float(d), 1e10, "force")
+
+    def link_pose(self, link: str) -> np.ndarray:
+        self.require("robot")
+        if link not in self._links:
+            raise UnknownNameError("robot link", link, self._links)
+        return np.asarray(self._links[link].entity_pose.to_transformation_matrix(), float)
+
+    def robot_base_pose(self) -> np.ndarray:
+        return self.link_pose(self._robot.base_link)
+
+    def robot_mask(self, camera: str) -> np.ndarray:
+        self.require("robot")
+        seg, _ = self.segmentation(camera)
+        return np.isin(seg, [int(l.entity.per_scene_id) for l in self._links.values()])
+
+    @property
+    def physics_timestep(self) -> float:
+        return float(self.scene.timestep)
+
+    def set_physics_timestep(self, dt: float) -> None:
+        self.scene.timestep = float(dt)
+        self.timestep = float(dt)
+
+    def step_physics(self, n: int) -> None:
+        for _ in range(int(n)):
+            self.scene.step()
+
+    # -- lookup ---------------------------------------------------------------------
+    def object_ids(self) -> list[str]:
+        return list(self._entities)
+
+    # -- appearance -------------------------------------------------------------------
+    def _light_state(self) -> dict:
+        r = self._sapien.render
+        kinds = tuple(k for k in (getattr(r, n, None) for n in ("RenderDirectionalLightComponent",
+                                                                 "RenderPointLightComponent",
+                                                                 "RenderSpotLightComponent")) if k is not None)
+        lights = [(c, np.array(c.color, float)) for e in self.scene.entities for c in e.components
+                  if isinstance(c, kinds)]
+        return {"ambient": np.array(self.scene.ambient_light, float), "lights": lights}
+
+    def set_lighting(self, scale: float, unlit: bool = False) -> None:
+        self.require("appearance")
+        s = float(scale)
+        self.scene.set_ambient_light([s] * 3 if unlit else (self._lights0["ambient"] * s).tolist())
+        for comp, color in self._lights0["lights"]:
+            comp.set_color((color * (0.0 if unlit else s)).tolist())
+
+    def _materials(self, target: str) -> list:
+        if target == "robot":
+            self.require("robot")
+            entities = [link.entity for link in self._links.values()]
+        else:
+            entities = [self.entity(target)]
+        mats = []
+        for e in entities:
+            for c in e.components:
+                if isinstance(c, self._sapien.render.RenderBodyComponent):
+                    for sh in c.render_shapes:
+                        parts = list(getattr(sh, "parts", None) or [])
+                        mats += [pt.material for pt in parts] if parts else [sh.material]
+        return mats
+
+    def _tint_state(self, target: str) -> list:
+        """Per material of ``target``: (material, base colour, texels or None) as exported (read once)."""
+        if target not in self._tint0:
+            out = []
+            for mat in self._materials(target):
+                tex = mat.base_color_texture
+                texels = None
+                if tex is not None:  # SAPIEN ignores the base colour under a texture: tint a private copy
+                    texels = np.asarray(tex.download())
+                    mat.base_color_texture = self._sapien.render.RenderTexture2D(
+                        texels, tex.format, mipmap_levels=int(tex.mipmap_levels), filter_mode=tex.filter_mode,
+                        address_mode=tex.address_mode, srgb=bool(tex.is_srgb))
+                out.append((mat, np.array(mat.base_color, float), texels))
+            self._tint0[target] = out
+        return self._tint0[target]
+
+    def set_tint(self, target: str, rgb) -> None:
+        self.require("appearance")
+        rgb = np.asarray(rgb, float).reshape(3)
+        for mat, base, texels in self._tint_state(target):
+            if texels is None:
+                mat.base_color = [*np.clip(base[:3] * rgb, 0.0, 1.0), float(base[3])]
+                continue
+            top = float(np.iinfo(texels.dtype).max) if np.issubdtype(texels.dtype, np.integer) else 1.0
+            t = texels.astype(np.float32)
+            t[..., :3] *= rgb
+            if top > 1.0:
+                t = np.rint(t)
+            mat.base_color_texture.upload(np.clip(t, 0, top).astype(texels.dtype))
+
+    def entity(self, oid: str):
+        try:
+            return self._entities[oid]
+        except KeyError:
+            raise UnknownNameError("object", oid, self._entities) from None
+
+    def body(self, oid: str):
+        """The object's PhysX component (``PhysxRigidDynamicComponent`` or ``PhysxRigidStaticComponent``)."""
+        return _physx_body(self._sapien, self.entity(oid))
+
+    def camera(self, name: str, size: tuple[int, int] | None = None):
+        """The ``RenderCameraComponent`` of a bundle camera; with ``size`` ``(w, h)`` a second one on the same
+        mount with the intrinsics scaled per axis (made once, then reused)."""
+        try:
+            cam, mount = self._cameras[name]
+        except KeyError:
+            raise UnknownNameError("camera", name, self._cameras) from None
+        if size is None or (int(size[0]), int(size[1])) == (cam.width, cam.height):
+            return cam
+        key = (name, int(size[0]), int(size[1]))
+        if key not in self._scaled_cameras:
+            cd = self.data["cameras"][name]
+            w, h = key[1:]
+            sx, sy = w / float(cd["width"]), h / float(cd["height"])
+            sc = self._sapien.render.RenderCameraComponent(w, h)
+            sc.set_focal_lengths(float(cd["fx"]) * sx, float(cd["fy"]) * sy)
+            sc.set_principal_point(float(cd["cx"]) * sx, float(cd["cy"]) * sy)  # pixel-corner coordinates scale
+            sc.set_skew(float(cd.get("skew", 0.0)) * sx)
+            sc.near, sc.far = float(cd["near"]), float(cd["far"])
+            sc.name = f"{name}@{w}x{h}"
+            mount.add_component(sc)
+            self._scaled_cameras[key] = sc
+        return self._scaled_cameras[key]
+
+    # -- state ----------------------------------------------------------------------
+    def object_pose(self, oid: str) -> np.ndarray:
+        return np.asarray(self.entity(oid).pose.to_transformation_matrix(), float)
+
+    def set_object_pose(self, oid: str, pose) -> None:
+        self.require("physics")
+        b = self.body(oid)
+        if not isinstance(b, self._sapien.physx.PhysxRigidDynamicComponent):
+            raise UnsupportedCapability(f"object '{oid}' is fixed; it cannot be moved")
+        self.entity(oid).set_pose(self._sapien.Pose(np.asarray(pose, np.float32)))
+        b.set_linear_velocity(np.zeros(3, np.float32))
+        b.set_angular_velocity(np.zeros(3, np.float32))
+
+    def reset_state(self) -> None:
+        self.require("physics")
+        for oid, od in self.data["objects"].items():
+            if not od["fixed"]:
+                self.set_object_pose(oid, make_pose(od["pose"]["position"], od["pose"]["quaternion_wxyz"]))
+        if "robot" in self.capabilities:
+            self.set_robot_qpos(self.data["robot"]["qpos"])
+
+    def object_velocity(self, oid: str) -> tuple[np.ndarray, np.ndarray]:
+        """(linear (3,), angular (3,)) world velocity; zeros for static objects."""
+        b = self.body(oid)
+        if not isinstance(b, self._sapien.physx.PhysxRigidDynamicComponent):
+            return np.zeros(3), np.zeros(3)
+        return np.asarray(b.linear_velocity, float), np.asarray(b.angular_velocity, float)
+
+    def mass_properties(self, oid: str) -> tuple[float, np.ndarray, np.ndarray]:
+        self.require("mass")
+        b = self.body(oid)
+        if not isinstance(b, self._sapien.physx.PhysxRigidBodyComponent):
+            raise ExportError(f"object '{oid}' is fixed (a static body in SAPIEN) and has no mass")
+        T = np.asarray(b.cmass_local_pose.to_transformation_matrix(), float)
+        R = T[:3, :3]
+        inertia = R @ np.diag(np.asarray(b.inertia, float)) @ R.T
+        return float(b.mass), T[:3, 3].copy(), (inertia + inertia.T) / 2
+
+    def step(self, seconds: float) -> None:
+        self.require("physics")
+        for _ in range(max(1, int(round(seconds / self.timestep)))):
+            self.scene.step()
+
+    # -- cameras --------------------------------------------------------------------
+    def project(self, camera: str, points) -> np.ndarray:
+        """World points -> OpenCV pixels through SAPIEN's own intrinsic and extrinsic matrices."""
+        self.require("project")
+        cam = self.camera(camera)
+        K = np.asarray(cam.get_intrinsic_matrix(), float)  # SAPIEN pixel convention
+        E = np.asarray(cam.get_extrinsic_matrix(), float)  # world -> OpenCV-axis camera frame, (3, 4)
+        p = np.asarray(points, float).reshape(-1, 3)
+        pc = p @ E[:, :3].T + E[:, 3]
+        uvw = pc @ K.T
+        return uvw[:, :2] / uvw[:, 2:3] - PIXEL_CENTRE_SHIFT
+
+    def _picture(self, camera: str, name: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        self.require("render")
+        cam = self.camera(camera, size)
+        self.scene.update_render()
+        cam.take_picture()
+        return cam.get_picture(name)
+
+    def render(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        rgba = self._picture(camera, "Color", size)
+        return (np.clip(np.asarray(rgba)[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+    def segmentation(self, camera: str, size: tuple[int, int] | None = None) -> tuple[np.ndarray, dict[str, int]]:
+        """Per-pixel entity ids ``(h, w) int`` (0 = background) and {object id: entity id}."""
+        seg = self._picture(camera, "Segmentation", size)
+        ids = {oid: int(e.per_scene_id) for oid, e in self._entities.items()}
+        return np.asarray(seg[..., 1], np.int64), ids
+
+    def depth(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        self.require("depth")
+        pos = np.asarray(self._picture(camera, "Position", size))  # OpenGL camera frame; w = 1 where nothing was hit
+        d = (-pos[..., 2]).astype(np.float32)
+        d[pos[..., 3] >= 1.0] = 0.0
+        return d
+
+    def render_layers(self, camera: str, oids, robot: bool = True, depth: bool = False,
+                      size: tuple[int, int] | None = None):
+        self.require("render")
+        if depth:
+            self.require("depth")
+        cam = self.camera(camera, size)
+        self.scene.update_render()
+        cam.take_picture()  # one picture, every layer
+        rgb = (np.clip(np.asarray(cam.get_picture("Color"))[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        seg = np.asarray(cam.get_picture("Segmentation")[..., 1], np.int64)
+        want = [int(self.entity(o).per_scene_id) for o in oids]
+        if robot and "robot" in self.capabilities:
+            want += [int(l.entity.per_scene_id) for l in self._links.values()]
+        d = None
+        if depth:
+            pos = np.asarray(cam.get_picture("Position"))
+            d = (-pos[..., 2]).astype(np.float32)
+            d[pos[..., 3] >= 1.0] = 0.0
+        return rgb, np.isin(seg, want), d
+
+    def foreground_mask(self, camera: str, oids, robot: bool = True, size: tuple[int, int] | None = None) -> np.ndarray:
+        seg, ids = self.segmentation(camera, size)
+        want = [ids[o] for o in oids if self.entity(o) is not None]
+        if robot and "robot" in self.capabilities:
+            want += [int(l.entity.per_scene_id) for l in self._links.values()]
+        return np.isin(seg, want)
+
+    def object_mask(self, camera: str, oid: str) -> np.ndarray:
+        """``(h, w) bool`` pixels where object ``oid`` is visible."""
+        self.entity(oid)
+        seg, ids = self.segmentation(camera)
+        return seg == ids[oid]
+
+    def close(self) -> None:
+        self._entities = {}
+        self._cameras = {}
+        self.scene = None
+
+
+def _sapien_camera_extrinsic(T_world_sapien) -> np.ndarray:
+    """World -> OpenCV camera ``(3, 4)`` from a SAPIEN-convention camera pose (what SAPIEN's get_extrinsic_matrix returns)."""
+    T = np.asarray(T_world_sapien, float)
+    R_cv = T[:3, :3] @ R_OPENCV_FROM_SAPIEN.T
+    return np.hstack([R_cv.T, -(R_cv.T @ T[:3, 3])[:, None]])
+
+
+__all__ = ["SCENE_FILE", "SapienExporter", "SapienScene", "build_sapien_files", "load_sapien_scene"]

@@ -1,0 +1,319 @@
+"""Episode runner: many seeded episodes of one policy on one task, locally (process pool) or on Ray.
+
+Results go to ``OUT/episodes.jsonl``, one JSON object per finished episode, appended as episodes
+finish (``policy, task, backend, seed, success, steps, seconds, init``); a rerun with the same
+``OUT`` skips (policy, task, backend, seed) already there, so an interrupted run resumes.
+``OUT/sim.csv`` (columns policy, task, successes, trials; every policy and task of this backend in
+the JSONL) feeds ``real2sim metrics --sim``. Episodes that fail because the policy server is
+unreachable are not written (they are not policy failures); the run stops with the error.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from real2sim.core.errors import Real2SimError
+
+log = logging.getLogger(__name__)
+RESULTS = "episodes.jsonl"
+SIM_CSV = "sim.csv"
+
+_CACHE: dict = {}  # per process: env config key -> env (engines and renderers are slow to create)
+
+
+@dataclass
+class EvalConfig:
+    bundle_dir: str
+    policy: str
+    task: str | None = None
+    backend: str = "mujoco"
+    obs_mode: str = "composited"
+    obs_size: tuple[int, int] | None = None
+    videos: bool = False
+    out_dir: str = "results"
+    env_kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class EvalSummary:
+    policy: str
+    task: str
+    backend: str
+    successes: int
+    trials: int
+    ran: int
+    skipped: int
+    seconds: float
+    results_path: Path
+    csv_path: Path
+
+    @property
+    def rate(self) -> float:
+        return self.successes / self.trials if self.trials else float("nan")
+
+
+def _env_for(cfg: EvalConfig, privileged: bool):
+    from real2sim.evaluation.envs.env import Real2SimEnv
+
+    key = (cfg.bundle_dir, cfg.task, cfg.backend, cfg.obs_mode, tuple(cfg.obs_size or ()), privileged,
+           json.dumps(cfg.env_kwargs, sort_keys=True))
+    env = _CACHE.get(key)
+    if env is None:
+        kw = dict(cfg.env_kwargs)
+        if cfg.obs_mode == "state" and not cfg.videos:
+            kw.setdefault("render_mode", None)  # no camera work at all
+        env = Real2SimEnv(cfg.bundle_dir, task=cfg.task, backend=cfg.backend, obs_mode=cfg.obs_mode,
+                          obs_size=cfg.obs_size, privileged=privileged, **kw)
+        _CACHE[key] = env
+    return env
+
+
+def clear_cache() -> None:
+    """Close the envs this process keeps for reuse."""
+    for env in _CACHE.values():
+        env.close()
+    _CACHE.clear()
+
+
+def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
+    """One episode; returns its result record (the policy is built from ``cfg.policy`` unless given)."""
+    from real2sim.evaluation.policies.base import make_policy
+
+    pol = policy if policy is not None else make_policy(cfg.policy)
+    env = _env_for(cfg, bool(getattr(pol, "privileged", False)))
+    t0 = time.perf_counter()
+    obs, info = env.reset(seed=int(seed))
+    pol.reset(info["instruction"], info, int(seed))
+    frames = [env.render()] if cfg.videos else None
+    init, variant = info["init"], info.get("variant") or None
+    steps, success, done = 0, False, False
+    while not done:
+        chunk = np.asarray(pol.act(obs), float)
+        if chunk.ndim == 1:
+            chunk = chunk[None]
+        for a in chunk:
+            obs, _, term, trunc, info = env.step(a)
+            steps += 1
+            if frames is not None:
+                frames.append(env.render())
+            if term or trunc:
+                done = True
+                break
+    success = bool(info["success"])
+    rec = {"policy": cfg.policy, "task": env.task_id, "backend": cfg.backend, "seed": int(seed), "success": success,
+           "steps": steps, "seconds": round(time.perf_counter() - t0, 4), "init": init, "obs_mode": env.obs_mode,
+           "worker_pid": os.getpid()}
+    if cfg.env_kwargs.get("variants"):
+        rec["variants_config"] = cfg.env_kwargs["variants"]
+    if env.obs_mode != "state":
+        rec["shading"] = env.shading
+    if variant:
+        rec["variant"] = variant
+    if frames is not None and frames[0] is not None:
+        rec["video"] = write_video(frames, Path(cfg.out_dir) / "videos" / f"{_slug(cfg.policy)}_{env.task_id}_{cfg.backend}_{seed}.mp4")
+    return rec
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in s)[:80]
+
+
+def write_video(frames, path: Path, fps: int = 5) -> str:
+    """Frames -> mp4 (cv2 'mp4v'); falls back to a PNG strip when no mp4 writer is available."""
+    import cv2
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    h, w = frames[0].shape[:2]
+    vw = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    if vw.isOpened():
+        for f in frames:
+            vw.write(cv2.cvtColor(f, cv2.COLOR_RGB2BGR))
+        vw.release()
+        return str(path)
+    strip = path.with_suffix(".png")
+    log.warning("no mp4 writer (cv2 VideoWriter); writing a PNG strip %s", strip)
+    cv2.imwrite(str(strip), cv2.cvtColor(np.concatenate(frames, axis=1), cv2.COLOR_RGB2BGR))
+    return str(strip)
+
+
+def read_results(path: Path) -> list[dict]:
+    """Records in a results JSONL; a torn last line (a killed run) is skipped with a warning."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out = []
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            log.warning("%s: line %d is not complete JSON (interrupted write?); ignoring it", path, i + 1)
+    return out
+
+
+def _repair(path: Path) -> None:
+    """Cut a torn last line (a run killed mid-write) so new records start on a line of their own."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        log.warning("%s: dropping an incomplete last record (%d bytes) from an interrupted run", path, len(data) - keep)
+        with path.open("r+b") as f:
+            f.truncate(keep)
+
+
+def _append(path: Path, rec: dict) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_sim_csv(results_path: Path, csv_path: Path, backend: str | None = None) -> Path:
+    """Aggregate a results JSONL into (policy, task, successes, trials) rows."""
+    agg: dict = {}
+    for r in read_results(results_path):
+        if backend is not None and r.get("backend") != backend:
+            continue
+        a = agg.setdefault((r["policy"], r["task"]), [0, 0])
+        a[0] += int(bool(r["success"]))
+        a[1] += 1
+    tmp = csv_path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["policy", "task", "successes", "trials"])
+        for (p, t), (s, n) in sorted(agg.items()):
+            w.writerow([p, t, s, n])
+    os.replace(tmp, csv_path)
+    return csv_path
+
+
+def _check_policy(spec: str) -> str:
+    """Build the policy once up front: unknown names and unreachable servers fail before any episode."""
+    from real2sim.evaluation.policies.base import make_policy
+
+    pol = make_policy(spec)
+    if hasattr(pol, "check"):
+        pol.check()  # RemotePolicyError with the URL after its timeout and retries
+    return getattr(pol, "name", spec)
+
+
+def _worker_init() -> None:
+    logging.basicConfig(level=logging.WARNING)
+
+
+def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: int = 1, backend: str = "mujoco",
+             ray=None, videos: bool = False, out_dir="results", seed: int = 0, obs_mode: str = "composited",
+             obs_size=None, progress: Callable[[int, int, dict], None] | None = None,
+             env_kwargs: dict | None = None) -> EvalSummary:
+    """Run ``episodes`` seeded episodes (seeds ``seed .. seed + episodes - 1``), resuming from ``out_dir``.
+
+    ``workers`` > 1 uses a local process pool (spawned processes, one env each, reused across
+    episodes); ``ray`` (True / "local" for a local Ray instance, or a cluster address) runs the
+    episodes as Ray tasks instead. ``progress(done, total, record)`` is called as episodes finish.
+    """
+    from real2sim.core.bundle import Bundle
+
+    from real2sim.evaluation.envs.env import resolve_shading, resolve_task
+
+    if episodes < 1:
+        raise Real2SimError(f"episodes must be >= 1, got {episodes}")
+    bundle_dir = str(Path(bundle_dir).resolve())
+    manifest = Bundle.load(Path(bundle_dir)).manifest
+    task_id, _ = resolve_task(manifest, task)
+    _check_policy(policy)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / RESULTS
+    _repair(results_path)
+    cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
+                     str(out), dict(env_kwargs or {}))
+    vcfg = cfg.env_kwargs.get("variants") or None
+    shading = None if obs_mode == "state" else resolve_shading(manifest, cfg.env_kwargs.get("shading", "auto"))
+
+    def same_run(r: dict) -> bool:  # episodes of another variant set are not this run's (they aggregate in sim.csv)
+        return (r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend
+                and r.get("variants_config") == vcfg and r.get("shading") == shading)
+
+    done = {r["seed"] for r in read_results(results_path) if same_run(r)}
+    seeds = [s for s in range(seed, seed + episodes) if s not in done]
+    skipped = episodes - len(seeds)
+    if skipped:
+        log.info("resuming: %d of %d episodes already in %s", skipped, episodes, results_path)
+    t0 = time.perf_counter()
+    finished = 0
+
+    def record(rec: dict) -> None:
+        nonlocal finished
+        _append(results_path, rec)
+        finished += 1
+        if progress:
+            progress(skipped + finished, episodes, rec)
+
+    try:
+        if seeds and ray is not None and ray is not False:
+            _run_ray(cfg, seeds, workers, ray, record)
+        elif seeds and workers > 1:
+            _run_pool(cfg, seeds, workers, record)
+        else:
+            for s in seeds:
+                record(run_episode(cfg, s))
+    finally:
+        write_sim_csv(results_path, out / SIM_CSV, backend)
+    recs = [r for r in read_results(results_path) if same_run(r) and seed <= r["seed"] < seed + episodes]
+    return EvalSummary(policy, task_id, backend, sum(bool(r["success"]) for r in recs), len(recs), finished, skipped,
+                       time.perf_counter() - t0, results_path, out / SIM_CSV)
+
+
+def _run_pool(cfg: EvalConfig, seeds, workers: int, record) -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # engines and GL/Vulkan contexts do not survive fork
+    with ProcessPoolExecutor(max_workers=min(workers, len(seeds)), mp_context=ctx, initializer=_worker_init) as ex:
+        pending = {ex.submit(run_episode, cfg, s) for s in seeds}
+        try:
+            while pending:
+                fin, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in fin:
+                    record(f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+
+def _run_ray(cfg: EvalConfig, seeds, workers: int, address, record) -> None:
+    from real2sim.core.errors import require
+
+    ray = require("ray", "ray")
+    if not ray.is_initialized():
+        if address in (True, "local", "", None):
+            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    remote = ray.remote(num_cpus=1)(run_episode)
+    pending = [remote.remote(cfg, s) for s in seeds]
+    try:
+        while pending:
+            fin, pending = ray.wait(pending, num_returns=1)
+            for ref in fin:
+                record(ray.get(ref))
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+
+
+__all__ = ["EvalConfig", "EvalSummary", "clear_cache", "evaluate", "read_results", "run_episode", "write_sim_csv"]

@@ -1,0 +1,120 @@
+"""One command from a fixed-camera clip to a bundle with frames, a calibrated camera, masks and a plate.
+
+``real2sim init DIR --frames clip.mp4 --camera camera.json [--points clicks.json] [--prompts prompts.json]``
+runs, in order: the capture (frames, timestamps, joint states), the camera pose by PnP from clicked points, the
+entity masks from one prompt each (propagated over the clip), and the background plate made with those masks.
+Every input file is read and checked before the bundle is written. Each step reports its quality numbers;
+:func:`capture_scene` returns them together (also written to ``reports/capture_summary.json``).
+
+Prompts file (JSON): ``{entity: {"frame": 0, "points": [[x, y], ...], "labels": [1, ...], "box": [x0, y0, x1, y1],
+"propagate": true}}`` (all but points-or-box optional; the ``masks/prompts.json`` a bundle writes has the same meaning with
+the prompt under a ``"prompt"`` key, and is accepted too).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from real2sim.core.errors import Real2SimError
+
+log = logging.getLogger(__name__)
+
+
+class PromptFileError(Real2SimError):
+    """A prompts file that cannot be read or names a bad field."""
+
+
+def read_prompts(path) -> dict[str, dict]:
+    """``{entity: {"frame": int, "prompt": segmentation.Prompt}}`` from a prompts file (module docstring)."""
+    from real2sim.segmentation import Prompt, SegmentationError
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PromptFileError(f"{path}: cannot read the prompts ({exc}); see 'real2sim init --help'") from exc
+    if not isinstance(data, dict) or not data:
+        raise PromptFileError(f"{path}: expected a JSON object {{entity: {{\"points\": [[x, y]]}}}} with at least one entity")
+    out = {}
+    for ent, spec in data.items():
+        if not isinstance(spec, dict):
+            raise PromptFileError(f"{path}: entity '{ent}' must map to an object with 'points' and/or 'box'")
+        body = spec.get("prompt", spec)
+        unknown = (set(body) | set(spec)) - {"points", "labels", "box", "frame", "propagate", "prompt"}
+        if unknown:
+            raise PromptFileError(f"{path}: entity '{ent}' has unknown field(s) {sorted(unknown)}; use points, labels, "
+                                  "box, frame, propagate")
+        frame = spec.get("frame", body.get("frame", 0))
+        if isinstance(frame, bool) or not isinstance(frame, int) or frame < 0:
+            raise PromptFileError(f"{path}: entity '{ent}' field 'frame' must be a frame index >= 0, got {frame!r}")
+        try:
+            prompt = Prompt([tuple(p) for p in body.get("points", [])], list(body.get("labels", [])),
+                            None if body.get("box") is None else tuple(body["box"]))
+        except (SegmentationError, TypeError, ValueError) as exc:
+            raise PromptFileError(f"{path}: entity '{ent}': {exc}") from exc
+        out[ent] = {"frame": frame, "prompt": prompt}
+        if "propagate" in spec:
+            out[ent]["propagate"] = bool(spec["propagate"])
+    return out
+
+
+def capture_scene(directory, frames, camera=None, points=None, prompts=None, robot: str | None = None,
+                  backend: str = "auto", propagate: bool = True, plate: bool = True, overwrite: bool = False,
+                  **init_options) -> dict:
+    """Capture + camera pose + masks + plate into the bundle at ``directory``. Returns the summary of numbers.
+
+    ``points``: clicked pixel <-> world pairs for PnP (see :func:`real2sim.capture.calibrate.read_correspondences`);
+    ``prompts``: a prompts file or a dict as :func:`read_prompts` returns; ``plate``: make the background plate
+    (done when the clip has more than one frame or there are masks). ``init_options`` go to
+    :func:`capture.init_bundle` (``stride``, ``max_frames``, ``episode``, ``name``).
+    """
+    from real2sim.capture import init_bundle
+    from real2sim.capture.calibrate import calibrate_extrinsics, read_correspondences
+
+    if points is not None:
+        read_correspondences(Path(points))  # a bad file is refused before anything is written
+    if prompts is not None and not isinstance(prompts, dict):
+        prompts = read_prompts(prompts)
+    if points is not None and camera is None:
+        raise Real2SimError("--points needs the camera intrinsics: give --camera camera.json (see docs/capture.md)")
+    bundle = init_bundle(directory, frames, camera=camera, robot=robot, overwrite=overwrite, **init_options)
+    n = len(bundle.manifest.capture.frames)
+    summary: dict = {"capture": dict(bundle.manifest.stages["capture"].metrics)}
+    if points is not None:
+        rep = calibrate_extrinsics(bundle, Path(points))
+        summary["calibration"] = {k: rep[k] for k in ("points", "rms_px", "max_px")}
+    if prompts:
+        summary["masks"] = _segment(bundle, prompts, backend, propagate)
+    if plate and (n > 1 or prompts):
+        summary["plate"] = _plate(bundle)
+    rel = bundle.write_report("capture_summary", summary)
+    summary["report"] = rel
+    return summary
+
+
+def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:
+    from real2sim.segmentation.stage import segment_stage
+
+    for ent in prompts:
+        if bundle.manifest.capture.frames and not 0 <= prompts[ent]["frame"] < len(bundle.manifest.capture.frames):
+            raise PromptFileError(f"prompt for '{ent}' is on frame {prompts[ent]['frame']}; the clip has frames "
+                                  f"0..{len(bundle.manifest.capture.frames) - 1}")
+    rec = segment_stage(bundle, prompts, backend=backend, propagate_masks=propagate)
+    rep = json.loads((bundle.reports_dir() / "segment.json").read_text())
+    return {"backend": rec.metrics["backend"],
+            "entities": {e: {k: s[k] for k in ("states", "frames_at_prompted_pose", "flagged_frames", "area_px_min",
+                                              "area_px_max")} for e, s in rep["entities"].items()},
+            "picture": rep["picture"]}
+
+
+def _plate(bundle) -> dict:
+    from real2sim.capture import plate_stage
+
+    rec, _ = plate_stage(bundle)
+    rep = json.loads((bundle.reports_dir() / "plate.json").read_text())
+    out = {k: rec.metrics[k] for k in ("coverage_many", "coverage_few", "inpainted_fraction")}
+    out["picture"] = rep["picture"]
+    if rep.get("warnings"):
+        out["warnings"] = rep["warnings"]
+    return out

@@ -1,0 +1,142 @@
+"""``real2sim check DIR``: validate a bundle the way Gymnasium's ``check_env`` checks an env.
+
+Each check yields findings with a level ('error' breaks the bundle, 'warning' degrades
+it) and a message that names the field or file and the fix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.core.bundle import Bundle
+from real2sim.core.errors import Real2SimError
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "error" | "warning"
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level.upper():7s} {self.where}: {self.message}"
+
+
+def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
+    """All problems found in the bundle at ``root`` (empty list = valid)."""
+    try:
+        bundle = Bundle.load(root)
+    except Real2SimError as exc:
+        return [Finding("error", str(Path(root) / "scene.json"), str(exc))]
+    out: list[Finding] = []
+    m = bundle.manifest
+    for oid, obj in m.objects.items():
+        out += _check_object(bundle, oid, obj, load_meshes)
+    for name, spec in m.cameras.items():
+        out += _check_camera(bundle, name, spec)
+    for name, rec in m.stages.items():
+        for rel in rec.outputs:
+            if not bundle.path(rel).exists():
+                out.append(Finding("error", f"stages.{name}.outputs", f"'{rel}' is listed but missing; re-run the stage with 'real2sim build'"))
+        if rec.status == "failed":
+            out.append(Finding("warning", f"stages.{name}", f"last run failed: {rec.message}"))
+        elif rec.status == "stale":
+            out.append(Finding("warning", f"stages.{name}", "is stale (an input changed); re-run 'real2sim build' / 'real2sim export'"))
+    if not any(not o.fixed for o in m.objects.values()):
+        out.append(Finding("warning", "objects", "no dynamic objects: nothing will move in simulation"))
+    out += _check_masks(bundle)
+    return out
+
+
+def _check_masks(bundle: Bundle) -> list[Finding]:
+    """Mask files exist, states belong to masks, and every masked object has a frame at its scene pose."""
+    from real2sim.core.manifest import MASK_STATES_AT_POSE
+
+    cap, out = bundle.manifest.capture, []
+    for key, ents in cap.masks.items():
+        for ent, rel in ents.items():
+            if not bundle.path(rel).is_file():
+                out.append(Finding("error", f"capture.masks.{key}.{ent}", f"'{rel}' is missing; segment '{ent}' again "
+                                   f"('real2sim masks {bundle.root} --entity {ent} ...') or remove the entry"))
+    for key, ents in cap.mask_states.items():
+        for ent in ents:
+            if ent not in cap.masks.get(key, {}):
+                out.append(Finding("warning", f"capture.mask_states.{key}.{ent}", "a state without a mask; remove "
+                                   "it or segment the entity again"))
+    for oid in bundle.manifest.objects:
+        keys = [k for k, ents in cap.masks.items() if oid in ents]
+        if keys and not any(cap.mask_state(k, oid) in MASK_STATES_AT_POSE for k in keys):
+            out.append(Finding("warning", f"capture.masks (object '{oid}')", "no frame shows it at its scene pose "
+                               "(every mask is occluded, moved or lost): alignment and texturing have nothing to use; "
+                               "prompt it on a frame where it rests and is fully visible"))
+    return out
+
+
+def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Finding]:
+    where = f"objects.{oid}"
+    out = []
+    files = [("visual.mesh", obj.visual.mesh), ("visual.texture", obj.visual.texture)]
+    files += [(f"collision.hulls[{i}]", h) for i, h in enumerate(obj.collision.hulls)]
+    for field, rel in files:
+        if rel is None:
+            continue
+        try:
+            p = bundle.path(rel)
+        except Real2SimError as exc:
+            out.append(Finding("error", f"{where}.{field}", str(exc)))
+            continue
+        if not p.is_file():
+            out.append(Finding("error", f"{where}.{field}", f"file '{rel}' is missing; restore it or re-run the stage that writes it"))
+    if obj.visual.texture is None:
+        out.append(Finding("warning", f"{where}.visual.texture", f"no texture; rendered with flat colour {obj.visual.rgba}"))
+    if obj.collision.kind == "pending":
+        out.append(Finding("warning", f"{where}.collision", "not computed yet; run 'real2sim build'"))
+    if not obj.fixed and obj.inertial is None and obj.collision.kind != "pending":
+        out.append(Finding("error", f"{where}.inertial", "missing for a dynamic object; run 'real2sim build'"))
+    if obj.inertial is not None:
+        ev = np.linalg.eigvalsh(np.array(obj.inertial.inertia))
+        if ev[0] + ev[1] < ev[2] * (1 - 1e-6):
+            out.append(Finding("error", f"{where}.inertial.inertia", "violates the triangle inequality (not a physical body)"))
+    if load_meshes and not any(f.level == "error" for f in out):
+        out += _check_meshes(bundle, where, obj)
+    return out
+
+
+def _check_meshes(bundle, where, obj) -> list[Finding]:
+    from real2sim.core.meshes import load_mesh
+
+    out = []
+    try:
+        mesh = load_mesh(bundle.path(obj.visual.mesh))
+    except Real2SimError as exc:
+        return [Finding("error", f"{where}.visual.mesh", str(exc))]
+    if obj.visual.texture and getattr(mesh.visual, "uv", None) is None:
+        out.append(Finding("warning", f"{where}.visual.mesh", "has a texture but no UV coordinates; run the texture stage to unwrap it"))
+    for i, rel in enumerate(obj.collision.hulls):
+        try:
+            hull = load_mesh(bundle.path(rel))
+        except Real2SimError as exc:
+            out.append(Finding("error", f"{where}.collision.hulls[{i}]", str(exc)))
+            continue
+        ch = hull.convex_hull
+        if ch.volume > 0 and abs(hull.convex_hull.volume - abs(hull.volume)) / ch.volume > 0.02:
+            out.append(Finding("warning", f"{where}.collision.hulls[{i}]", "is not convex; engines will use its convex hull"))
+    return out
+
+
+def _check_camera(bundle, name, spec) -> list[Finding]:
+    cam = spec.camera()
+    out = []
+    where = f"cameras.{name}"
+    if not (0 <= cam.cx < cam.width and 0 <= cam.cy < cam.height):
+        out.append(Finding("error", f"{where}.K", f"principal point ({cam.cx}, {cam.cy}) lies outside the {cam.width}x{cam.height} image"))
+    centres = np.array([o.pose.position for o in bundle.manifest.objects.values() if not o.fixed])
+    if len(centres):
+        depth = cam.depth_of(centres)
+        uv = cam.project(centres)
+        visible = (depth > 0) & (uv[:, 0] >= 0) & (uv[:, 0] < cam.width) & (uv[:, 1] >= 0) & (uv[:, 1] < cam.height)
+        if not visible.any():
+            out.append(Finding("warning", f"{where}.T_world_camera", "no object centre is in view; check the camera pose (OpenCV axes: +Z forward, +Y down)"))
+    return out

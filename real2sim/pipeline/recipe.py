@@ -1,0 +1,155 @@
+"""Build a bundle from a scene recipe (``scenes/<name>/recipe.json``): meshes in, no camera frames needed.
+
+Recipe format::
+
+    {"name": str, "table_height": float, "physics": {...},
+     "cameras": {name: {"width", "height", "fx", "fy", "cx", "cy", "eye": [3], "target": [3]}},
+     "lights": [...],
+     "objects": {id: {"mesh": path, "texture": path?, "rgba": [4]?, "pose": {...}, "fixed": bool?,
+                      "density": float?, "mass": float?, "friction": float?}},
+     "robot": {"name": registry name, "base_pose": {...}?, "joint_positions": [...]?,
+               "stiffness": [...]?, "damping": [...]?, "appearance": {link: rgba}?}?}
+
+Paths are relative to the recipe file. A missing texture logs a warning and records
+the flat colour in the manifest.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.core.bundle import Bundle
+from real2sim.core.camera import Camera
+from real2sim.core.errors import ManifestError
+from real2sim.core.geometry import look_at_opencv
+from real2sim.core.manifest import CameraSpec, LightSpec, ObjectSpec, PhysicsSpec, TaskSpec, _Reader
+from real2sim.core.meshes import load_mesh
+
+log = logging.getLogger(__name__)
+SCENES_DIR = Path(__file__).resolve().parents[1] / "scenes"
+OBJECT_KEYS = {"mesh", "texture", "rgba", "pose", "fixed", "density", "mass", "friction", "restitution"}
+
+
+def builtin_recipe(name: str = "tabletop") -> Path:
+    from real2sim.core.errors import UnknownNameError
+
+    known = sorted(p.parent.name for p in SCENES_DIR.glob("*/recipe.json"))
+    if name not in known:
+        raise UnknownNameError("bundled scene", name, known)
+    return SCENES_DIR / name / "recipe.json"
+
+
+def camera_from_recipe(r: _Reader, d: dict, where: str) -> Camera:
+    r.obj(d, where, {"width", "height", "fx", "fy", "cx", "cy", "eye", "target", "up"},
+          {"width", "height", "fx", "fy", "cx", "cy", "eye", "target"})
+    K = np.array([[r.number(d["fx"], f"{where}.fx", 0, strict_lo=True), 0, r.number(d["cx"], f"{where}.cx")],
+                  [0, r.number(d["fy"], f"{where}.fy", 0, strict_lo=True), r.number(d["cy"], f"{where}.cy")], [0, 0, 1]])
+    T = look_at_opencv(r.vector(d["eye"], f"{where}.eye", 3), r.vector(d["target"], f"{where}.target", 3),
+                       r.vector(d.get("up", [0, 0, 1]), f"{where}.up", 3))
+    return Camera(r.integer(d["width"], f"{where}.width", 1), r.integer(d["height"], f"{where}.height", 1), K, T)
+
+
+def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False) -> Bundle:
+    """Create a bundle in ``out_dir`` from a recipe file; copies meshes and textures in."""
+    recipe_path = Path(recipe_path)
+    base = recipe_path.parent
+    try:
+        data = json.loads(recipe_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ManifestError(str(recipe_path), f"<line {exc.lineno}>", f"is not valid JSON ({exc.msg})") from exc
+    r = _Reader(str(recipe_path))
+    r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects", "robot", "tasks"},
+          {"name", "objects"})
+    robot = _import_robot(r, data["robot"]) if data.get("robot") is not None else None  # refuse before writing
+    tasks = r.obj(data.get("tasks", {}), "tasks", set(data.get("tasks", {})))
+    tasks = {k: TaskSpec.parse(r, v, f"tasks.{k}") for k, v in tasks.items()}
+    bundle = Bundle.create(out_dir, name=r.string(data["name"], "name"), overwrite=overwrite)
+    m = bundle.manifest
+    m.provenance["recipe"] = recipe_path.name
+    m.table_height = r.number(data.get("table_height", 0.0), "table_height")
+    m.physics = PhysicsSpec.parse(r, data.get("physics", {}), "physics")
+    m.cameras = {k: CameraSpec.from_camera(camera_from_recipe(r, v, f"cameras.{k}")) for k, v in data.get("cameras", {}).items()}
+    if "lights" in data:
+        m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
+    for oid, od in data["objects"].items():
+        m.objects[oid] = _import_object(bundle, r, base, oid, od)
+    m.robot = robot
+    m.tasks = tasks
+    bundle.save()
+    return bundle
+
+
+def _import_object(bundle: Bundle, r: _Reader, base: Path, oid: str, od: dict) -> ObjectSpec:
+    where = f"objects.{oid}"
+    r.obj(od, where, OBJECT_KEYS, {"mesh", "pose"})
+    src = base / r.string(od["mesh"], f"{where}.mesh")
+    load_mesh(src)  # refuse unreadable meshes now, naming the file
+    dst_dir = bundle.object_dir(oid)
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    mesh_dst = dst_dir / f"visual{src.suffix.lower()}"
+    shutil.copyfile(src, mesh_dst)
+    texture = None
+    if od.get("texture"):
+        tex = base / r.string(od["texture"], f"{where}.texture")
+        if tex.is_file():
+            texture = bundle.rel(dst_dir / f"texture{tex.suffix.lower()}")
+            shutil.copyfile(tex, bundle.path(texture))
+        else:
+            log.warning("%s: texture %s not found; object '%s' gets its flat colour rgba (recorded in scene.json)", where, tex, oid)
+    spec = ObjectSpec.parse(r, {
+        "pose": od["pose"],
+        "visual": {"mesh": bundle.rel(mesh_dst), "texture": texture, "rgba": od.get("rgba", [0.7, 0.7, 0.7, 1.0])},
+        **{k: od[k] for k in ("fixed", "density", "mass", "friction", "restitution") if k in od},
+        "source": str(src.name),
+    }, where)
+    return spec
+
+
+def _import_robot(r: _Reader, d: dict):
+    """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones)."""
+    from real2sim.core.manifest import RobotSpec
+    from real2sim.robots import get_robot
+
+    spec = RobotSpec.parse(r, d, "robot")
+    robot = get_robot(spec.name)
+    spec.name = robot.name
+    if not spec.joint_positions:
+        spec.joint_positions = [float(x) for x in robot.default_qpos]
+    elif len(spec.joint_positions) != robot.dof:
+        r.fail("robot.joint_positions", f"has {len(spec.joint_positions)} values, robot '{robot.name}' has {robot.dof} "
+               f"joints ({', '.join(robot.joint_names)})")
+    spec.source = spec.source or "recipe"
+    return spec
+
+
+def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None, position=None,
+               quaternion_wxyz=(1.0, 0.0, 0.0, 0.0), **props) -> ObjectSpec:
+    """Add one object to an existing bundle (mesh and texture copied in).
+
+    Without ``position`` the object is placed at the table centre, resting on the table
+    (its mesh's lowest point at ``table_height``); alignment then moves it to its masks.
+    ``props``: fixed, density, mass, friction, restitution, rgba.
+    """
+    from real2sim.core.errors import BundleError
+
+    if oid in bundle.manifest.objects:
+        raise BundleError(f"object '{oid}' is already in {bundle.root / 'scene.json'}; choose another id or remove it first")
+    if not oid.replace("_", "").replace("-", "").isalnum():
+        raise BundleError(f"object id '{oid}' must be letters, digits, '_' or '-' (it becomes a folder name)")
+    mesh = Path(mesh).resolve()
+    if position is None:
+        lowest = load_mesh(mesh).bounds[0][2]
+        position = [0.0, 0.0, bundle.manifest.table_height - float(lowest)]
+    entry = {"mesh": str(mesh), "pose": {"position": [float(x) for x in position],
+                                          "quaternion_wxyz": [float(x) for x in quaternion_wxyz]}, **props}
+    if texture is not None:
+        entry["texture"] = str(Path(texture).resolve())
+    r = _Reader("add-object")
+    bundle.manifest.objects[oid] = _import_object(bundle, r, Path("/"), oid, entry)
+    bundle.mark_stale("collision", "inertial", "alignment", "texture", "export")
+    bundle.save()
+    return bundle.manifest.objects[oid]

@@ -1,0 +1,451 @@
+"""Object pose alignment by render-and-compare against masks in one or more frames.
+
+1. Initialise: the current pose when it already overlaps the masks (IoU >= ``accept_init_iou``),
+   else a global search: trimesh stable resting poses on the table plane, placed where the
+   mask centroid's ray meets the plane, times a yaw sweep, scored by silhouette IoU.
+2. Refine: a differentiable contour loss. The silhouette is rasterised at the current pose,
+   its boundary pixels are lifted to 3D surface points (face id + barycentrics), and the pose
+   is solved (Gauss-Newton with a robust loss) so that these points project onto the mask
+   boundary, measured by the mask's signed distance field sampled bilinearly. Re-render,
+   repeat until the pose stops moving.
+
+Resting objects keep their contact with the table: by default only x, y and yaw (about
+world +Z) move; ``dof="planar_z"`` also frees the height, ``"full"`` all six.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from real2sim.core.camera import Camera
+from real2sim.core.geometry import rotation_angle_between, transform_points
+
+from real2sim.core.errors import AlignmentError, MaskError
+from real2sim.render.raster import rasterize
+
+log = logging.getLogger(__name__)
+
+DOFS = {"planar": 3, "planar_z": 4, "full": 6}
+
+
+@dataclass
+class AlignConfig:
+    """Settings of pose alignment."""
+
+    dof: str = "planar"
+    """'planar' (x, y, yaw: resting objects stay on the table), 'planar_z' (+ height), 'full' (6 DoF)."""
+    init: str = "auto"
+    """'bundle' (start from the current pose), 'search' (stable poses x yaw sweep), 'auto' (current pose
+    when its IoU >= accept_init_iou, else search)."""
+    accept_init_iou: float = 0.5
+    """With init='auto', the current pose is kept as the start when its mean IoU reaches this."""
+    yaw_steps: int = 36
+    """Yaw angles tried per stable pose in the search."""
+    stable_poses: int = 3
+    """How many of trimesh's most probable resting poses the search tries."""
+    search_scale: float = 0.5
+    """Image scale for the search renders (speed)."""
+    max_outer: int = 25
+    """Re-render / re-solve rounds of the refinement."""
+    inner_nfev: int = 30
+    """Function evaluations of each robust Gauss-Newton solve."""
+    contour_points: int = 800
+    """Silhouette boundary points used per frame (evenly subsampled)."""
+    robust_px: float = 2.0
+    """Scale (pixels) of the soft-L1 robust loss; larger residuals (mask noise, occluders) count less."""
+    patience: int = 4
+    """Stop when the contour cost has not improved for this many rounds (noisy masks)."""
+    tol_m: float = 2e-5
+    """Stop when a round moves the object less than this (m) ..."""
+    tol_rad: float = 2e-4
+    """... and turns it less than this (rad)."""
+    min_iou: float = 0.6
+    """Below this mean IoU the alignment counts as not converged (the previous pose is kept)."""
+    max_residual_px: float = 3.0
+    """Above this RMS contour residual (pixels, robust) the alignment counts as not converged."""
+    polish_yaw_deg: float = 30.0
+    """After refinement, yaws within +- this (deg) are tried by IoU when the fit is imperfect (0 = off)."""
+    polish_step_deg: float = 5.0
+    """Step of that yaw sweep (deg)."""
+    polish_below_iou: float = 0.98
+    """The yaw sweep runs only when the mean IoU is below this."""
+    min_mask_pixels: int = 30
+    """Masks with fewer pixels are refused (too small to align to)."""
+    backend: str = "auto"
+    """Rasteriser backend ('auto', 'gl', 'numpy')."""
+
+
+@dataclass
+class View:
+    """One observation of an object: a camera and the object's mask in its image (optionally the image)."""
+
+    camera: Camera
+    mask: np.ndarray
+    """``(h, w) bool`` object pixels."""
+    image: np.ndarray | None = None
+    """``(h, w, 3) float32`` RGB in [0, 1] (used by texturing and reports, not by alignment)."""
+    name: str = ""
+    """Frame key, for messages."""
+
+
+@dataclass
+class AlignResult:
+    """Outcome of :func:`align_pose`."""
+
+    pose: np.ndarray
+    """``(4, 4)`` object pose in the world."""
+    ious: list[float]
+    """Silhouette IoU per view at ``pose``."""
+    residual_px: float
+    """Robust RMS contour distance (pixels) at ``pose``."""
+    converged: bool
+    iterations: int
+    init: str
+    """Which start was used: 'bundle' or 'search'."""
+    init_iou: float
+    seconds: float
+    message: str = ""
+    history: list[dict] = field(default_factory=list)
+
+    @property
+    def mean_iou(self) -> float:
+        return float(np.mean(self.ious)) if self.ious else 0.0
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+def _rz(a: float) -> np.ndarray:
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+
+
+def _rotvec(r) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_rotvec(r).as_matrix()
+
+
+# Parameter units: 1 = 1 cm of translation or 0.1 rad of rotation (keeps the solver well scaled).
+_T_UNIT, _R_UNIT = 0.01, 0.1
+
+
+def _apply(T0: np.ndarray, p: np.ndarray, dof: str) -> np.ndarray:
+    T = T0.copy()
+    if dof in ("planar", "planar_z"):
+        dz = p[2] * _T_UNIT if dof == "planar_z" else 0.0
+        T[:3, 3] = T0[:3, 3] + [p[0] * _T_UNIT, p[1] * _T_UNIT, dz]
+        T[:3, :3] = _rz(p[-1] * _R_UNIT) @ T0[:3, :3]
+    else:
+        T[:3, 3] = T0[:3, 3] + p[:3] * _T_UNIT
+        T[:3, :3] = _rotvec(p[3:] * _R_UNIT) @ T0[:3, :3]
+    return T
+
+
+def signed_distance(mask: np.ndarray) -> np.ndarray:
+    """``(h, w) float32`` signed distance (pixels) to the mask boundary: negative inside, +-0.5 at boundary pixels."""
+    from scipy.ndimage import distance_transform_edt
+
+    m = np.asarray(mask, bool)
+    return (distance_transform_edt(~m) - distance_transform_edt(m)).astype(np.float32) + np.where(m, 0.5, -0.5)
+
+
+def _boundary(sil: np.ndarray) -> np.ndarray:
+    from scipy.ndimage import binary_erosion
+
+    return sil & ~binary_erosion(sil, border_value=1)
+
+
+def iou(a, b) -> float:
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    u = (a | b).sum()
+    return float((a & b).sum() / u) if u else 0.0
+
+
+def scaled_camera(cam: Camera, s: float) -> Camera:
+    """The same camera at image scale ``s`` (OpenCV pixel centres kept consistent)."""
+    w, h = max(1, int(round(cam.width * s))), max(1, int(round(cam.height * s)))
+    sx, sy = w / cam.width, h / cam.height
+    K = cam.K.copy()
+    K[0, 0] *= sx
+    K[1, 1] *= sy
+    K[0, 2] = (cam.cx + 0.5) * sx - 0.5
+    K[1, 2] = (cam.cy + 0.5) * sy - 0.5
+    return Camera(w, h, K, cam.T_world_camera, cam.distortion, cam.near, cam.far)
+
+
+def render_silhouette(cam: Camera, vertices, faces, pose, backend="auto") -> np.ndarray:
+    return rasterize(cam, transform_points(pose, vertices), faces, backend).mask
+
+
+def check_views(views: list[View], vertices, pose, min_pixels: int) -> None:
+    """Refuse empty/tiny masks and an object behind every camera, with the numbers."""
+    if not views:
+        raise MaskError("no masks for this object: make masks first (segmentation) or pass some")
+    for v in views:
+        n = int(np.asarray(v.mask, bool).sum())
+        if v.mask.shape != (v.camera.height, v.camera.width):
+            raise MaskError(f"mask of frame {v.name or '?'} is {v.mask.shape[::-1]} but its camera is "
+                            f"{v.camera.width}x{v.camera.height}; re-make the mask at the frame's size")
+        if n < min_pixels:
+            raise MaskError(f"mask of frame {v.name or '?'} has {n} pixels (< {min_pixels}): too small or empty to align "
+                            "to; fix the mask or leave this frame out")
+    c = transform_points(pose, np.asarray(vertices).mean(0)[None])
+    if all(v.camera.depth_of(c)[0] <= v.camera.near for v in views):
+        d = [round(float(v.camera.depth_of(c)[0]), 4) for v in views]
+        raise AlignmentError(f"the object is behind the camera in every view (centre depth {d} m); "
+                             "check the camera pose (OpenCV convention, T_world_camera) and the object's pose")
+
+
+# -- initialisation ------------------------------------------------------------------------------------------
+def _stable_poses(vertices, faces, n: int) -> list[np.ndarray]:
+    import trimesh
+
+    m = trimesh.Trimesh(vertices, faces, process=True)
+    try:
+        Ts, probs = m.convex_hull.compute_stable_poses(n_samples=1, threshold=0.0)
+    except Exception as exc:  # degenerate hulls etc.
+        log.warning("stable poses failed (%s); using the mesh as it is", exc)
+        Ts, probs = [np.eye(4)], [1.0]
+    order = np.argsort(-np.asarray(probs))
+    out = []
+    for i in order[:max(1, n)]:
+        T = np.asarray(Ts[i], float)
+        v = transform_points(T, vertices)
+        T[2, 3] -= v[:, 2].min()  # bottom exactly at z = 0
+        out.append(T)
+    return out
+
+
+def _ray_plane(cam: Camera, px, z: float):
+    d_cam = np.array([(px[0] - cam.cx) / cam.fx, (px[1] - cam.cy) / cam.fy, 1.0])
+    d = cam.T_world_camera[:3, :3] @ d_cam
+    o = cam.T_world_camera[:3, 3]
+    if abs(d[2]) < 1e-9:
+        return None
+    t = (z - o[2]) / d[2]
+    return None if t <= 0 else o + t * d
+
+
+def search_init(vertices, faces, views: list[View], table_height: float, config: AlignConfig) -> tuple[np.ndarray, float]:
+    """Global start: stable resting poses x yaw sweep at the mask centroid on the table plane. (pose, mean IoU)."""
+    return search_candidates(vertices, faces, views, table_height, config)[0]
+
+
+def search_candidates(vertices, faces, views: list[View], table_height: float, config: AlignConfig) -> list[tuple[np.ndarray, float]]:
+    """The best yaw of each stable resting pose, placed at the mask centroid on the table: [(pose, mean IoU)], best first."""
+    cams = [scaled_camera(v.camera, config.search_scale) for v in views]
+    masks = [_resize_mask(v.mask, c) for v, c in zip(views, cams)]
+    ref = int(np.argmax([v.mask.sum() for v in views]))
+    ys, xs = np.nonzero(views[ref].mask)
+    centroid = np.array([xs.mean(), ys.mean()])
+    out = []
+    for S in _stable_poses(vertices, faces, config.stable_poses):
+        best, best_iou = None, -1.0
+        rest = transform_points(S, vertices)
+        lo, hi = rest.min(0), rest.max(0)
+        centre = (lo + hi) / 2
+        P = _ray_plane(views[ref].camera, centroid, table_height + centre[2])
+        if P is None:
+            raise AlignmentError(f"the ray through the mask centroid {centroid.round(1).tolist()} of frame "
+                                 f"{views[ref].name or '?'} does not meet the table plane z={table_height:.3f}; "
+                                 "check the camera pose and table_height")
+        for yaw in np.arange(config.yaw_steps) * (2 * np.pi / config.yaw_steps):
+            T = np.eye(4)
+            T[:3, :3] = _rz(yaw)
+            T[:3, 3] = [P[0], P[1], table_height]
+            C = np.eye(4)
+            C[:3, 3] = [-centre[0], -centre[1], 0]
+            pose = T @ C @ S
+            s = float(np.mean([iou(render_silhouette(c, vertices, faces, pose, config.backend), m)
+                               for c, m in zip(cams, masks)]))
+            if s > best_iou:
+                best, best_iou = pose, s
+        out.append((best, best_iou))
+    return sorted(out, key=lambda c: -c[1])
+
+
+# -- refinement ----------------------------------------------------------------------------------------------
+def _contour_points(cam: Camera, vertices, faces, pose, n_max: int, backend: str):
+    fr = rasterize(cam, transform_points(pose, vertices), faces, backend)
+    sil = fr.mask
+    ys, xs = np.nonzero(_boundary(sil))
+    if len(ys) > n_max:
+        idx = np.linspace(0, len(ys) - 1, n_max).round().astype(int)
+        ys, xs = ys[idx], xs[idx]
+    f = np.asarray(faces)[fr.face_id[ys, xs]]
+    pts = np.einsum("nk,nkd->nd", fr.bary[ys, xs].astype(float), np.asarray(vertices)[f])  # object frame
+    return pts, sil
+
+
+def _sample(sdf: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    from scipy.ndimage import map_coordinates
+
+    return map_coordinates(sdf, [uv[:, 1], uv[:, 0]], order=1, mode="nearest")
+
+
+def _evaluate(vertices, faces, views, sdfs, pose, config):
+    ious, res = [], []
+    for v, sdf in zip(views, sdfs):
+        pts, sil = _contour_points(v.camera, vertices, faces, pose, config.contour_points, config.backend)
+        ious.append(iou(sil, v.mask))
+        if len(pts):
+            res.append(_sample(sdf, v.camera.project(transform_points(pose, pts))) + 0.5)
+    r = np.concatenate(res) if res else np.array([np.inf])
+    # robust RMS: soft-L1 of the residuals expressed back in pixels
+    c = config.robust_px
+    rho = 2 * c * c * (np.sqrt(1 + (r / c) ** 2) - 1)
+    return ious, float(np.sqrt(np.mean(rho)))
+
+
+def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None, table_height: float = 0.0,
+               config: AlignConfig | None = None) -> AlignResult:
+    """Align an object (object-frame ``vertices``/``faces``) to its masks in ``views``. Never raises for a poor
+    fit: look at ``converged`` and the numbers. Raises for unusable input (empty masks, object behind camera)."""
+    cfg = config or AlignConfig()
+    if cfg.dof not in DOFS:
+        raise ValueError(f"dof must be one of {', '.join(DOFS)}, got {cfg.dof!r}")
+    t0 = time.perf_counter()
+    vertices, faces = np.asarray(vertices, float), np.asarray(faces, np.int64)
+    check_views(views, vertices, init_pose if init_pose is not None else _far_pose(views), cfg.min_mask_pixels)
+    views = [View(v.camera, np.asarray(v.mask, bool), v.image, v.name) for v in views]
+    sdfs = [signed_distance(v.mask) for v in views]
+
+    starts, init_kind, init_iou = [], "bundle", 0.0
+    if init_pose is not None and cfg.init in ("bundle", "auto"):
+        init_iou = float(np.mean([iou(render_silhouette(v.camera, vertices, faces, init_pose, cfg.backend), v.mask)
+                                  for v in views]))
+        if cfg.init == "bundle" or init_iou >= cfg.accept_init_iou:
+            starts = [(np.asarray(init_pose, float), init_iou)]
+    if not starts:
+        starts = search_candidates(vertices, faces, views, table_height, cfg)
+        init_kind, init_iou = "search", starts[0][1]
+    log.info("align: start from %s pose (IoU %.3f)", init_kind, init_iou)
+
+    best = None
+    for k, (start, s_iou) in enumerate(starts):
+        out = _refine_and_polish(vertices, faces, views, sdfs, start, cfg)
+        if best is None or np.mean(out[1]) > np.mean(best[1]):
+            best = out
+        if np.mean(best[1]) >= cfg.polish_below_iou:
+            break  # good enough: the other resting poses are not tried
+    pose, ious, resid, converged_motion, history, it = best
+    ok = converged_motion and np.mean(ious) >= cfg.min_iou and resid <= cfg.max_residual_px
+    why = []
+    if not converged_motion:
+        why.append(f"still improving/moving after {cfg.max_outer} rounds")
+    if np.mean(ious) < cfg.min_iou:
+        why.append(f"mean IoU {np.mean(ious):.3f} < {cfg.min_iou}")
+    if resid > cfg.max_residual_px:
+        why.append(f"contour residual {resid:.2f} px > {cfg.max_residual_px}")
+    msg = "converged" if ok else "did not converge: " + "; ".join(why)
+    res = AlignResult(pose, [round(x, 5) for x in ious], round(resid, 4), bool(ok), it, init_kind, round(init_iou, 5),
+                      round(time.perf_counter() - t0, 4), msg, history)
+    log.info("align: %s; IoU %s, residual %.3f px, %d rounds, %.2f s", msg, res.ious, resid, it, res.seconds)
+    return res
+
+
+def _refine_and_polish(vertices, faces, views, sdfs, start, cfg):
+    """Refine from ``start``; when the fit stays imperfect try nearby yaws by IoU and refine again from the best.
+    Returns (pose, ious, residual, settled, history, rounds)."""
+    pose, history, it, converged_motion = _refine(vertices, faces, views, sdfs, start, cfg)
+    ious, resid = _evaluate(vertices, faces, views, sdfs, pose, cfg)
+    if cfg.polish_yaw_deg > 0 and np.mean(ious) < cfg.polish_below_iou:
+        # Contours miss parts hidden inside the silhouette (a mug's handle in front of its body).
+        cams = [scaled_camera(v.camera, cfg.search_scale) for v in views]
+        masks = [_resize_mask(v.mask, c) for v, c in zip(views, cams)]
+
+        def score(T):
+            return float(np.mean([iou(render_silhouette(c, vertices, faces, T, cfg.backend), m) for c, m in zip(cams, masks)]))
+
+        base = score(pose)
+        steps = np.arange(-cfg.polish_yaw_deg, cfg.polish_yaw_deg + 1e-9, cfg.polish_step_deg)
+        cands = []
+        for a in np.radians(steps[steps != 0]):
+            T = pose.copy()
+            T[:3, :3] = _rz(a) @ pose[:3, :3]
+            cands.append((score(T), float(a), T))
+        sc, a, T = max(cands, key=lambda c: c[0])
+        if sc > base + 1e-3:
+            p2, h2, it2, c2 = _refine(vertices, faces, views, sdfs, T, cfg)
+            ious2, resid2 = _evaluate(vertices, faces, views, sdfs, p2, cfg)
+            history.append({"polish_yaw_deg": round(float(np.degrees(a)), 2), "iou_before": round(float(np.mean(ious)), 5),
+                            "iou_after": round(float(np.mean(ious2)), 5)})
+            if np.mean(ious2) > np.mean(ious):
+                pose, ious, resid, converged_motion = p2, ious2, resid2, c2
+                history += h2
+                it += it2
+    return pose, ious, resid, converged_motion, history, it
+
+
+def _resize_mask(mask, cam: Camera) -> np.ndarray:
+    import cv2
+
+    return cv2.resize(np.asarray(mask, np.uint8) * 255, (cam.width, cam.height), interpolation=cv2.INTER_AREA) > 127
+
+
+def _refine(vertices, faces, views, sdfs, start, cfg):
+    """Contour refinement rounds from ``start``: (best pose, history, rounds, settled).
+
+    Each round re-renders the silhouette, lifts its boundary to 3D and solves a robust Gauss-Newton
+    problem with those points fixed. The best pose by the round's starting cost is kept: on noisy
+    masks the contour set changes between rounds and the pose can wander by a fraction of a pixel.
+    ``settled`` is true when the pose stopped moving or the cost stopped improving for ``patience`` rounds.
+    """
+    from scipy.optimize import least_squares
+
+    pose = np.asarray(start, float).copy()
+    n = DOFS[cfg.dof]
+    c = cfg.robust_px
+    history, it, settled = [], 0, False
+    best_pose, best_cost, since_best = pose, np.inf, 0
+    for it in range(1, cfg.max_outer + 1):
+        data = []
+        for v, sdf in zip(views, sdfs):
+            pts, _ = _contour_points(v.camera, vertices, faces, pose, cfg.contour_points, cfg.backend)
+            if len(pts):
+                data.append((v.camera, sdf, pts))
+        if not data:
+            break  # nothing visible: cannot refine
+        P0 = pose
+
+        def residuals(p):
+            T = _apply(P0, p, cfg.dof)
+            return np.concatenate([_sample(sdf, cam.project(transform_points(T, pts))) + 0.5 for cam, sdf, pts in data])
+
+        r0 = residuals(np.zeros(n))
+        cost0 = float(np.mean(2 * c * c * (np.sqrt(1 + (r0 / c) ** 2) - 1)))
+        if cost0 < best_cost * (1 - 1e-3):
+            best_pose, best_cost, since_best = pose, cost0, 0
+        else:
+            since_best += 1
+            if since_best >= cfg.patience:
+                settled = True
+                break
+        sol = least_squares(residuals, np.zeros(n), method="trf", loss="soft_l1", f_scale=c,
+                            diff_step=1e-3, max_nfev=cfg.inner_nfev, xtol=1e-6, ftol=1e-8)
+        new = _apply(P0, sol.x, cfg.dof)
+        dt = float(np.linalg.norm(new[:3, 3] - pose[:3, 3]))
+        dr = rotation_angle_between(new[:3, :3], pose[:3, :3])
+        pose = new
+        history.append({"round": it, "cost_px2": round(cost0, 6), "moved_mm": round(dt * 1e3, 4),
+                        "turned_deg": round(float(np.degrees(dr)), 4)})
+        if dt < cfg.tol_m and dr < cfg.tol_rad:
+            settled = True
+            best_pose = pose  # the solver's last step is below tolerance: take it
+            break
+    return best_pose, history, it, settled
+
+
+def _far_pose(views: list[View]) -> np.ndarray:
+    """A pose 1 m in front of the first camera (only used to check masks when there is no start pose)."""
+    T = np.eye(4)
+    T[:3, 3] = views[0].camera.T_world_camera[:3, 3] + views[0].camera.T_world_camera[:3, 2]
+    return T
+
+
+def pose_error(T_est, T_true) -> tuple[float, float]:
+    """(translation error m, rotation error deg)."""
+    return (float(np.linalg.norm(np.asarray(T_est)[:3, 3] - np.asarray(T_true)[:3, 3])),
+            float(np.degrees(rotation_angle_between(np.asarray(T_est)[:3, :3], np.asarray(T_true)[:3, :3]))))

@@ -1,0 +1,29 @@
+"""Segmentation: prompts (clicks, boxes) -> object masks; several backends behind one interface.
+
+``segment(image, Prompt(points=[(x, y)], box=None), plate=None, backend="auto") -> (h, w) bool``.
+See :mod:`segmentation.core` for the backends and :mod:`segmentation.propagate` for propagation.
+"""
+from __future__ import annotations
+
+from real2sim.segmentation.core import BACKENDS, Prompt, SegmentationError, iou, register_backend, segment
+from real2sim.segmentation.difference import DifferenceConfig, difference, difference_mask
+from real2sim.segmentation.grabcut import GrabCutConfig, grabcut
+from real2sim.segmentation.propagate import PropagateConfig, Propagation, propagate, propagate_many
+from real2sim.segmentation.sam import SamBackend, sam
+
+register_backend("difference", difference)
+register_backend("grabcut", grabcut)
+register_backend("sam", sam)
+
+__all__ = ["BACKENDS", "Prompt", "SegmentationError", "iou", "register_backend", "segment", "difference",
+           "difference_mask", "DifferenceConfig", "grabcut", "GrabCutConfig", "propagate", "propagate_many", "Propagation",
+           "PropagateConfig",
+           "SamBackend", "sam", "segment_stage"]
+
+
+def __getattr__(name):
+    if name == "segment_stage":
+        from real2sim.segmentation.stage import segment_stage
+
+        return segment_stage
+    raise AttributeError(name)

@@ -1,0 +1,301 @@
+"""Propagation of object masks across the frames of a fixed camera, with occlusion reasoning.
+
+A mask drawn on one frame (the prompt frame) is carried to every other frame, forwards and backwards. Per-pixel
+flow warping drags a mask along with whatever passes over the object (a robot arm crossing a pot takes the
+pot's mask with it), so objects are tracked as wholes instead:
+
+- Each object keeps its **extent** (its silhouette, occluded parts included) and a **reference appearance**
+  (blurred Lab colours of the frame where the extent was last set).
+- Frame ``i`` is compared with the previous frame ``j`` over the object's visible pixels. When most of them
+  kept their colour, the object has not moved: the extent stays and the **visible** mask is the part of the
+  extent whose colours still match the reference; the rest is occluded (state ``"rest"``, or ``"occluded"``
+  when less than ``min_visible`` of it is seen).
+- When they changed, one similarity transform (rotation + scale + shift) is fitted to the dense optical flow of
+  the visible pixels (RANSAC). If that transform explains the colours better than "nothing moved", the object
+  moved (a grasped can): extent and reference are carried by the transform (state ``"moved"``). Else what
+  changed is an occluder and the object stays.
+- An extent that leaves the image or a moved object with no visible pixel is ``"lost"`` (the extent is kept).
+
+Frames are first matched in exposure to the prompt frame (per-channel gains over the whole image).
+``propagate`` returns the visible masks and per-frame info (state, visible fraction, transform).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from real2sim.core.manifest import MASK_STATES as STATES  # prompt, rest, occluded, moved, lost
+
+from real2sim.core.morphology import disk, lab_image
+
+log = logging.getLogger(__name__)
+
+AT_PROMPTED_POSE = ("prompt", "rest", "occluded")
+"""States in which the object is where it was prompted (seen whole or in part)."""
+
+
+@dataclass
+class PropagateConfig:
+    """Propagation parameters."""
+
+    color_tolerance: float = 18.0
+    """Lab distance (lightness weighted 0.5, OpenCV 8-bit units, after a 5 px blur) under which a pixel keeps its colour."""
+    min_visible: float = 0.5
+    """Below this visible fraction of its extent an object at rest is reported ``occluded``."""
+    min_motion_px: float = 1.5
+    """A fitted transform that moves no extent pixel farther than this is no motion."""
+    motion_margin: float = 0.1
+    """The moved hypothesis must explain this much more of the visible pixels than the static one."""
+    check_motion_below: float = 0.9
+    """Motion is tested only when fewer than this fraction of the visible pixels kept their colour."""
+    flow_scale: float = 0.5
+    """Image scale at which optical flow is computed (1 = full resolution)."""
+    min_visible_for_motion: float = 0.15
+    """Motion is not tested when less than this fraction of the extent is visible (too little of the object to
+    tell its motion from the occluder's)."""
+    back_at_rest: float = 0.8
+    """A moved object whose prompted extent is seen again with its prompted colours over this fraction is back at
+    rest (the 'motion' was an occluder's)."""
+
+
+def _gains(frames: np.ndarray, ref: int) -> np.ndarray:
+    """``(n, 3)`` per-channel gains that match each frame's exposure to frame ``ref`` (median ratio, robust to motion)."""
+    small = frames[:, ::4, ::4].astype(np.float32) + 1.0
+    ratio = small[ref][None] / small
+    return np.median(ratio.reshape(len(frames), -1, 3), axis=1)
+
+
+class _Frames:
+    """Exposure-matched, blurred Lab images and grey images, computed on demand and cached."""
+
+    def __init__(self, frames: np.ndarray, ref: int, flow_scale: float):
+        self.frames = frames
+        self.gains = _gains(frames, ref)
+        self.flow_scale = flow_scale
+        self._lab: dict[int, np.ndarray] = {}
+        self._gray: dict[int, np.ndarray] = {}
+        self._flow: dict[tuple[int, int], np.ndarray] = {}
+
+    def matched(self, i: int) -> np.ndarray:
+        return np.clip(self.frames[i].astype(np.float32) * self.gains[i], 0, 255).astype(np.uint8)
+
+    def lab(self, i: int) -> np.ndarray:
+        import cv2
+
+        if i not in self._lab:
+            self._lab[i] = lab_image(cv2.GaussianBlur(self.matched(i), (5, 5), 0), 0.5)
+        return self._lab[i]
+
+    def gray(self, i: int) -> np.ndarray:
+        import cv2
+
+        if i not in self._gray:
+            g = cv2.cvtColor(self.matched(i), cv2.COLOR_RGB2GRAY)
+            if self.flow_scale != 1.0:
+                g = cv2.resize(g, None, fx=self.flow_scale, fy=self.flow_scale, interpolation=cv2.INTER_AREA)
+            self._gray[i] = g
+        return self._gray[i]
+
+    def flow(self, j: int, i: int) -> np.ndarray:
+        """``(h, w, 2)`` flow at full resolution: pixel ``p`` of frame ``j`` is at ``p + flow[p]`` in frame ``i``."""
+        import cv2
+
+        if (j, i) not in self._flow:
+            f = cv2.calcOpticalFlowFarneback(self.gray(j), self.gray(i), None, 0.5, 5, 21, 3, 7, 1.5, 0)
+            if self.flow_scale != 1.0:
+                h, w = self.frames.shape[1:3]
+                f = cv2.resize(f, (w, h), interpolation=cv2.INTER_LINEAR) / self.flow_scale
+            self._flow[(j, i)] = f
+        return self._flow[(j, i)]
+
+
+def _color_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(a - b, axis=-1)
+
+
+def _clean(m: np.ndarray, within: np.ndarray) -> np.ndarray:
+    import cv2
+
+    m8 = m.astype(np.uint8)
+    m8 = cv2.morphologyEx(m8, cv2.MORPH_OPEN, disk(1))
+    m8 = cv2.morphologyEx(m8, cv2.MORPH_CLOSE, disk(2))
+    return (m8 > 0) & within
+
+
+def fit_motion(points: np.ndarray, flow_at_points: np.ndarray, seed: int = 0) -> tuple[np.ndarray | None, float]:
+    """Similarity transform ``(2, 3)`` fitted (RANSAC) to ``points`` ``(n, 2)`` moved by their flow ``(n, 2)``.
+
+    Returns (transform or None, inlier fraction).
+    """
+    import cv2
+
+    if len(points) < 6:
+        return None, 0.0
+    cv2.setRNGSeed(seed)
+    A, inl = cv2.estimateAffinePartial2D(points.astype(np.float32), (points + flow_at_points).astype(np.float32),
+                                         method=cv2.RANSAC, ransacReprojThreshold=2.0, maxIters=500, confidence=0.99)
+    if A is None:
+        return None, 0.0
+    return A, float(inl.mean())
+
+
+def _warp(img: np.ndarray, A: np.ndarray, nearest: bool) -> np.ndarray:
+    import cv2
+
+    h, w = img.shape[:2]
+    interp = cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR
+    src = img.astype(np.uint8) if img.dtype == bool else img
+    out = cv2.warpAffine(src, A.astype(np.float64), (w, h), flags=interp, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    return out.astype(bool) if img.dtype == bool else out
+
+
+def _max_displacement(A: np.ndarray, mask: np.ndarray) -> float:
+    ys, xs = np.nonzero(mask)
+    if not len(xs):
+        return 0.0
+    corners = np.array([[xs.min(), ys.min()], [xs.max(), ys.min()], [xs.min(), ys.max()], [xs.max(), ys.max()]], float)
+    moved = corners @ A[:, :2].T + A[:, 2]
+    return float(np.linalg.norm(moved - corners, axis=1).max())
+
+
+class _Track:
+    """One object's extent, reference appearance and visible mask while it is carried from frame to frame."""
+
+    def __init__(self, mask: np.ndarray, lab: np.ndarray, cfg: PropagateConfig):
+        self.cfg = cfg
+        self.extent = np.asarray(mask, bool).copy()
+        self.reference = lab.copy()
+        self.visible = self.extent.copy()
+        self.moved = False
+        self.prompted = (self.extent.copy(), lab.copy())
+
+    def step(self, fr: _Frames, j: int, i: int, seed: int) -> dict:
+        cfg = self.cfg
+        lab_i, lab_j = fr.lab(i), fr.lab(j)
+        if self.moved and self._back_at_rest(lab_i):
+            self.moved = False
+        vis = self.visible if self.visible.any() else self.extent
+        kept = _color_dist(lab_i[vis], lab_j[vis]) < cfg.color_tolerance
+        info: dict = {"kept_colour": round(float(kept.mean()), 3) if len(kept) else 0.0}
+        enough = vis.sum() >= cfg.min_visible_for_motion * max(1, self.extent.sum())
+        if enough and len(kept) and kept.mean() < cfg.check_motion_below:
+            motion = self._motion(fr, j, i, vis, kept.mean(), seed)
+            info.update(motion.pop("info"))
+            if motion["A"] is not None:
+                self._apply(motion["A"], lab_i)
+                info["transform"] = [[round(float(v), 4) for v in row] for row in motion["A"]]
+                return self._finish(info, "moved")
+        match = _color_dist(lab_i, self.reference) < cfg.color_tolerance
+        self.visible = _clean(match & self.extent, self.extent)
+        return self._finish(info, "moved" if self.moved else None)
+
+    def _back_at_rest(self, lab_i: np.ndarray) -> bool:
+        extent0, reference0 = self.prompted
+        seen = (_color_dist(lab_i, reference0) < self.cfg.color_tolerance) & extent0
+        if seen.sum() < self.cfg.back_at_rest * extent0.sum():
+            return False
+        self.extent, self.reference = extent0.copy(), reference0.copy()
+        return True
+
+    def _motion(self, fr: _Frames, j: int, i: int, vis: np.ndarray, static_support: float, seed: int) -> dict:
+        cfg = self.cfg
+        flow = fr.flow(j, i)
+        ys, xs = np.nonzero(vis)
+        step = max(1, len(xs) // 4000)
+        pts = np.stack([xs[::step], ys[::step]], 1).astype(np.float32)
+        A, inliers = fit_motion(pts, flow[ys[::step], xs[::step]], seed)
+        out = {"A": None, "info": {"motion_inliers": round(inliers, 3)}}
+        if A is None or _max_displacement(A, self.extent) < cfg.min_motion_px:
+            return out
+        # colours of frame j's visible pixels, looked up where the transform puts them in frame i
+        moved_lab = _warp(fr.lab(j), A, nearest=False)
+        moved_vis = _warp(vis, A, nearest=True)
+        support = float((_color_dist(fr.lab(i)[moved_vis], moved_lab[moved_vis]) < cfg.color_tolerance).mean()) \
+            if moved_vis.any() else 0.0
+        out["info"]["moved_support"] = round(support, 3)
+        out["info"]["static_support"] = round(float(static_support), 3)
+        if support > static_support + cfg.motion_margin:
+            out["A"] = A
+        return out
+
+    def _apply(self, A: np.ndarray, lab_i: np.ndarray) -> None:
+        cfg = self.cfg
+        self.extent = _warp(self.extent, A, nearest=True)
+        self.reference = _warp(self.reference, A, nearest=False)
+        match = _color_dist(lab_i, self.reference) < cfg.color_tolerance
+        self.visible = _clean(match & self.extent, self.extent)
+        # what is seen now is the reference for the next frames (the object may turn as it is carried)
+        self.reference[self.visible] = lab_i[self.visible]
+        self.moved = True
+
+    def _finish(self, info: dict, state: str | None) -> dict:
+        area = int(self.extent.sum())
+        frac = float(self.visible.sum()) / area if area else 0.0
+        if area == 0 or (state == "moved" and frac == 0.0):
+            state = "lost"
+        elif state is None:
+            state = "rest" if frac >= self.cfg.min_visible else "occluded"
+        info.update({"state": state, "visible_fraction": round(frac, 3), "extent_px": area})
+        return info
+
+
+@dataclass
+class Propagation:
+    """One object's masks over a clip."""
+
+    masks: list[np.ndarray]
+    """Visible mask per frame, ``(h, w) bool``: the object's pixels that are seen (occluders excluded)."""
+    extents: list[np.ndarray]
+    """Extent per frame, ``(h, w) bool``: where the whole object is, occluded parts included."""
+    info: list[dict]
+    """Per frame: ``state`` (:data:`STATES`), ``visible_fraction``, ``extent_px`` and the motion test's numbers."""
+
+    def states(self) -> list[str]:
+        return [inf["state"] for inf in self.info]
+
+
+def propagate(frames: np.ndarray, mask: np.ndarray, start: int = 0, plate: np.ndarray | None = None,
+              config: PropagateConfig | None = None) -> tuple[list[np.ndarray], list[dict]]:
+    """Visible masks ``(h, w) bool`` of one object in every frame, from ``mask`` on frame ``start``.
+
+    ``frames``: ``(n, h, w, 3) uint8``. ``plate`` is accepted for interface compatibility and not needed (a fixed
+    camera's own frames are the reference). Returns (masks, info) with ``info[i]["state"]`` in :data:`STATES`
+    and ``info[i]["visible_fraction"]`` (visible pixels / extent).
+    """
+    p = propagate_many(frames, {"_": mask}, start, config)["_"]
+    return p.masks, p.info
+
+
+def propagate_many(frames: np.ndarray, masks: dict[str, np.ndarray], start: int | dict[str, int] = 0,
+                   config: PropagateConfig | None = None) -> dict[str, Propagation]:
+    """:func:`propagate` for several objects, sharing exposure gains, colour images and flow between them.
+
+    ``start``: one prompt frame for all, or ``{entity: frame}``.
+    """
+    cfg = config or PropagateConfig()
+    frames = np.asarray(frames)
+    n = len(frames)
+    starts = start if isinstance(start, dict) else {e: int(start) for e in masks}
+    ref = next(iter(starts.values())) if starts else 0
+    fr = _Frames(frames, ref, cfg.flow_scale)
+    out = {}
+    for seed, (ent, m0) in enumerate(masks.items()):
+        s = starts[ent]
+        result: list[np.ndarray | None] = [None] * n
+        extents: list[np.ndarray | None] = [None] * n
+        info: list[dict] = [{} for _ in range(n)]
+        m0 = np.asarray(m0, bool)
+        result[s], extents[s] = m0.copy(), m0.copy()
+        info[s] = {"state": "prompt", "visible_fraction": 1.0, "extent_px": int(m0.sum())}
+        for order in (range(s + 1, n), range(s - 1, -1, -1)):
+            track = _Track(m0, fr.lab(s), cfg)
+            for i in order:
+                j = i - 1 if i > s else i + 1
+                info[i] = track.step(fr, j, i, seed)
+                result[i], extents[i] = track.visible.copy(), track.extent.copy()
+        out[ent] = Propagation(result, extents, info)
+        states = out[ent].states()
+        log.info("propagate %s: %s", ent, {k: states.count(k) for k in STATES if k in states})
+    return out

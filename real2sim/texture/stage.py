@@ -1,0 +1,265 @@
+"""Bundle stages 'alignment' and 'texture': read frames, cameras and masks from a bundle, write poses, UV meshes,
+textures and reports back. A failed object keeps its previous pose / texture; the report says why, with numbers."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_jsonable
+from real2sim.core.errors import MeshError, Real2SimError
+from real2sim.core.manifest import Pose
+from real2sim.core.stages import files_hash, run_stage
+
+from real2sim.render.align import AlignConfig, AlignResult, View, align_pose, iou
+from real2sim.texture.backproject import TextureConfig, backproject, psnr, render_textured
+from real2sim.core.errors import MaskError, UVError
+from real2sim.render.mesh import TexMesh, ensure_uv, load_texmesh, write_texmesh
+from real2sim.render.raster import rasterize
+from real2sim.render.overlay import overlay_panels, write_png
+
+log = logging.getLogger(__name__)
+ALIGN_STAGE = "alignment"
+TEXTURE_STAGE = "texture"
+
+
+# -- reading the bundle --------------------------------------------------------------------------------------
+def frame_key(i: int) -> str:
+    """Key of ``capture.masks`` for frame index ``i`` (as segmentation writes it)."""
+    return f"{i:06d}"
+
+
+def read_rgb(path: Path) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"), np.float32) / 255.0
+
+
+def read_mask(path: Path) -> np.ndarray:
+    from PIL import Image
+
+    if not Path(path).is_file():
+        raise MaskError(f"{path}: mask file not found; re-run segmentation or remove it from scene.json capture.masks")
+    with Image.open(path) as im:
+        return np.asarray(im.convert("L")) > 127
+
+
+def object_views(bundle: Bundle, oid: str, with_images: bool = True) -> list[View]:
+    """Every frame with a mask of ``oid`` taken at its scene pose: camera, mask (and image).
+
+    Frames where mask propagation found the object carried away or mostly hidden (``capture.mask_states``
+    not in ``MASK_STATES_AT_POSE``) are left out: their silhouettes are not of the pose being aligned.
+    """
+    from real2sim.core.manifest import MASK_STATES_AT_POSE
+
+    cap = bundle.manifest.capture
+    views = []
+    for i, fr in enumerate(cap.frames):
+        key = frame_key(i)
+        rel = cap.masks.get(key, {}).get(oid)
+        if not rel or cap.mask_state(key, oid) not in MASK_STATES_AT_POSE:
+            continue
+        if fr.camera not in bundle.manifest.cameras:
+            raise MaskError(f"frame {key} names camera '{fr.camera}' which scene.json does not define")
+        cam = bundle.manifest.cameras[fr.camera].camera()
+        img = read_rgb(bundle.path(fr.image)) if with_images else None
+        views.append(View(cam, read_mask(bundle.path(rel)), img, key))
+    return views
+
+
+def _mask_files(bundle: Bundle, oids) -> list[str]:
+    return sorted(p for m in bundle.manifest.capture.masks.values() for e, p in m.items() if e in oids)
+
+
+def _targets(bundle: Bundle, object_ids) -> list[str]:
+    if object_ids:
+        for oid in object_ids:
+            bundle.object(oid)  # UnknownNameError with suggestions
+        return list(object_ids)
+    masked = {e for m in bundle.manifest.capture.masks.values() for e in m}
+    return [oid for oid, o in bundle.manifest.objects.items() if not o.fixed and oid in masked]
+
+
+def shaded_render(camera, mesh: TexMesh, pose: np.ndarray, texture: np.ndarray | None, rgba) -> tuple[np.ndarray, np.ndarray]:
+    """Render for reports: textured when there is a texture and UVs, else the flat colour shaded by view angle."""
+    if texture is not None and mesh.has_uv:
+        return render_textured(camera, mesh, pose, texture)
+    from real2sim.core.geometry import transform_points
+
+    v = transform_points(pose, mesh.vertices)
+    fr = rasterize(camera, v, mesh.faces)
+    tri = v[mesh.faces]
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-20)
+    d = tri.mean(1) - camera.T_world_camera[:3, 3]
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    shade = 0.35 + 0.65 * np.abs(np.einsum("fd,fd->f", n, d))
+    img = np.zeros((camera.height, camera.width, 3), np.float32)
+    ys, xs = np.nonzero(fr.mask)
+    img[ys, xs] = np.asarray(rgba[:3], np.float32) * shade[fr.face_id[ys, xs], None]
+    return img, fr.mask
+
+
+def _object_texture(bundle: Bundle, oid: str) -> np.ndarray | None:
+    t = bundle.object(oid).visual.texture
+    return read_rgb(bundle.path(t)) if t and bundle.path(t).is_file() else None
+
+
+# -- alignment -----------------------------------------------------------------------------------------------
+def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = None, force: bool = False):
+    """Align every masked dynamic object (or ``object_ids``) to its masks. Returns (StageRecord, ran)."""
+    cfg = config or AlignConfig()
+    oids = _targets(bundle, object_ids)
+    m = bundle.manifest
+    input_hash = hash_jsonable([
+        files_hash(bundle, [m.objects[o].visual.mesh for o in oids] + _mask_files(bundle, oids)),
+        {k: dataclasses.asdict(c) for k, c in m.cameras.items()}, m.table_height, dataclasses.asdict(cfg), oids,
+        [dataclasses.asdict(f) for f in m.capture.frames]])
+
+    def work():
+        report, outputs, failed = {}, [], {}
+        for oid in oids:
+            obj = bundle.object(oid)
+            try:
+                mesh = load_texmesh(bundle.path(obj.visual.mesh))
+                views = object_views(bundle, oid)
+                res = align_pose(mesh.vertices, mesh.faces, views, obj.pose.matrix(), m.table_height, cfg)
+            except (MaskError, MeshError, Real2SimError) as exc:
+                failed[oid] = str(exc)
+                report[oid] = {"status": "failed", "error": str(exc), "pose_kept": True}
+                log.warning("alignment of '%s' failed: %s (previous pose kept)", oid, exc)
+                continue
+            entry = _align_entry(res)
+            if res.converged:
+                obj.pose = Pose.from_matrix(res.pose)
+            else:
+                failed[oid] = f"{res.message} (IoU {res.mean_iou:.3f}, residual {res.residual_px:.2f} px)"
+                log.warning("alignment of '%s' %s; previous pose kept", oid, failed[oid])
+            entry["status"], entry["pose_kept"] = ("aligned", False) if res.converged else ("not converged", True)
+            pic = bundle.reports_dir() / f"{ALIGN_STAGE}_{oid}.png"
+            ref = int(np.argmax([v.mask.sum() for v in views]))
+            v = views[ref]
+            tex = _object_texture(bundle, oid)
+            img, sil = shaded_render(v.camera, mesh, res.pose, tex, obj.visual.rgba)
+            write_png(pic, overlay_panels(v.image, img, v.mask, sil))
+            entry["picture"], entry["picture_frame"] = bundle.rel(pic), v.name
+            outputs.append(bundle.rel(pic))
+            report[oid] = entry
+        outputs.append(bundle.write_report(ALIGN_STAGE, {"objects": report, "failed": failed,
+                                                         "config": dataclasses.asdict(cfg)}))
+        ok = [r for r in report.values() if r.get("status") == "aligned"]
+        if ok:
+            bundle.mark_stale(TEXTURE_STAGE, "export")
+        metrics = {"objects": len(oids), "aligned": len(ok), "failed": sorted(failed),
+                   "min_iou": min((r["mean_iou"] for r in report.values() if "mean_iou" in r), default=None)}
+        msg = "; ".join(f"{k}: {v}" for k, v in sorted(failed.items()))
+        return outputs, metrics, msg
+
+    return run_stage(bundle, ALIGN_STAGE, input_hash, dataclasses.asdict(cfg), work, force)
+
+
+def _align_entry(res: AlignResult) -> dict:
+    p = Pose.from_matrix(res.pose)
+    return {"pose": {"position": p.position, "quaternion_wxyz": p.quaternion_wxyz}, "iou_per_frame": res.ious,
+            "mean_iou": round(res.mean_iou, 5), "residual_px": res.residual_px, "converged": res.converged,
+            "message": res.message, "init": res.init, "init_iou": res.init_iou, "rounds": res.iterations,
+            "seconds": res.seconds}
+
+
+# -- texture -------------------------------------------------------------------------------------------------
+def _png_bytes(tex: np.ndarray) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray((np.clip(tex, 0, 1) * 255 + 0.5).astype(np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, list[str]]:
+    """Back-project one object's texture into the bundle. Raises on unusable input (bundle untouched)."""
+    obj = bundle.object(oid)
+    src = bundle.path(obj.visual.mesh)
+    mesh0 = load_texmesh(src)
+    mesh, unwrapped = ensure_uv(mesh0)
+    views = object_views(bundle, oid)
+    if not views:
+        raise MaskError(f"object '{oid}' has no masks in any frame; make masks first")
+    pose = obj.pose.matrix()
+    res = backproject(mesh, pose, views, cfg)
+    if res.coverage <= 0:
+        raise MaskError(f"no texel of '{oid}' is visible in any masked frame (coverage 0); check the pose "
+                        "(run 'real2sim align') and the masks")
+    per_view = []
+    for v in views:
+        img, cov = render_textured(v.camera, mesh, pose, res.texture, cfg.backend)
+        m = cov & v.mask
+        per_view.append({"frame": v.name, "psnr_db": round(psnr(img, v.image, m), 3), "iou": round(iou(cov, v.mask), 5),
+                         "pixels": int(m.sum())})
+    out_dir = bundle.object_dir(oid)
+    png = _png_bytes(res.texture)
+    # Content-addressed names: the previous texture stays on disk untouched, and the manifest (committed last,
+    # atomically, by the stage runner) switches to the new files in one step.
+    tex_path = out_dir / f"texture_bp_{hash_bytes(png)[:10]}.png"
+    outputs = []
+    atomic_write_bytes(tex_path, png)
+    outputs.append(bundle.rel(tex_path))
+    if unwrapped or src.suffix.lower() != ".obj":
+        mesh_path = out_dir / "visual_uv.obj"
+        write_texmesh(mesh_path, mesh, tex_path.name)
+        obj.visual.mesh = bundle.rel(mesh_path)
+        outputs.append(bundle.rel(mesh_path))
+    obj.visual.texture = bundle.rel(tex_path)
+    # report picture from the view that saw most of the object
+    ref = int(np.argmax([p["pixels"] for p in per_view]))
+    v = views[ref]
+    img, cov = render_textured(v.camera, mesh, pose, res.texture, cfg.backend)
+    pic = bundle.reports_dir() / f"{TEXTURE_STAGE}_{oid}.png"
+    write_png(pic, overlay_panels(v.image, img, v.mask, cov))
+    outputs.append(bundle.rel(pic))
+    entry = {"status": "textured", "texture": bundle.rel(tex_path), "mesh": obj.visual.mesh, "unwrapped": unwrapped,
+             "coverage": round(res.coverage, 5), "texels_in_layout": res.texels_in_layout,
+             "psnr_db": round(float(np.mean([p["psnr_db"] for p in per_view])), 3), "per_frame": per_view,
+             "splat_seconds": res.seconds_splat, "refine_seconds": res.seconds_refine, "picture": bundle.rel(pic)}
+    if res.refine_loss:
+        entry["refine_loss"] = res.refine_loss
+    return entry, outputs
+
+
+def texture_stage(bundle: Bundle, object_ids=None, config: TextureConfig | None = None, force: bool = False):
+    """Back-project textures of every masked dynamic object (or ``object_ids``). Returns (StageRecord, ran)."""
+    cfg = config or TextureConfig()
+    oids = _targets(bundle, object_ids)
+    m = bundle.manifest
+    input_hash = hash_jsonable([
+        files_hash(bundle, [m.objects[o].visual.mesh for o in oids] + _mask_files(bundle, oids)
+                   + [f.image for f in m.capture.frames]),
+        {o: dataclasses.asdict(m.objects[o].pose) for o in oids},
+        {k: dataclasses.asdict(c) for k, c in m.cameras.items()}, dataclasses.asdict(cfg), oids])
+
+    def work():
+        report, outputs, failed = {}, [], {}
+        for oid in oids:
+            try:
+                entry, outs = texture_object(bundle, oid, cfg)
+            except (UVError, MaskError, MeshError, Real2SimError) as exc:
+                failed[oid] = str(exc)
+                report[oid] = {"status": "failed", "error": str(exc), "texture_kept": bundle.object(oid).visual.texture}
+                log.warning("texture of '%s' failed: %s (previous texture kept)", oid, exc)
+                continue
+            report[oid] = entry
+            outputs += outs
+        outputs.append(bundle.write_report(TEXTURE_STAGE, {"objects": report, "failed": failed,
+                                                           "config": dataclasses.asdict(cfg)}))
+        ok = [r for r in report.values() if r.get("status") == "textured"]
+        if ok:
+            bundle.mark_stale("export")
+        metrics = {"objects": len(oids), "textured": len(ok), "failed": sorted(failed),
+                   "min_coverage": min((r["coverage"] for r in ok), default=None),
+                   "min_psnr_db": min((r["psnr_db"] for r in ok), default=None)}
+        return outputs, metrics, "; ".join(f"{k}: {v}" for k, v in sorted(failed.items()))
+
+    return run_stage(bundle, TEXTURE_STAGE, input_hash, dataclasses.asdict(cfg), work, force)
