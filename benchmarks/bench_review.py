@@ -27,10 +27,10 @@ def main(n: int = 30) -> None:
     from conftest import give_simple_collision
     from PIL import Image
 
-    from real2sim.apps.review.app import ReviewServer
-    from real2sim.engines import get_exporter
     from real2sim.apps.review import library as rv
+    from real2sim.apps.review.app import ReviewServer
     from real2sim.core.manifest import FrameSpec
+    from real2sim.engines import get_exporter
     from real2sim.pipeline import export_bundle
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 

@@ -42,8 +42,8 @@ def bench_ik():
 
 
 def bench_controller():
-    from real2sim.robots.control import Controller
     from real2sim.engines.sandbox import robot_scene
+    from real2sim.robots.control import Controller
 
     for engine in ("mjcf", "sapien"):
         sc = robot_scene("widowx250s", engine, Path(tempfile.mkdtemp()))
@@ -70,9 +70,9 @@ def bench_controller():
 
 def bench_agreement():
     from real2sim.core.manifest import Pose
+    from real2sim.engines.sandbox import robot_scene
     from real2sim.robots.control import Controller, replay
     from real2sim.robots.kinematics import Kinematics
-    from real2sim.engines.sandbox import robot_scene
 
     base = Pose([-0.35, 0.1, 0.02], [0.9238795, 0.0, 0.0, 0.3826834])
     for robot in ("widowx250s", "panda"):
@@ -105,8 +105,8 @@ def bench_agreement():
 def bench_sysid():
     from test_sysid import _episodes
 
-    from real2sim.robots import get_robot
     from real2sim.evaluation.sysid import _Evaluator
+    from real2sim.robots import get_robot
 
     r = get_robot("widowx250s")
     n = 8 if QUICK else 20

@@ -33,16 +33,16 @@ def main() -> None:
     import trimesh
     from conftest import give_simple_collision
 
-    from real2sim.engines import get_exporter
     from real2sim.core.camera import Camera
     from real2sim.core.geometry import look_at_opencv, transform_points
     from real2sim.core.manifest import CameraSpec
     from real2sim.core.meshes import load_mesh
+    from real2sim.engines import get_exporter
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
     from real2sim.render.align import AlignConfig, View, _rz, align_pose, pose_error
-    from real2sim.texture.backproject import TextureConfig, backproject
     from real2sim.render.mesh import load_texmesh
     from real2sim.render.raster import rasterize, resolve_backend
+    from real2sim.texture.backproject import TextureConfig, backproject
 
     tmp = Path(tempfile.mkdtemp())
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp / "scene"))
@@ -101,7 +101,7 @@ def main() -> None:
     # 3) texture: one splat pass per view vs 100 Adam iterations; 'gather' (texels look up) vs 'splat' (pixels deposit)
     from PIL import Image
 
-    from real2sim.texture.backproject import psnr
+    from real2sim.core.imaging import psnr
     from real2sim.render.mesh import ensure_uv
 
     gain_free_gt = np.asarray(Image.open(b.path(b.manifest.objects["cube"].visual.texture)).convert("RGB"), np.float32) / 255

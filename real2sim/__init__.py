@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import logging
 
-from real2sim.core.version import __version__  # noqa: E402
-
 from real2sim.core.bundle import Bundle  # noqa: E402
 from real2sim.core.camera import Camera  # noqa: E402
 from real2sim.core.errors import (  # noqa: E402
@@ -23,6 +21,7 @@ from real2sim.core.errors import (  # noqa: E402
     UnsupportedCapability,
 )
 from real2sim.core.manifest import Manifest, ObjectSpec, Pose  # noqa: E402
+from real2sim.core.version import __version__  # noqa: E402
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

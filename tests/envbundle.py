@@ -21,8 +21,8 @@ TASKS = {
 def make_env_bundle(root: Path, plate: bool = True, engines=("mjcf", "sapien")):
     """Recipe bundle + robot + simple collision + tasks (+ a noise plate), exported to ``engines``."""
     import cv2
-
     from conftest import give_simple_collision
+
     from real2sim.core.bundle import Bundle
     from real2sim.core.manifest import Manifest
     from real2sim.pipeline import export_bundle

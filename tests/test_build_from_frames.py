@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
-from real2sim import collision
-from real2sim import Bundle
+
+from real2sim import Bundle, collision
 from real2sim.core.geometry import euler_xyz_to_matrix
+from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 from real2sim.pipeline import build, export_bundle
 from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
-from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 
 
 def add_s(bundle, oid, Ta, Tb) -> float:

@@ -11,8 +11,9 @@ from real2sim.core.geometry import look_at_opencv
 
 
 def _bundle_with_frames(tmp_path, n=3):
-    from real2sim.core.imaging import write_rgb
     from test_segmentation import synthetic_scene
+
+    from real2sim.core.imaging import write_rgb
 
     for i in range(n):
         img, _, _ = synthetic_scene(shift=3 * i)

@@ -13,7 +13,7 @@ from real2sim.core.manifest import CameraSpec, FrameSpec
 
 def _add_frames(b):
     from real2sim.core.bundle import atomic_write_bytes
-    from real2sim.demos.synthetic import _png
+    from real2sim.core.imaging import png_bytes as _png
 
     cam = b.manifest.cameras["main"]
     frame = np.zeros((cam.height, cam.width, 3), np.uint8)
@@ -29,7 +29,6 @@ def _add_frames(b):
 @pytest.mark.render
 def test_recovers_a_perturbed_camera(exportable_bundle):
     from real2sim.engines import get_exporter
-
     from real2sim.segmentation.robot_masks import robot_masks_stage
 
     b = exportable_bundle
@@ -63,7 +62,6 @@ def test_recovers_a_perturbed_camera(exportable_bundle):
 @pytest.mark.render
 def test_keeps_the_camera_when_the_iou_does_not_improve(exportable_bundle):
     from real2sim.engines import get_exporter
-
     from real2sim.segmentation.robot_masks import robot_masks_stage
 
     b = exportable_bundle

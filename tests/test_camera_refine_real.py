@@ -51,10 +51,17 @@ def prepared(tmp_path_factory):
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
     from real2sim import capture
-    from real2sim.demos.bridge import CAMERA, CLICKS, FRAME, PERSON_PLATE, ROBOT, _recipe
+    from real2sim.demos.bridge import (
+        CAMERA,
+        CLICKS,
+        FRAME,
+        PERSON_PLATE,
+        ROBOT,
+        _recipe,
+    )
     from real2sim.pipeline.recipe import bundle_from_recipe
-    from real2sim.segmentation.robot_fit import robot_fit_stage
     from real2sim.segmentation import Prompt
+    from real2sim.segmentation.robot_fit import robot_fit_stage
     from real2sim.segmentation.stage import segment_stage
 
     out = tmp_path_factory.mktemp("camera_refine_real")
@@ -91,8 +98,8 @@ def _set_pose(bundle: Bundle, T) -> None:
 
 def _probes(bundle: Bundle) -> dict[str, np.ndarray]:
     """World points to project: the gripper (at the frame's joints) and the cube centres."""
-    from real2sim.robots.scene import link_poses
     from real2sim.render.robot import load_robot_model
+    from real2sim.robots.scene import link_poses
 
     model = load_robot_model(bundle.manifest.robot)
     q = bundle.manifest.capture.frames[0].joint_positions
@@ -114,8 +121,8 @@ def _px_moved(bundle: Bundle, T_ref, T) -> dict[str, float]:
 
 def _iou_at(bundle: Bundle, T) -> float:
     """Robot silhouette (frame 0's joints) vs its mask, at camera pose ``T``."""
+    from real2sim.core.imaging import read_mask
     from real2sim.render.robot import link_id_image, load_robot_model
-    from real2sim.texture.stage import read_mask
 
     m = bundle.manifest
     cam = m.cameras["main"].camera()

@@ -7,8 +7,18 @@ import numpy as np
 import pytest
 
 from real2sim.capture import CalibrationError, CaptureError
-from real2sim.capture.camera_file import (calibrate_charuco, calibrate_checkerboard, camera_from_dict, charuco_board, fit_plane,
-                            load_camera, pixels_to_table, scale_camera, solve_pnp, table_height_from_points)
+from real2sim.capture.camera_file import (
+    calibrate_charuco,
+    calibrate_checkerboard,
+    camera_from_dict,
+    charuco_board,
+    fit_plane,
+    load_camera,
+    pixels_to_table,
+    scale_camera,
+    solve_pnp,
+    table_height_from_points,
+)
 from real2sim.core.camera import Camera
 from real2sim.core.geometry import look_at_opencv, rotation_angle_between
 

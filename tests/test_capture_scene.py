@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from real2sim.core.bundle import Bundle
 from real2sim.apps.cli import main
+from real2sim.core.bundle import Bundle
 
 README_POSE = {"position": [0.0, -0.16, 0.336], "quaternion_wxyz": [0.909182, -0.0819809, 0.347277, 0.214629],
                "convention": "sapien"}

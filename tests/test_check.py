@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from real2sim.pipeline.check import check_bundle
 from real2sim.apps.cli import main
+from real2sim.pipeline.check import check_bundle
 
 
 def _errors(findings):

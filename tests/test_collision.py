@@ -11,8 +11,15 @@ trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("coacd")
 pytest.importorskip("manifold3d")
 
-from real2sim.collision import (CollisionConfig, CollisionResult, collide_command, decompose, decompose_many,  # noqa: E402
-                       hull_quality, write_result)
+from real2sim.collision import (  # noqa: E402
+    CollisionConfig,
+    CollisionResult,
+    collide_command,
+    decompose,
+    decompose_many,
+    hull_quality,
+    write_result,
+)
 from real2sim.core.errors import CollisionError, MeshError  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parents[1] / "real2sim" / "scenes" / "tabletop" / "assets"

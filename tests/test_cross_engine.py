@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from real2sim.evaluation import crosscheck
 from real2sim.core.errors import UnsupportedCapability
+from real2sim.evaluation import crosscheck
 from real2sim.pipeline import export_bundle
 
 ENGINES = ("mjcf", "usd", "sapien")
@@ -107,7 +107,8 @@ def test_usd_declares_no_physics(exported):
 @pytest.mark.render
 def test_renders_agree_object_by_object(exported):
     """Each object covers the same pixels in MuJoCo's and SAPIEN's renders of the bundle camera."""
-    from real2sim.render.silhouette import iou, mask_centroid
+    from real2sim.core.imaging import iou
+    from real2sim.render.silhouette import mask_centroid
 
     scenes = crosscheck.load_engines(exported, ("mjcf", "sapien"))
     try:

@@ -118,8 +118,8 @@ def test_no_plate_falls_back_to_render_with_a_note(tmp_path, caplog):
 
 
 def test_unsupported_requests_raise(bundle, envs):
-    from real2sim.engines.sapien import load_sapien_scene
     from real2sim import UnsupportedCapability
+    from real2sim.engines.sapien import load_sapien_scene
     from real2sim.evaluation.envs.env import Real2SimEnv
 
     _env(envs, "sapien")
@@ -222,9 +222,9 @@ def test_unlit_shading_shows_the_stored_colours_in_both_engines(bundle, backend)
 def test_auto_shading_is_unlit_when_the_textures_came_from_the_frames(bundle):
     import copy
 
-    from real2sim.evaluation.envs.env import Real2SimEnv, resolve_shading
     from real2sim.core.errors import UnknownNameError
     from real2sim.core.manifest import StageRecord
+    from real2sim.evaluation.envs.env import Real2SimEnv, resolve_shading
 
     m = copy.deepcopy(bundle.manifest)
     assert resolve_shading(m) == "lit"  # synthetic textures, never back-projected
@@ -238,8 +238,8 @@ def test_auto_shading_is_unlit_when_the_textures_came_from_the_frames(bundle):
 
 
 def test_distractor_variant_places_some_bundle_objects_and_parks_the_others(bundle):
-    from real2sim.evaluation.envs.env import Real2SimEnv
     from real2sim.core.errors import Real2SimError, UnknownNameError
+    from real2sim.evaluation.envs.env import Real2SimEnv
 
     box = [[-0.06, 0.03], [0.2, 0.2]]
     spec = {"objects": ["mug", "domino", "bracket"], "count": [0, 2], "xy": box}
@@ -284,8 +284,8 @@ def test_bad_actions_raise(envs):
 
 
 def test_predicates_by_hand():
-    from real2sim.evaluation.envs.tasks import evaluate
     from real2sim.core.geometry import make_pose
+    from real2sim.evaluation.envs.tasks import evaluate
 
     box = np.array([[-0.02, -0.02, -0.02], [0.02, 0.02, 0.02]])
     plate = np.array([[-0.1, -0.1, -0.01], [0.1, 0.1, 0.01]])

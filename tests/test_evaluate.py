@@ -171,7 +171,8 @@ def test_videos_and_composited_obs(bundle, tmp_path):
 
 
 def test_cross_engine_ranking_feeds_metrics(bundle, tmp_path):
-    from real2sim.evaluation.metrics import compare, read_results as read_csv
+    from real2sim.evaluation.metrics import compare
+    from real2sim.evaluation.metrics import read_results as read_csv
 
     policies = ("scripted", "scripted:noise=0.04", "random")
     for backend in ("mujoco", "sapien"):

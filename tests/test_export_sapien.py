@@ -13,8 +13,13 @@ import pytest
 
 pytest.importorskip("sapien")
 
-from real2sim.engines.sapien import SCENE_FILE, SapienExporter, _sapien_camera_extrinsic, load_sapien_scene  # noqa: E402
 from real2sim.core.errors import ExportError, MeshError  # noqa: E402
+from real2sim.engines.sapien import (  # noqa: E402
+    SCENE_FILE,
+    SapienExporter,
+    _sapien_camera_extrinsic,
+    load_sapien_scene,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,6 +32,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def exported(tmp_path_factory):
     """One exported tabletop bundle shared by the read-only tests of this module."""
     from conftest import give_simple_collision
+
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     bundle = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp_path_factory.mktemp("sapien") / "scene"))

@@ -8,11 +8,22 @@ pxr = pytest.importorskip("pxr")
 
 from pxr import Gf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade  # noqa: E402
 
-from real2sim.engines import get_exporter  # noqa: E402
-from real2sim.engines.usd import MAIN_FILE, UsdExporter, _principal_axes, _prim_name, check_compliance  # noqa: E402
-from real2sim.core.errors import ExportError, MeshError, Real2SimError, UnsupportedCapability  # noqa: E402
+from real2sim.core.errors import (  # noqa: E402
+    ExportError,
+    MeshError,
+    Real2SimError,
+    UnsupportedCapability,
+)
 from real2sim.core.geometry import look_at_opencv, transform_points  # noqa: E402
 from real2sim.core.meshes import load_mesh  # noqa: E402
+from real2sim.engines import get_exporter  # noqa: E402
+from real2sim.engines.usd import (  # noqa: E402
+    MAIN_FILE,
+    UsdExporter,
+    _prim_name,
+    _principal_axes,
+    check_compliance,
+)
 
 
 @pytest.fixture

@@ -116,8 +116,8 @@ def test_cli_marker_recovers_the_camera_pose(tmp_path, capsys, eye, at):
     from PIL import Image
 
     from real2sim.capture.calibrate import marker_pose_flat
-    from real2sim.core.imaging import write_rgb
     from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import write_rgb
 
     cam = _camera(eye)
     write_rgb(tmp_path / "marker.png", _render(cam, [(7, 0.10, marker_pose_flat(*at)), (3, 0.06, marker_pose_flat(
@@ -195,8 +195,8 @@ def test_cli_marker_needs_its_id_size_and_place(tmp_path, capsys):
 
 def test_cli_tiny_marker_warns(tmp_path, capsys):
     from real2sim.capture.calibrate import marker_pose_flat
-    from real2sim.core.imaging import write_rgb
     from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import write_rgb
 
     cam = _camera()
     at = (0.1, 0.05, 0.0, 30.0)
@@ -234,7 +234,12 @@ def test_marker_with_lens_distortion():
 
 def test_marker_corners_refined_against_blur():
     """OpenCV's sub-pixel corners are pulled inwards by blur; the edge-line corners are not."""
-    from real2sim.capture.calibrate import detect_markers, marker_object_points, marker_pose_flat, refine_marker_corners
+    from real2sim.capture.calibrate import (
+        detect_markers,
+        marker_object_points,
+        marker_pose_flat,
+        refine_marker_corners,
+    )
     from real2sim.core.geometry import transform_points
 
     cam = _camera()
@@ -275,8 +280,8 @@ def test_charuco_board_at_a_known_pose(tmp_path):
 
     from real2sim.capture.calibrate import calibrate_charuco_pose, marker_pose_flat
     from real2sim.capture.camera_file import charuco_board
-    from real2sim.core.imaging import write_rgb
     from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import write_rgb
 
     cam = _camera((0.45, -0.25, 0.5))
     board = charuco_board((7, 5), 0.04, 0.03)

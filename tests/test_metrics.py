@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from real2sim.evaluation.metrics import MetricsInputError, compare, mmrv, pearson, read_results, wilson_interval
+from real2sim.evaluation.metrics import (
+    MetricsInputError,
+    compare,
+    mmrv,
+    pearson,
+    read_results,
+    wilson_interval,
+)
 
 
 def simpler_reference_mmrv(real, sim):

@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from real2sim import collision
-from real2sim import Bundle, MeshError
+from real2sim import Bundle, MeshError, collision
 from real2sim.core.bundle import bundle_digest
 from real2sim.pipeline import build, collision_stage, export_bundle
 

@@ -74,8 +74,8 @@ def test_plate_inpainter_hook_and_bad_masks():
 
 def test_plate_stage_writes_outputs(tmp_path):
     from real2sim.capture import init_bundle, plate_stage
-    from real2sim.core.imaging import write_rgb
     from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import write_rgb
 
     _, frames, _ = moving_occluder_frames()
     for i, f in enumerate(frames):
@@ -163,8 +163,8 @@ def test_stack_cube_gripper_inpainting_vs_telea(shared_data, record_property):
     import cv2
 
     from real2sim.capture.inpaint import inpaint
+    from real2sim.core.imaging import component_at, fill_holes
     from real2sim.segmentation import difference_mask
-    from real2sim.core.morphology import component_at, fill_holes
 
     img = cv2.cvtColor(cv2.imread(str(shared_data / "bridge" / "stack_cube_first_frame.png")), cv2.COLOR_BGR2RGB)
     ref = cv2.cvtColor(cv2.imread(str(shared_data / "bridge" / "stack_cube_plate.png")), cv2.COLOR_BGR2RGB)
@@ -184,8 +184,8 @@ def test_stack_cube_gripper_inpainting_vs_telea(shared_data, record_property):
 
 
 def test_moving_camera_is_refused_with_the_evidence():
-    from real2sim.core.errors import CaptureError
     from real2sim.capture.plate import make_plate
+    from real2sim.core.errors import CaptureError
 
     _, frames, _ = moving_occluder_frames()
     panned = np.stack([np.roll(f, 6 * i, axis=1) for i, f in enumerate(frames)])  # the camera pans 6 px a frame
@@ -196,8 +196,8 @@ def test_moving_camera_is_refused_with_the_evidence():
 
 
 def test_plate_command_names_the_mask_files_that_cover_everything_or_nothing(tmp_path, capsys):
-    from real2sim.core.imaging import write_rgb
     from real2sim.apps.cli import main
+    from real2sim.core.imaging import write_rgb
 
     _, frames, masks = moving_occluder_frames()
     for i, (f, m) in enumerate(zip(frames, masks)):

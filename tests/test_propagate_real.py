@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from real2sim.segmentation import Prompt, difference_mask, iou, propagate_many, segment
+from real2sim.core.imaging import iou
+from real2sim.segmentation import Prompt, difference_mask, propagate_many, segment
 from real2sim.segmentation.propagate import AT_PROMPTED_POSE
 
 CLICKS = {"can": (240, 300), "pot": (300, 150), "eggplant": (410, 230)}

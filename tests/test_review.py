@@ -11,8 +11,8 @@ import pytest
 
 from real2sim.apps.review import library as rv
 from real2sim.core.bundle import Bundle
-from real2sim.pipeline.check import check_bundle
 from real2sim.core.errors import ExportError
+from real2sim.pipeline.check import check_bundle
 
 
 @pytest.fixture
@@ -329,9 +329,9 @@ def test_rerun_alignment_for_one_object_is_undoable(tmp_path):
     """A misplaced object is re-fitted to its mask from the review page, and the fit can be undone."""
     from real2sim import collision
     from real2sim.apps.review import library as rv
+    from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
     from real2sim.pipeline import build, export_bundle
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
-    from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 
     truth = bundle_from_recipe(builtin_recipe(), tmp_path / "truth")
     truth.object("domino").pose.position[2] -= 0.005

@@ -454,7 +454,6 @@ def test_screenshot_every_tab(server, browser):
 
 def test_auth_required_when_set(tmp_path):
     from real2sim.apps.review.app import launch
-
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     root = tmp_path / "scene"

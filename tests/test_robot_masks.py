@@ -11,9 +11,8 @@ from real2sim.segmentation.robot_masks import robot_masks_stage
 
 @pytest.mark.render
 def test_masks_follow_the_recorded_joints(exportable_bundle):
+    from real2sim.core.imaging import png_bytes as _png
     from real2sim.engines import get_exporter
-
-    from real2sim.demos.synthetic import _png
 
     b = exportable_bundle
     get_exporter("mjcf").export(b)

@@ -1,7 +1,6 @@
 """Robots: registry, resolved URDFs, kinematics agreement (MuJoCo / SAPIEN / USD / pinocchio), one controller."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -90,9 +89,9 @@ def test_usd_articulation_matches_kinematics(tmp_path, robot):
     pytest.importorskip("pxr")
     from pxr import UsdPhysics
 
+    from real2sim.engines.sandbox import robot_only_bundle
     from real2sim.engines.usd import UsdExporter
     from real2sim.robots.kinematics import Kinematics
-    from real2sim.engines.sandbox import robot_only_bundle
 
     k = Kinematics(robot)
     q = np.random.default_rng(3).uniform(k.lower, k.upper)
@@ -197,8 +196,8 @@ def test_ik_reaches_and_is_fast(robot):
 
 
 def test_scene_export_with_robot_keeps_objects(exportable_bundle):
-    from real2sim.engines import get_exporter
     from real2sim.core.manifest import RobotSpec
+    from real2sim.engines import get_exporter
 
     before = {}
     for eng in ("mjcf", "sapien"):
@@ -221,9 +220,9 @@ def test_scene_export_with_robot_keeps_objects(exportable_bundle):
 
 
 def test_bad_robot_gains_length(exportable_bundle):
-    from real2sim.engines import get_exporter
     from real2sim.core.errors import ExportError
     from real2sim.core.manifest import RobotSpec
+    from real2sim.engines import get_exporter
 
     exportable_bundle.manifest.robot = RobotSpec(name="widowx", stiffness=[1.0, 2.0])
     with pytest.raises(ExportError, match="robot.stiffness has 2 values"):
@@ -265,8 +264,8 @@ def test_camera_mount_follows_the_link():
 
 
 def test_robot_mask_in_both_renderers(exportable_bundle):
-    from real2sim.engines import get_exporter
     from real2sim.core.manifest import RobotSpec
+    from real2sim.engines import get_exporter
 
     exportable_bundle.manifest.robot = RobotSpec(name="widowx", base_pose=Pose([-0.35, 0, 0], [1, 0, 0, 0]))
     exportable_bundle.save()

@@ -7,7 +7,14 @@ import argparse
 import numpy as np
 import pytest
 
-from real2sim.segmentation import BACKENDS, Prompt, SegmentationError, iou, propagate, segment
+from real2sim.core.imaging import iou
+from real2sim.segmentation import (
+    BACKENDS,
+    Prompt,
+    SegmentationError,
+    propagate,
+    segment,
+)
 
 
 def synthetic_scene(seed=0, shift=0):
@@ -49,7 +56,8 @@ def _cube_refs(shared_data):
     the cube, opened, closed, the component at the cube, holes filled. Checked by eye."""
     import cv2
 
-    from real2sim.core.morphology import component_at, fill_holes, lab_image
+    from real2sim.core.imaging import component_at, fill_holes
+    from real2sim.segmentation.colour import lab_image
 
     img = cv2.cvtColor(cv2.imread(str(shared_data / "bridge" / "stack_cube_first_frame.png")), cv2.COLOR_BGR2RGB)
     plate = cv2.cvtColor(cv2.imread(str(shared_data / "bridge" / "stack_cube_plate.png")), cv2.COLOR_BGR2RGB)
@@ -86,7 +94,13 @@ def test_bridge_cubes_from_one_click_without_plate(shared_data, record_property)
 
 def tiny_sam():
     import torch
-    from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
+    from segment_anything.modeling import (
+        ImageEncoderViT,
+        MaskDecoder,
+        PromptEncoder,
+        Sam,
+        TwoWayTransformer,
+    )
 
     torch.manual_seed(0)
     size, dim = 64, 32
@@ -189,8 +203,8 @@ def test_propagation_keeps_static_objects_under_an_occluder_and_tracks_a_moving_
 
 def test_segment_stage_and_contact_sheet(tmp_path):
     from real2sim.capture import init_bundle
-    from real2sim.core.imaging import write_rgb
     from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import write_rgb
     from real2sim.segmentation.stage import segment_stage
 
     for i in range(3):
@@ -224,8 +238,8 @@ def test_segment_stage_and_contact_sheet(tmp_path):
 
 def test_cli_handlers(tmp_path):
     from real2sim.apps.cli.capture import add_parsers as add_capture
-    from real2sim.core.imaging import read_mask, write_rgb
     from real2sim.apps.cli.segmentation import add_parsers as add_seg
+    from real2sim.core.imaging import read_mask, write_rgb
 
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="command", required=True)

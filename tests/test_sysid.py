@@ -6,8 +6,14 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
+from real2sim.evaluation.sysid import (  # noqa: E402
+    Episode,
+    TrajectoryError,
+    fit_gains,
+    load_trajectories,
+    simulate_episode,
+)
 from real2sim.robots import get_robot  # noqa: E402
-from real2sim.evaluation.sysid import Episode, TrajectoryError, fit_gains, load_trajectories, simulate_episode  # noqa: E402
 
 
 def _episodes(robot, k, d, n=4, T=10, noise=0.0005, seed=0):
@@ -60,8 +66,8 @@ def test_sysid_cli_writes_gains_plot_and_bundle(tmp_path):
     import argparse
     import json
 
-    from real2sim.core.bundle import Bundle
     from real2sim.apps.cli.robots import add_parsers
+    from real2sim.core.bundle import Bundle
     from real2sim.engines.sandbox import robot_only_bundle
 
     r = get_robot("widowx")

@@ -81,7 +81,11 @@ def _camera():
 
 @pytest.mark.parametrize("height, tilt, axis, yaw", [(0.0123, 1.5, 30.0, 10.0), (-0.031, 0.7, 120.0, -25.0)])
 def test_board_recovers_height_and_normal(tmp_path, height, tilt, axis, yaw):
-    from real2sim.capture.table_board import TableConfig, table_from_board, table_picture
+    from real2sim.capture.table_board import (
+        TableConfig,
+        table_from_board,
+        table_picture,
+    )
 
     cam = _camera()
     centre = np.array([0.06, 0.02, height])
@@ -111,9 +115,9 @@ def test_board_thickness_lowers_the_table():
 
 
 def test_board_not_found_names_the_image(tmp_path):
+    from real2sim.capture.table_board import table_from_board
     from real2sim.core.errors import CalibrationError
     from real2sim.core.imaging import write_rgb
-    from real2sim.capture.table_board import table_from_board
 
     cam = _camera()
     path = tmp_path / "no_board.png"
@@ -129,9 +133,9 @@ def test_board_not_found_names_the_image(tmp_path):
 
 
 def test_board_needs_a_camera_pose(tmp_path):
-    from real2sim.core.errors import CaptureError
     from real2sim.capture.table_board import table_from_board
     from real2sim.core.camera import Camera
+    from real2sim.core.errors import CaptureError
 
     cam = Camera(640, 480, K.copy(), np.eye(4))
     with pytest.raises(CaptureError, match="no pose.*real2sim calibrate"):
@@ -181,9 +185,9 @@ def resting_capture(tmp_path_factory):
     second bundle with the masks of cube, can and domino. Returns (work bundle root, truth bundle)."""
     from conftest import give_simple_collision
 
+    from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
     from real2sim.pipeline import export_bundle
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
-    from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 
     base = tmp_path_factory.mktemp("table")
     truth = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), base / "truth"))
@@ -262,10 +266,9 @@ def test_table_stage_writes_height_reports_and_marks_downstream_stale(resting_ca
 
 @pytest.mark.render
 def test_table_stage_error_keeps_the_bundle(resting_capture, tmp_path):
-    from real2sim.core.errors import CaptureError
     from real2sim.capture.table import table_stage
     from real2sim.core.bundle import Bundle
-    from real2sim.core.errors import UnknownNameError
+    from real2sim.core.errors import CaptureError, UnknownNameError
 
     b = _shifted(resting_capture[0], tmp_path)
     before = b.manifest.table_height
@@ -288,9 +291,9 @@ def test_table_stage_error_keeps_the_bundle(resting_capture, tmp_path):
 
 def test_cli_table_with_board(tmp_path):
     """``real2sim table DIR --board IMG``: a bundle whose camera sees a board lying at z = +7 mm."""
-    from real2sim.core.imaging import write_rgb
-    from real2sim.core.bundle import Bundle
     from real2sim.apps.cli import main
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import write_rgb
     from real2sim.core.manifest import CameraSpec
 
     b = Bundle.create(tmp_path / "scene")
@@ -321,9 +324,9 @@ def test_bridge_frame_table_from_the_cubes(shared_data, tmp_path):
 
     from real2sim.capture.camera_file import camera_from_dict
     from real2sim.capture.table import table_stage
-    from real2sim.demos import bridge
     from real2sim.core.bundle import Bundle
     from real2sim.core.manifest import CameraSpec, FrameSpec
+    from real2sim.demos import bridge
     from real2sim.pipeline.recipe import bundle_from_recipe
     from real2sim.segmentation import Prompt, segment
 

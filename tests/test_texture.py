@@ -42,8 +42,8 @@ def _world_mesh(bundle, oid):
 
 def test_gl_and_numpy_rasterisers_agree(tabletop):
     _gl_or_skip()
-    from real2sim.render.silhouette import silhouette
     from real2sim.render.raster import rasterize
+    from real2sim.render.silhouette import silhouette
 
     cam = tabletop.manifest.cameras["main"].camera()
     parts = [_world_mesh(tabletop, o) for o in ("mug", "cube", "can", "domino")]
@@ -184,9 +184,10 @@ def test_pose_alignment_recovers_mujoco_pose(mujoco_truth, oid):
 def test_texture_backprojection_psnr(mujoco_truth):
     from PIL import Image
 
+    from real2sim.core.imaging import psnr
     from real2sim.render.align import View
-    from real2sim.texture.backproject import TextureConfig, backproject, psnr, render_textured
     from real2sim.render.mesh import load_texmesh
+    from real2sim.texture.backproject import TextureConfig, backproject, render_textured
 
     b, renders = mujoco_truth
     o = b.manifest.objects["cube"]
@@ -206,8 +207,8 @@ def test_texture_backprojection_psnr(mujoco_truth):
 
 def test_texture_refinement_reduces_photometric_loss(mujoco_truth):
     from real2sim.render.align import View
-    from real2sim.texture.backproject import TextureConfig, backproject
     from real2sim.render.mesh import load_texmesh
+    from real2sim.texture.backproject import TextureConfig, backproject
 
     b, renders = mujoco_truth
     o = b.manifest.objects["cube"]
@@ -241,10 +242,10 @@ def _add_frame(bundle, img, masks: dict, camera="main"):
 def test_align_and_texture_stages_via_cli(mujoco_truth, tmp_path):
     import shutil
 
+    from real2sim.apps.cli.texture import main
     from real2sim.core.bundle import Bundle
     from real2sim.core.manifest import Pose
     from real2sim.render.align import pose_error
-    from real2sim.apps.cli.texture import main
 
     src, renders = mujoco_truth
     root = tmp_path / "scene"
@@ -284,8 +285,8 @@ def test_align_and_texture_stages_via_cli(mujoco_truth, tmp_path):
 def test_bad_input_keeps_previous_pose_and_texture(tabletop, tmp_path):
     import shutil
 
-    from real2sim.core.bundle import Bundle
     from real2sim.apps.cli.texture import main
+    from real2sim.core.bundle import Bundle
 
     root = tmp_path / "scene"
     shutil.copytree(tabletop.root, root)
@@ -311,10 +312,10 @@ def test_bad_input_keeps_previous_pose_and_texture(tabletop, tmp_path):
 
 
 def test_behind_camera_and_xatlas_failure(tabletop, monkeypatch):
+    from real2sim.core.errors import AlignmentError, UVError
     from real2sim.core.meshes import load_mesh
     from real2sim.render import mesh as tm
     from real2sim.render.align import View, align_pose
-    from real2sim.core.errors import AlignmentError, UVError
 
     cam = tabletop.manifest.cameras["main"].camera()
     m = load_mesh(tabletop.path(tabletop.manifest.objects["cube"].visual.mesh))
@@ -384,9 +385,10 @@ def _cube_masks(img_u8, plate_u8):
 def test_bridge_cubes_align_and_texture(shared_data):
     from PIL import Image
 
+    from real2sim.core.imaging import psnr
     from real2sim.render.align import AlignConfig, View, align_pose
-    from real2sim.texture.backproject import TextureConfig, backproject, psnr, render_textured
     from real2sim.render.mesh import ensure_uv, load_texmesh
+    from real2sim.texture.backproject import TextureConfig, backproject, render_textured
 
     img_u8 = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_first_frame.png").convert("RGB"))
     plate_u8 = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_plate.png").convert("RGB"))
@@ -430,12 +432,12 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
     GAIN x the originals, written into robot.appearance, and the MJCF export uses them."""
     from conftest import give_simple_collision
 
-    from real2sim.engines import get_exporter
+    from real2sim.apps.cli.texture import main
     from real2sim.core.camera import Camera
     from real2sim.core.geometry import look_at_opencv
     from real2sim.core.manifest import CameraSpec, Pose, RobotSpec
+    from real2sim.engines import get_exporter
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
-    from real2sim.apps.cli.texture import main
 
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene"))
     b.manifest.robot = RobotSpec(name="widowx", base_pose=Pose([-0.35, 0, 0], [1, 0, 0, 0]), appearance=dict(ROBOT_GT))
@@ -468,7 +470,7 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
 def test_robot_appearance_needs_a_robot(tmp_path):
     from real2sim.core.errors import Real2SimError
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
-    from real2sim.render.robot import robot_appearance_stage
+    from real2sim.texture.robot import robot_appearance_stage
 
     b = bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "scene")
     b.manifest.robot = None  # the bundled scene has a WidowX; a bundle without one:
@@ -482,8 +484,8 @@ def test_alignment_and_texture_work_on_the_numpy_fallback(mujoco_truth):
     """Machines without GL: the same code path on the numpy rasteriser (small mesh, one view)."""
     from real2sim.core.meshes import load_mesh
     from real2sim.render.align import AlignConfig, View, align_pose, pose_error
-    from real2sim.texture.backproject import TextureConfig, backproject
     from real2sim.render.mesh import load_texmesh
+    from real2sim.texture.backproject import TextureConfig, backproject
 
     b, renders = mujoco_truth
     o = b.manifest.objects["cube"]

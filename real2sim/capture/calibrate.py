@@ -14,12 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.capture.camera_file import (
+    aruco_dictionary,
+    calibrate_checkerboard,
+    solve_pnp,
+)
 from real2sim.core.bundle import Bundle
+from real2sim.core.errors import CalibrationError, CaptureError
 from real2sim.core.manifest import CameraSpec
 from real2sim.core.stages import CAMERA_DOWNSTREAM
-
-from real2sim.capture.camera_file import aruco_dictionary, calibrate_checkerboard, solve_pnp
-from real2sim.core.errors import CalibrationError, CaptureError
 
 log = logging.getLogger(__name__)
 
@@ -451,10 +454,9 @@ def marker_picture(image: np.ndarray, camera, res: MarkerExtrinsics, T_world_mar
     world origin, and at the marker centre)."""
     import cv2
 
-    from real2sim.core.geometry import transform_points
-
-    from real2sim.core.imaging import to_uint8
     from real2sim.capture.table_board import _draw_polyline, _project
+    from real2sim.core.geometry import transform_points
+    from real2sim.core.imaging import to_uint8
 
     out = to_uint8(np.asarray(image))
     out = np.ascontiguousarray(np.repeat(out[..., None], 3, -1) if out.ndim == 2 else out[..., :3]).copy()
@@ -500,7 +502,6 @@ def _write_pose(bundle: Bundle, camera: str, cam, res: MarkerExtrinsics, image: 
                 report: dict, title: str) -> dict:
     """Write the picture, the report and the new camera pose (in that order, after everything was computed)."""
     from real2sim.core.geometry import rotation_angle_between
-
     from real2sim.core.imaging import write_rgb
 
     old = np.asarray(cam.T_world_camera, float)
@@ -541,8 +542,8 @@ def calibrate_charuco_pose(bundle: Bundle, image_path: Path, charuco, T_world_bo
                            min_corners: int = 6) -> dict:
     """As :func:`calibrate_marker` with a ChArUco board at ``T_world_board`` (OpenCV board frame, see
     :func:`extrinsics_from_charuco`); the report's method is "charuco"."""
-    from real2sim.core.imaging import read_rgb
     from real2sim.capture.table_board import CharucoSpec
+    from real2sim.core.imaging import read_rgb
 
     spec = CharucoSpec.coerce(charuco)
     cam = _camera_spec(bundle, camera).camera()

@@ -24,9 +24,8 @@ from typing import Sequence
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.geometry import camera_pose_from_convention, make_pose
-
 from real2sim.core.errors import CalibrationError, CaptureError
+from real2sim.core.geometry import camera_pose_from_convention, make_pose
 
 log = logging.getLogger(__name__)
 CONVENTIONS = ("opencv", "opengl", "sapien")

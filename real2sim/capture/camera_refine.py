@@ -6,7 +6,7 @@ silhouette in a frame then depends only on the camera. :func:`refine_camera` per
 camera pose by a 6-D offset in the camera's own frame (3 translations in metres, 3 rotations
 as an axis-angle) and minimises ``1 - IoU`` between the rendered robot silhouette (the
 registry URDF's visual meshes, :func:`texture.robot.link_id_image`) and the robot masks
-``masks/<frame>/robot.png``, pooled over the frames. As :func:`real2sim.demos.bridge.fit_robot_joints`
+``masks/<frame>/robot.png``, pooled over the frames. As :func:`real2sim.segmentation.robot_fit.fit_robot_joints`
 does for the joints: Nelder-Mead on low-resolution silhouettes, then coarse to fine up to full
 resolution (the last pass is what brings the error from ~5 mm to ~1 mm on the tabletop WidowX).
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, hash_jsonable
 from real2sim.core.errors import BundleError
+from real2sim.core.imaging import iou, read_mask, read_rgb_float, write_rgb
 from real2sim.core.stages import CAMERA_DOWNSTREAM, files_hash, run_stage
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,6 @@ ONE_POSE_NOTE = (
     "pose (on the Bridge frame, refinements from 2 cm / 2 deg off ended 4-16 mm / 1-2.8 deg from the "
     "reference, all at its IoU or better); refine rotation only (refine_camera_stage dof=3) when the position "
     "is known, or add frames with the arm elsewhere")
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    u = (a | b).sum()
-    return float((a & b).sum() / u) if u else 0.0
 
 
 def _pooled_loss(silhouettes, targets) -> float:
@@ -125,7 +121,6 @@ def _views(bundle: Bundle, camera: str, frames=None) -> list[tuple[int, str, np.
 def _targets(bundle: Bundle, camera: str, frames, max_frames: int):
     """(views, robot model, camera, masks, joint vectors) of the frames to align to; checks shapes and joints."""
     from real2sim.render.robot import load_robot_model
-    from real2sim.texture.stage import read_mask
 
     m = bundle.manifest
     views = _views(bundle, camera, frames)
@@ -212,8 +207,8 @@ def refine_camera(bundle: Bundle, camera: str = "main", frames=None, dof: int = 
 
     x, passes, evals = _coarse_to_fine(loss_at, len(free), scales, max_evals)
     T1 = pose(x)
-    iou0 = [_iou(s, mk) for s, mk in zip(silhouettes(cam0, T0), masks)]
-    iou1 = [_iou(s, mk) for s, mk in zip(silhouettes(cam0, T1), masks)]
+    iou0 = [iou(s, mk) for s, mk in zip(silhouettes(cam0, T0), masks)]
+    iou1 = [iou(s, mk) for s, mk in zip(silhouettes(cam0, T1), masks)]
     full = np.zeros(6)
     full[free] = x
     rep = {"camera": camera, "dof": dof, "frames": [f"{i:06d}" for i, _, _ in views],
@@ -230,9 +225,7 @@ def refine_camera(bundle: Bundle, camera: str = "main", frames=None, dof: int = 
 def _picture(bundle: Bundle, camera: str, rep: dict, path) -> None:
     """Per frame (rows, at most 3): the frame with mask vs silhouette before | after. Green: both; red: robot mask
     only; blue: rendered silhouette only."""
-    from real2sim.render.overlay import write_png
     from real2sim.render.robot import link_id_image, load_robot_model
-    from real2sim.texture.stage import read_mask, read_rgb
 
     m = bundle.manifest
     model = load_robot_model(m.robot)
@@ -246,7 +239,7 @@ def _picture(bundle: Bundle, camera: str, rep: dict, path) -> None:
         q = f.joint_positions or m.robot.joint_positions or model.default_q
         mk = read_mask(bundle.path(m.capture.masks[k]["robot"]))
         try:
-            img = read_rgb(bundle.path(f.image))
+            img = read_rgb_float(bundle.path(f.image))
         except Exception:  # noqa: BLE001 - a missing frame image still gets a picture of the masks
             img = np.zeros((cam.height, cam.width, 3), np.float32)
         panels = []
@@ -274,7 +267,7 @@ def _picture(bundle: Bundle, camera: str, rep: dict, path) -> None:
     for j, label in enumerate((f"before IoU {rep['mean_iou_before']:.3f}", f"after IoU {rep['mean_iou_after']:.3f}")):
         cv2.putText(out, label, (j * (w + 4) + 6, out.shape[0] - 8), cv2.FONT_HERSHEY_SIMPLEX, 0.45,
                     (255, 255, 255), 1, cv2.LINE_AA)
-    write_png(path, out)
+    write_rgb(path, out)
 
 
 def _distinct_poses(qs, tol: float = 1e-3) -> int:

@@ -6,16 +6,24 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.bundle import Bundle, atomic_write_json, hash_file, hash_jsonable, replace_dir_atomically
-from real2sim.core.errors import BundleError
-from real2sim.core.manifest import CameraSpec, CaptureSpec, FrameSpec
-from real2sim.core.stages import run_stage
-
-from real2sim.capture.camera_file import camera_to_dict, check_camera_matches_frames, load_camera
-from real2sim.core.errors import CaptureError
+from real2sim.capture.camera_file import (
+    camera_to_dict,
+    check_camera_matches_frames,
+    load_camera,
+)
 from real2sim.capture.frames import FrameSource, read_frames
+from real2sim.core.bundle import (
+    Bundle,
+    atomic_write_json,
+    hash_file,
+    hash_jsonable,
+    replace_dir_atomically,
+)
+from real2sim.core.errors import BundleError, CaptureError
 from real2sim.core.imaging import write_rgb
+from real2sim.core.manifest import CameraSpec, CaptureSpec, FrameSpec
 from real2sim.core.pictures import tiles
+from real2sim.core.stages import run_stage
 
 log = logging.getLogger(__name__)
 FRAMES_DIR = "capture/frames"

@@ -555,11 +555,10 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     Uses the bundle's entity masks (union per frame, plus the detected moving foreground) when there are any.
     Returns ``(stage record, ran)`` like every stage.
     """
-    from real2sim.core.bundle import hash_jsonable
-    from real2sim.core.stages import files_hash, run_stage
-
-    from real2sim.core.imaging import write_gray, write_rgb
     from real2sim.capture.init import load_frames
+    from real2sim.core.bundle import hash_jsonable
+    from real2sim.core.imaging import write_gray, write_rgb
+    from real2sim.core.stages import files_hash, run_stage
 
     cfg = config or PlateConfig()
     cap = bundle.manifest.capture

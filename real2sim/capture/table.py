@@ -14,8 +14,16 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.capture.camera_file import fit_plane
+from real2sim.capture.table_board import (
+    CharucoSpec,
+    TableConfig,
+    TableEstimate,
+    _tilt,
+    require_pose,
+    table_from_board,
+    table_picture,
+)
 from real2sim.core.errors import CalibrationError, CaptureError
-from real2sim.capture.table_board import CharucoSpec, TableConfig, TableEstimate, _tilt, require_pose, table_from_board, table_picture
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +62,9 @@ def object_contact(bundle, oid: str, config: TableConfig | None = None) -> dict:
     Keys: ``bottom`` (m, lowest world Z), ``contact`` ``(3,)`` (footprint centre at that Z), ``pose`` ``(4, 4)``,
     ``mean_iou``, ``residual_px``, ``converged``, ``message``.
     """
+    from real2sim.core.views import object_views
     from real2sim.render.align import AlignConfig, align_pose
     from real2sim.render.mesh import load_texmesh
-    from real2sim.texture.stage import object_views
 
     cfg = config or TableConfig()
     mesh = load_texmesh(bundle.path(bundle.object(oid).visual.mesh))
@@ -200,9 +208,8 @@ def table_stage(bundle, method: str = "objects", objects: Sequence[str] | None =
     bundle keeps its table height, objects and earlier reports.
     """
     from real2sim.core.bundle import hash_file, hash_jsonable
-    from real2sim.core.stages import files_hash, run_stage
-
     from real2sim.core.imaging import read_rgb, write_rgb
+    from real2sim.core.stages import files_hash, run_stage
 
     cfg = config or TableConfig()
     m = bundle.manifest

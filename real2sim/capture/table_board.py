@@ -26,9 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.camera import Camera
-
 from real2sim.capture.camera_file import charuco_board, solve_pnp
+from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
 
 log = logging.getLogger(__name__)

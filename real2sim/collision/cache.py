@@ -9,9 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.bundle import hash_bytes
-
 from real2sim.collision.types import CollisionConfig, CollisionResult
+from real2sim.core.bundle import hash_bytes
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.errors import CollisionError, Real2SimError
-
 from real2sim.collision.types import CollisionConfig, CollisionResult
+from real2sim.core.errors import CollisionError, Real2SimError
 
 log = logging.getLogger(__name__)
 
@@ -213,9 +212,8 @@ def write_result(result: CollisionResult, out_dir: Path) -> list[Path]:
     Each file is written to a temp name and renamed; stale ``hull_NNN.obj`` from an
     earlier run with more hulls are removed. Returns the paths written.
     """
-    from real2sim.core.objio import write_obj
-
     from real2sim.collision.picture import quality_picture
+    from real2sim.core.objio import write_obj
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

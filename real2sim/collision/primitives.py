@@ -5,8 +5,13 @@ import logging
 
 import numpy as np
 
-from real2sim.collision.quality import (columns_to_points, inside_primitive, mesh_contains_columns, primitive_mesh,
-                      sample_columns)
+from real2sim.collision.quality import (
+    columns_to_points,
+    inside_primitive,
+    mesh_contains_columns,
+    primitive_mesh,
+    sample_columns,
+)
 
 log = logging.getLogger(__name__)
 

@@ -79,12 +79,22 @@ def require(module: str, extra: str, pip_name: str | None = None):
             f"Install it with: pip install 'real2sim[{extra}]' (or pip install {pip_name})"
         ) from exc
 
+
 class CaptureError(Real2SimError):
     """Frames or a camera file cannot be read or are inconsistent; the message names the file and the fix."""
 
 
 class CalibrationError(CaptureError):
     """Calibration failed (board not found, too few views or correspondences, degenerate geometry)."""
+
+
+class ImageError(CaptureError):
+    """An image or mask file is missing, unreadable or of the wrong size; the message names the file."""
+
+
+class SegmentationError(Real2SimError):
+    """A prompt or image cannot be segmented (bad prompt, missing plate, empty or full mask)."""
+
 
 class TextureStageError(Real2SimError):
     """Base class of the texture package's errors."""

@@ -1,6 +1,8 @@
-"""Image I/O in the project convention: uint8 RGB PNG on disk, float32 [0, 1] in compute.
+"""Images in the project convention: I/O, conversions, measures (IoU, PSNR, SSIM) and mask morphology.
 
-Masks are single-channel PNG with values 0/255 on disk and ``bool`` arrays in memory.
+uint8 RGB PNG on disk, float32 [0, 1] in compute. Masks are single-channel PNG with values 0/255 on disk and
+``(h, w) bool`` arrays in memory. This is the one place that reads and writes images and compares them; stages
+call it instead of keeping their own copies.
 """
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.errors import CaptureError
+from real2sim.core.errors import ImageError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 
@@ -22,23 +24,16 @@ def read_rgb(path) -> np.ndarray:
         with Image.open(path) as im:
             return np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
     except FileNotFoundError:
-        raise CaptureError(f"{path}: no such image file; check the path") from None
+        raise ImageError(f"{path}: no such image file; check the path") from None
     except (UnidentifiedImageError, OSError) as exc:
-        raise CaptureError(f"{path}: cannot be read as an image ({exc}); re-export it as PNG or JPEG") from exc
+        raise ImageError(f"{path}: cannot be read as an image ({exc}); re-export it as PNG or JPEG") from exc
 
 
 def write_rgb(path, image: np.ndarray) -> None:
     """Write ``(h, w, 3)`` uint8 RGB (or float in [0, 1]) as PNG, atomically."""
-    import io
-
-    from PIL import Image
-
     from real2sim.core.bundle import atomic_write_bytes
 
-    img = to_uint8(image)
-    buf = io.BytesIO()
-    Image.fromarray(img).save(buf, format="PNG")
-    atomic_write_bytes(Path(path), buf.getvalue())
+    atomic_write_bytes(Path(path), png_bytes(image))
 
 
 def read_mask(path, shape: tuple[int, int] | None = None) -> np.ndarray:
@@ -50,39 +45,27 @@ def read_mask(path, shape: tuple[int, int] | None = None) -> np.ndarray:
         with Image.open(path) as im:
             m = np.asarray(im.convert("L")) > 127
     except FileNotFoundError:
-        raise CaptureError(f"{path}: no such mask file; check the path") from None
+        raise ImageError(f"{path}: no such mask file; check the path") from None
     except (UnidentifiedImageError, OSError) as exc:
-        raise CaptureError(f"{path}: cannot be read as a mask image ({exc}); masks are single-channel PNG 0/255") from exc
+        raise ImageError(f"{path}: cannot be read as a mask image ({exc}); masks are single-channel PNG 0/255") from exc
     if shape is not None and m.shape != tuple(shape):
-        raise CaptureError(f"{path}: mask is {m.shape[1]}x{m.shape[0]} but the frames are {shape[1]}x{shape[0]}; "
+        raise ImageError(f"{path}: mask is {m.shape[1]}x{m.shape[0]} but the frames are {shape[1]}x{shape[0]}; "
                            "masks must have the frame size")
     return m
 
 
 def write_mask(path, mask: np.ndarray) -> None:
     """Write a ``(h, w) bool`` mask as a single-channel PNG 0/255, atomically."""
-    import io
-
-    from PIL import Image
-
     from real2sim.core.bundle import atomic_write_bytes
 
-    buf = io.BytesIO()
-    Image.fromarray(np.where(np.asarray(mask, bool), 255, 0).astype(np.uint8), mode="L").save(buf, format="PNG")
-    atomic_write_bytes(Path(path), buf.getvalue())
+    atomic_write_bytes(Path(path), png_bytes(np.asarray(mask, bool)))
 
 
 def write_gray(path, image: np.ndarray) -> None:
     """Write a ``(h, w) uint8`` single-channel PNG atomically."""
-    import io
-
-    from PIL import Image
-
     from real2sim.core.bundle import atomic_write_bytes
 
-    buf = io.BytesIO()
-    Image.fromarray(np.asarray(image, np.uint8), mode="L").save(buf, format="PNG")
-    atomic_write_bytes(Path(path), buf.getvalue())
+    atomic_write_bytes(Path(path), png_bytes(np.asarray(image, np.uint8)))
 
 
 def to_float(image: np.ndarray) -> np.ndarray:
@@ -101,14 +84,139 @@ def to_uint8(image: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(image.astype(np.float32) * 255.0), 0, 255).astype(np.uint8)
 
 
+def png_bytes(image: np.ndarray) -> bytes:
+    """PNG bytes of ``(h, w, 3)`` / ``(h, w, 4)`` RGB(A) or ``(h, w)`` grey (uint8, or float in [0, 1]; bool masks -> 0/255)."""
+    import io
+
+    from PIL import Image
+
+    a = np.asarray(image)
+    if a.dtype == bool:
+        a = np.where(a, 255, 0).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(to_uint8(a)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def read_rgb_float(path) -> np.ndarray:
+    """:func:`read_rgb` as ``(h, w, 3) float32`` in [0, 1]."""
+    return to_float(read_rgb(path))
+
+
+# -- measures ------------------------------------------------------------------------------------------------
+def iou(a: np.ndarray, b: np.ndarray) -> float:
+    """Intersection over union of two boolean masks; 1.0 when both are empty (they agree)."""
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    union = np.count_nonzero(a | b)
+    return 1.0 if union == 0 else float(np.count_nonzero(a & b) / union)
+
+
 def psnr(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> float:
-    """PSNR in dB between two uint8 (or [0, 1] float) images, optionally over a ``(h, w)`` mask."""
+    """PSNR in dB between two uint8 (or [0, 1] float) images, optionally over a ``(h, w)`` mask.
+
+    ``inf`` for identical images; ``nan`` for an empty mask (there is nothing to compare)."""
     a, b = to_float(a).astype(np.float64), to_float(b).astype(np.float64)
     diff = (a - b) ** 2
     if mask is not None:
-        m = np.asarray(mask, bool)
-        if not m.any():
-            raise ValueError("psnr: empty mask")
-        diff = diff[m]
+        diff = diff[np.asarray(mask, bool)]
+    if diff.size == 0:
+        return float("nan")
     mse = float(diff.mean())
     return float("inf") if mse == 0 else float(10.0 * np.log10(1.0 / mse))
+
+
+def ssim(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None, sigma: float = 1.5) -> float:
+    """Mean SSIM (Wang et al. 2004: Gaussian window sigma 1.5, K1 0.01, K2 0.03) of the grey images, over ``mask``."""
+    from scipy.ndimage import gaussian_filter
+
+    w = np.array([0.299, 0.587, 0.114])
+    x, y = to_float(a).astype(np.float64) @ w, to_float(b).astype(np.float64) @ w
+
+    def blur(z):
+        return gaussian_filter(z, sigma, truncate=3.5)  # 11x11 window as in the paper
+
+    mx, my = blur(x), blur(y)
+    vx, vy, cxy = blur(x * x) - mx * mx, blur(y * y) - my * my, blur(x * y) - mx * my
+    c1, c2 = 0.01 ** 2, 0.03 ** 2
+    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return float(s[np.asarray(mask, bool)].mean() if mask is not None else s.mean())
+
+
+# -- morphology ----------------------------------------------------------------------------------------------
+def disk(r: int):
+    import cv2
+
+    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
+
+
+def fill_holes(m: np.ndarray) -> np.ndarray:
+    import cv2
+
+    m = np.asarray(m, np.uint8)
+    h, w = m.shape
+    flood = np.zeros((h + 2, w + 2), np.uint8)
+    flood[1:-1, 1:-1] = m
+    cv2.floodFill(flood, np.zeros((h + 4, w + 4), np.uint8), (0, 0), 1)
+    return (m > 0) | (flood[1:-1, 1:-1] == 0)
+
+
+def component_at(m: np.ndarray, points, radius: int = 6) -> np.ndarray:
+    """Union of the connected components of ``m`` containing (or nearest within ``radius`` of) the points."""
+    import cv2
+
+    m = np.asarray(m, np.uint8)
+    n, lab = cv2.connectedComponents(m, connectivity=8)
+    keep = set()
+    h, w = m.shape
+    for x, y in points:
+        xi, yi = int(round(x)), int(round(y))
+        xi, yi = min(max(xi, 0), w - 1), min(max(yi, 0), h - 1)
+        if lab[yi, xi]:
+            keep.add(int(lab[yi, xi]))
+            continue
+        y0, y1, x0, x1 = max(0, yi - radius), min(h, yi + radius + 1), max(0, xi - radius), min(w, xi + radius + 1)
+        win = lab[y0:y1, x0:x1]
+        if win.any():
+            yy, xx = np.nonzero(win)
+            j = np.argmin((yy + y0 - yi) ** 2 + (xx + x0 - xi) ** 2)
+            keep.add(int(win[yy[j], xx[j]]))
+    if not keep:
+        return np.zeros(m.shape, bool)
+    return np.isin(lab, list(keep))
+
+
+def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
+    """``(h, w) bool`` mask dilated by a disk of ``radius`` pixels."""
+    import cv2
+
+    if radius <= 0:
+        return np.asarray(mask, bool).copy()
+    return cv2.dilate(np.asarray(mask, np.uint8), disk(radius)) > 0
+
+
+def erode(mask: np.ndarray, radius: int) -> np.ndarray:
+    """``(h, w) bool`` mask eroded by a disk of ``radius`` pixels."""
+    import cv2
+
+    if radius <= 0:
+        return np.asarray(mask, bool).copy()
+    return cv2.erode(np.asarray(mask, np.uint8), disk(radius)) > 0
+
+
+def clean_mask(m: np.ndarray, open_px: int, close_px: int, fill: bool, min_area: int) -> np.ndarray:
+    """Morphological clean-up of a binary mask: open, close, fill holes, drop components under ``min_area`` px."""
+    import cv2
+
+    m8 = np.asarray(m, np.uint8)
+    if open_px > 0:
+        m8 = cv2.morphologyEx(m8, cv2.MORPH_OPEN, disk(open_px))
+    if close_px > 0:
+        m8 = cv2.morphologyEx(m8, cv2.MORPH_CLOSE, disk(close_px))
+    if fill:
+        m8 = fill_holes(m8).astype(np.uint8)
+    if min_area > 0:
+        n, lab, stats, _ = cv2.connectedComponentsWithStats(m8, connectivity=8)
+        keep = np.zeros(n, bool)
+        keep[1:] = stats[1:, cv2.CC_STAT_AREA] >= min_area
+        m8 = keep[lab].astype(np.uint8)
+    return m8 > 0

@@ -30,6 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_json
+from real2sim.core.imaging import iou, psnr, read_mask, ssim
+from real2sim.render.silhouette import mask_centroid
+from real2sim.segmentation.robot_fit import fit_robot_joints
 
 log = logging.getLogger("real2sim.demos.bridge")
 
@@ -45,53 +48,14 @@ CLICKS = {"green_cube": (170, 242), "yellow_cube": (464, 195)}
 ROBOT = "widowx250s"
 POLICIES = ("scripted", "scripted:noise=0.03", "random")
 ENGINES = {"mujoco": "mjcf", "sapien": "sapien"}
-FIT_JOINTS = (0, 1, 2, 4, 5)  # waist, shoulder, elbow, wrist_angle, wrist_rotate (fingers and roll stay default)
 
 
 # -- image measures --------------------------------------------------------------------------------------------
-def psnr(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> float:
-    """PSNR (dB) of two uint8 / [0, 1] RGB images over ``mask`` (all pixels when None)."""
-    a, b = _unit(a), _unit(b)
-    d = (a - b) ** 2
-    if mask is not None:
-        d = d[np.asarray(mask, bool)]
-    mse = float(d.mean()) if d.size else float("nan")
-    return float("inf") if mse == 0 else round(float(10 * np.log10(1.0 / mse)), 3)
+def dilate_square(mask, px: int) -> np.ndarray:
+    """``mask`` grown by ``px`` in the max norm (a square neighbourhood), as the journey's numbers were measured."""
+    from scipy.ndimage import maximum_filter
 
-
-def ssim(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None, sigma: float = 1.5) -> float:
-    """Mean SSIM (Wang et al. 2004: Gaussian window sigma 1.5, K1 0.01, K2 0.03) of the grey images, over ``mask``."""
-    from scipy.ndimage import gaussian_filter
-
-    w = np.array([0.299, 0.587, 0.114])
-    x, y = _unit(a) @ w, _unit(b) @ w
-    f = lambda z: gaussian_filter(z, sigma, truncate=3.5)  # noqa: E731  (11x11 window as in the paper)
-    mx, my = f(x), f(y)
-    vx, vy, cxy = f(x * x) - mx * mx, f(y * y) - my * my, f(x * y) - mx * my
-    c1, c2 = 0.01 ** 2, 0.03 ** 2
-    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
-    return round(float(s[np.asarray(mask, bool)].mean() if mask is not None else s.mean()), 4)
-
-
-def _unit(img) -> np.ndarray:
-    img = np.asarray(img)
-    return img.astype(np.float64) / 255.0 if img.dtype == np.uint8 else img.astype(np.float64)
-
-
-def _dilate(mask, px: int) -> np.ndarray:
-    import cv2
-
-    return cv2.dilate(np.asarray(mask, np.uint8), np.ones((2 * px + 1, 2 * px + 1), np.uint8)) > 0
-
-
-def _iou(a, b) -> float:
-    u = np.logical_or(a, b).sum()
-    return round(float(np.logical_and(a, b).sum() / u), 4) if u else 0.0
-
-
-def _centroid(mask) -> np.ndarray:
-    ys, xs = np.nonzero(mask)
-    return np.array([xs.mean(), ys.mean()])
+    return maximum_filter(np.asarray(mask, bool), size=2 * px + 1)
 
 
 def composite(plate: np.ndarray, render: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -120,59 +84,6 @@ def reference_cube_masks(img: np.ndarray, plate: np.ndarray) -> dict[str, np.nda
     return out
 
 
-# -- robot: joints from the silhouette ------------------------------------------------------------------------
-def fit_robot_joints(model, camera, img: np.ndarray, plate: np.ndarray, exclude: np.ndarray, q0,
-                     scale: float = 0.25, max_evals: int = 150) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Fit the WidowX arm joints so that its rendered silhouette covers the robot in ``img``.
-
-    The robot's pixels are where ``img`` differs from ``plate`` (the person-made plate), in the connected
-    regions near the robot's silhouette at ``q0``; ``exclude`` (the cubes) is removed. A waist sweep, then
-    Nelder-Mead on 1 - IoU at ``scale`` resolution. Returns (q, robot mask (h, w) bool, report).
-    """
-    import cv2
-    from scipy.optimize import minimize
-
-    from real2sim.core.camera import Camera
-    from real2sim.render.robot import link_id_image
-
-    t0 = time.perf_counter()
-    h, w = img.shape[:2]
-    q0 = np.asarray(q0, float)
-    sil0 = link_id_image(model, camera, q0)[0] >= 0
-    near = cv2.dilate(sil0.astype(np.uint8), np.ones((121, 121), np.uint8)) > 0
-    diff = np.abs(img.astype(int) - plate.astype(int)).max(-1)
-    fg = cv2.morphologyEx((diff > 40).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    fg[exclude] = 0
-    n, lab, st, _ = cv2.connectedComponentsWithStats(fg)
-    keep = [i for i in range(1, n) if st[i, cv2.CC_STAT_AREA] > 200 and (near & (lab == i)).sum() > 0.5 * st[i, 4]]
-    raw = np.isin(lab, keep)
-    K = camera.K.copy()
-    K[:2] *= scale
-    small = Camera(int(round(w * scale)), int(round(h * scale)), K, camera.T_world_camera)
-    target = cv2.resize(raw.astype(np.uint8), (small.width, small.height), interpolation=cv2.INTER_AREA) > 0
-    idx = list(FIT_JOINTS)
-
-    def loss(x):
-        q = q0.copy()
-        q[idx] = x
-        m = link_id_image(model, small, q)[0] >= 0
-        return 1.0 - (m & target).sum() / max((m | target).sum(), 1)
-
-    start = min((q0[idx] + np.eye(len(idx))[0] * dw for dw in np.linspace(-0.4, 0.4, 9)), key=loss)
-    res = minimize(loss, start, method="Nelder-Mead", options={"maxfev": max_evals, "xatol": 1e-3, "fatol": 1e-4})
-    q = q0.copy()
-    q[idx] = res.x
-    sil = link_id_image(model, camera, q)[0] >= 0
-    # The plate difference also holds changes that are not the robot (the person-made plate differs along the
-    # table edge, which touches the gripper): the robot mask is the difference within 7 px of the fitted silhouette.
-    mask = raw & (cv2.dilate(sil.astype(np.uint8), np.ones((15, 15), np.uint8)) > 0)
-    rep = {"q_default": [round(float(v), 4) for v in q0], "q_fitted": [round(float(v), 4) for v in q],
-           "iou_default": _iou(sil0, mask), "iou_fitted": _iou(sil, mask),
-           "iou_fitted_vs_raw_difference": _iou(sil, raw), "evaluations": int(res.nfev),
-           "seconds": round(time.perf_counter() - t0, 2)}
-    return q, mask, rep
-
-
 def silhouette_error_px(a: np.ndarray, b: np.ndarray) -> dict:
     """Boundary distances (px) between two masks: mean and 90th percentile of the symmetric chamfer distance."""
     from scipy.ndimage import binary_erosion, distance_transform_edt
@@ -186,9 +97,9 @@ def silhouette_error_px(a: np.ndarray, b: np.ndarray) -> dict:
 
 # -- the journey ------------------------------------------------------------------------------------------------
 def _box_obj(path: Path, size, top_z: float = 0.0) -> None:
-    from real2sim.core.objio import write_obj
-
     import trimesh
+
+    from real2sim.core.objio import write_obj
 
     box = trimesh.creation.box(extents=size)
     box.apply_translation([0, 0, top_z - size[2] / 2])
@@ -244,17 +155,16 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     masks to ``plate_threshold_db`` and the single-frame plate does not reach that against it under the masks
     (then the person-made plate is used; recorded in provenance and in the report).
     """
-    from real2sim import capture
-    from real2sim import collision
-    import real2sim.texture.stage as tstage
     from PIL import Image
+
+    import real2sim.texture.stage as tstage
+    from real2sim import capture, collision, pipeline
+    from real2sim.pipeline.recipe import bundle_from_recipe
+    from real2sim.render.align import AlignConfig
+    from real2sim.render.robot import load_robot_model
     from real2sim.segmentation import Prompt
     from real2sim.segmentation.stage import segment_stage
-    from real2sim.render.align import AlignConfig
-    from real2sim.render.robot import load_robot_model, robot_appearance_stage, ROBOT_MASK_ENTITY
-
-    from real2sim import pipeline
-    from real2sim.pipeline.recipe import bundle_from_recipe
+    from real2sim.texture.robot import ROBOT_MASK_ENTITY, robot_appearance_stage
 
     t_all = time.perf_counter()
     data, out = Path(shared_data_dir), Path(out_dir)
@@ -289,10 +199,10 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
                   backend="grabcut", propagate_masks=False)
     bundle = Bundle.load(bundle.root)
     m = bundle.manifest
-    masks = {oid: tstage.read_mask(bundle.path(m.capture.masks["000000"][oid])) for oid in CUBES}
+    masks = {oid: read_mask(bundle.path(m.capture.masks["000000"][oid])) for oid in CUBES}
     ref = reference_cube_masks(img, person_plate)
     rep["segmentation"] = {oid: {"backend": "grabcut", "area_px": int(masks[oid].sum()),
-                                 "iou_vs_reference": _iou(masks[oid], ref[oid])} for oid in CUBES}
+                                 "iou_vs_reference": round(iou(masks[oid], ref[oid]), 4)} for oid in CUBES}
     step("masks")
 
     # 3) robot: joints fitted to the robot's pixels; its mask goes into the bundle as entity 'robot'
@@ -301,7 +211,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     q, rmask, rrep = fit_robot_joints(model, cam, img, person_plate, cubes_any, m.robot.joint_positions)
     rrep["joint_names"] = list(model.joint_names)
     m.robot.joint_positions = [float(v) for v in q]
-    m.robot.source = "joints fitted to the robot silhouette in frame 0 (real2sim.demos.bridge.fit_robot_joints)"
+    m.robot.source = "joints fitted to the robot silhouette in frame 0 (real2sim.segmentation.robot_fit.fit_robot_joints)"
     m.capture.frames[0].joint_positions = [float(v) for v in q]
     rpath = bundle.path(f"masks/000000/{ROBOT_MASK_ENTITY}.png")
     Image.fromarray(np.where(rmask, 255, 0).astype(np.uint8)).save(rpath)
@@ -317,16 +227,16 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     m = bundle.manifest
     single = np.asarray(Image.open(bundle.path(m.capture.plate)).convert("RGB"))
     fg = rmask | np.logical_or.reduce(list(masks.values()))
-    outside = ~_dilate(fg | np.logical_or.reduce(list(ref.values())), 12)
-    person_ok = psnr(person_plate, img, outside)
-    p_fg = psnr(single, person_plate, fg)
+    outside = ~dilate_square(fg | np.logical_or.reduce(list(ref.values())), 12)
+    person_ok = round(psnr(person_plate, img, outside), 3)
+    p_fg = round(psnr(single, person_plate, fg), 3)
     use_person = person_ok >= plate_threshold_db and p_fg < plate_threshold_db
     rep["plate"] = {"inpaint": inpaint,
                     "person_plate_vs_frame_outside_masks_psnr_db": person_ok,
-                    "person_plate_vs_frame_outside_masks_ssim": ssim(person_plate, img, outside),
-                    "single_frame_vs_person_psnr_db": psnr(single, person_plate),
+                    "person_plate_vs_frame_outside_masks_ssim": round(ssim(person_plate, img, outside), 4),
+                    "single_frame_vs_person_psnr_db": round(psnr(single, person_plate), 3),
                     "single_frame_vs_person_psnr_db_masked": p_fg,
-                    "single_frame_vs_person_ssim_masked": ssim(single, person_plate, fg),
+                    "single_frame_vs_person_ssim_masked": round(ssim(single, person_plate, fg), 4),
                     "used": "person_made" if use_person else "single_frame", "threshold_db": plate_threshold_db,
                     "note": "the person-made plate is compared with the frame where neither robot nor cubes are: "
                             "below the threshold it is not registered with this frame (another framing), so the "
@@ -431,9 +341,9 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
 
 def _unlit_cubes(bundle: Bundle, shape) -> tuple[np.ndarray, np.ndarray]:
     """The textured cubes rasterised without lighting (the texture stage's own view): (uint8 image, mask)."""
-    from real2sim.texture.backproject import render_textured
+    from real2sim.core.imaging import read_rgb_float as read_rgb
     from real2sim.render.mesh import ensure_uv, load_texmesh
-    from real2sim.texture.stage import read_rgb
+    from real2sim.texture.backproject import render_textured
 
     cam = bundle.manifest.cameras["main"].camera()
     out, mask = np.zeros((*shape, 3), np.uint8), np.zeros(shape, bool)
@@ -453,8 +363,9 @@ def visual_gap(bundle: Bundle, img, plate, person_plate, masks: dict, robot_mask
     bundle's plate and the person-made one (plus the cubes from the unlit textured raster, to separate
     texture/pose from engine lighting); and the cube / gripper alignment errors in pixels.
     Writes ``picture`` (real | plate only | + objects | + robot, with the bundle's plate)."""
-    from real2sim.engines import get_exporter
     from PIL import Image
+
+    from real2sim.engines import get_exporter
 
     exp = get_exporter("mjcf")
     with exp.load(exp.out_dir(bundle)) as scene:
@@ -471,7 +382,7 @@ def visual_gap(bundle: Bundle, img, plate, person_plate, masks: dict, robot_mask
     for plate_name, pl in (("bundle_plate", plate), ("person_made_plate", person_plate)):
         steps = {"plate_only": pl, "plus_objects": composite(pl, rgb, obj_m), "plus_robot": composite(pl, rgb, all_m),
                  "plus_objects_unlit_raster": composite(pl, unlit, unlit_m)}
-        gap[plate_name] = {s: {r: {"psnr_db": psnr(c, img, msk), "ssim": ssim(c, img, msk)}
+        gap[plate_name] = {s: {r: {"psnr_db": round(psnr(c, img, msk), 3), "ssim": round(ssim(c, img, msk), 4)}
                                for r, msk in regions.items()} for s, c in steps.items()}
         if pics is None:
             pics = steps
@@ -479,14 +390,14 @@ def visual_gap(bundle: Bundle, img, plate, person_plate, masks: dict, robot_mask
     gap["region_pixels"] = sizes
     cube_px = {}
     for oid in CUBES:
-        c_real = _centroid(masks[oid])
+        c_real = mask_centroid(masks[oid])
         cube_px[oid] = {"mask_centroid_vs_projected_centre_px": round(float(np.linalg.norm(c_real - centres[oid])), 2),
                         "mask_centroid_vs_render_centroid_px": round(float(np.linalg.norm(
-                            c_real - _centroid(per_obj[oid]))), 2) if per_obj[oid].any() else None,
-                        "iou_render_vs_mask": _iou(per_obj[oid], masks[oid])}
+                            c_real - mask_centroid(per_obj[oid]))), 2) if per_obj[oid].any() else None,
+                        "iou_render_vs_mask": round(iou(per_obj[oid], masks[oid]), 4)}
     align_px = {"cubes": cube_px,
                 "robot": {"silhouette_vs_mask": silhouette_error_px(rob_m, robot_mask),
-                          "iou_render_vs_mask": _iou(rob_m, robot_mask),
+                          "iou_render_vs_mask": round(iou(rob_m, robot_mask), 4),
                           "note": "robot mask = plate difference (person-made plate) within 7 px of the fitted "
                                   "silhouette; the gripper's own keypoints are not measured"}}
     tiles = [img, pics["plate_only"], pics["plus_objects"], pics["plus_robot"]]

@@ -61,9 +61,7 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
 
     Re-running on an existing demo bundle skips every unchanged stage.
     """
-    from real2sim import collision
-
-    from real2sim import pipeline
+    from real2sim import collision, pipeline
     from real2sim.evaluation import crosscheck
 
     out_dir = Path(out_dir)
@@ -129,9 +127,8 @@ def _truth(root: Path, scene: str, cfg, cache) -> Bundle:
 
 def _settle(b: Bundle, seconds: float = 1.0) -> None:
     """The recipe drops objects from 5 mm; the true scene is where they come to rest (MuJoCo)."""
-    from real2sim.engines import get_exporter
-
     from real2sim.core.manifest import Pose
+    from real2sim.engines import get_exporter
 
     exp = get_exporter("mjcf")
     with exp.load(exp.out_dir(b)) as scene:

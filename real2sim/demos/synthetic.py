@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_bytes
+from real2sim.core.imaging import png_bytes
 from real2sim.core.manifest import FrameSpec
 
 log = logging.getLogger(__name__)
@@ -30,16 +31,6 @@ class SyntheticCaptureConfig:
     """Objects that get masks (default: every dynamic object)."""
     seed: int = 0
     extra: dict = field(default_factory=dict)
-
-
-def _png(arr: np.ndarray) -> bytes:
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def synthesize_capture(bundle: Bundle, truth: Bundle, config: SyntheticCaptureConfig | None = None) -> dict:
@@ -63,14 +54,14 @@ def synthesize_capture(bundle: Bundle, truth: Bundle, config: SyntheticCaptureCo
             masks["robot"] = scene.robot_mask(cfg.camera)
     rgb = np.clip(rgb * cfg.gain + rng.normal(0, cfg.noise_std, rgb.shape), 0, 255).astype(np.uint8)
     frame_rel = "capture/frames/000000.png"
-    atomic_write_bytes(bundle.path(frame_rel), _png(rgb))
+    atomic_write_bytes(bundle.path(frame_rel), png_bytes(rgb))
     cap = bundle.manifest.capture
     cap.source = f"synthetic render of '{truth.manifest.name}' (MuJoCo, noise {cfg.noise_std}, gain {cfg.gain})"
     cap.frames = [FrameSpec(frame_rel, 0.0, cfg.camera)]
     out = {}
     for oid, m in masks.items():
         rel = f"masks/000000/{oid}.png"
-        atomic_write_bytes(bundle.path(rel), _png(np.where(m, 255, 0).astype(np.uint8)))
+        atomic_write_bytes(bundle.path(rel), png_bytes(np.where(m, 255, 0).astype(np.uint8)))
         cap.masks.setdefault("000000", {})[oid] = rel
         out[oid] = rel
     bundle.save()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 
 from real2sim.core.errors import UnknownNameError
-
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
 
 # name -> "module:Class"; resolved on first use so that importing export/ stays light.

@@ -15,9 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.bundle import Bundle, replace_dir_atomically
-from real2sim.core.errors import ExportError, UnknownNameError, UnsupportedCapability, require
+from real2sim.core.errors import (
+    ExportError,
+    UnknownNameError,
+    UnsupportedCapability,
+    require,
+)
 from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
-
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
 from real2sim.engines.common import content_addressed_copy, fmt, require_ready
 
@@ -183,7 +187,8 @@ def _add_robot(root, asset, world, out: Path, spec) -> None:
     balances passive forces); robot geoms do not collide with each other (contype 2, conaffinity 1)
     but do with objects; the integrator becomes ``implicitfast`` so that large drive damping is stable.
     """
-    from real2sim.robots.scene import ROBOT_PREFIX as P, robot_setup
+    from real2sim.robots.scene import ROBOT_PREFIX as P
+    from real2sim.robots.scene import robot_setup
 
     rs = robot_setup(spec)
     r = rs.robot

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.manifest import RobotSpec
-
 from real2sim.robots import get_robot
 
 

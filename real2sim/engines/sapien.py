@@ -60,10 +60,15 @@ from xml.etree import ElementTree
 import numpy as np
 
 from real2sim.core.bundle import Bundle, hash_bytes, replace_dir_atomically
-from real2sim.core.errors import ExportError, MeshError, UnknownNameError, UnsupportedCapability, require
+from real2sim.core.errors import (
+    ExportError,
+    MeshError,
+    UnknownNameError,
+    UnsupportedCapability,
+    require,
+)
 from real2sim.core.geometry import R_OPENCV_FROM_SAPIEN, make_pose, split_pose
 from real2sim.core.manifest import ObjectSpec
-
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
 from real2sim.engines.common import srgb_to_linear
 

@@ -44,7 +44,6 @@ import numpy as np
 from real2sim.core.bundle import Bundle, replace_dir_atomically
 from real2sim.core.errors import ExportError, UnknownNameError, require
 from real2sim.core.geometry import matrix_to_quat_wxyz, transform_points
-
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
 from real2sim.engines.common import content_addressed_copy, require_ready
 

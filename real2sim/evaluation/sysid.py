@@ -54,7 +54,6 @@ class Episode:
 def load_trajectories(path, robot, action_space: str | None = None) -> tuple[list[Episode], str]:
     """Read and validate a trajectory ``.npz`` for registry robot ``robot``; returns (episodes, action_space)."""
     from real2sim.robots import get_robot
-
     from real2sim.robots.kinematics import Kinematics
 
     path = Path(path)
@@ -102,7 +101,6 @@ def load_lerobot_trajectories(path, robot, action_space: str | None = None) -> t
     """
     from real2sim.core.errors import require
     from real2sim.robots import get_robot
-
     from real2sim.robots.kinematics import Kinematics
 
     root = _lerobot_root(Path(path))
@@ -234,8 +232,8 @@ _CONTROLLERS: dict = {}
 
 def _controller(robot: str, engine: str, space: str):
     """A controller on a robot-only scene, built once per process and (robot, engine, action space)."""
-    from real2sim.robots.control import Controller, ControllerConfig
     from real2sim.engines.sandbox import robot_scene
+    from real2sim.robots.control import Controller, ControllerConfig
 
     key = (robot, engine, space)
     if key not in _CONTROLLERS:

@@ -10,9 +10,9 @@ import logging
 import os
 from pathlib import Path
 
+from real2sim.collision.inertia import compute_inertials
 from real2sim.core.bundle import Bundle, hash_jsonable, replace_dir_atomically
 from real2sim.core.errors import CollisionError, MeshError, Real2SimError
-from real2sim.collision.inertia import compute_inertials
 from real2sim.core.manifest import CollisionSpec, Pose
 from real2sim.core.meshes import load_mesh
 from real2sim.core.stages import files_hash, run_stage

@@ -26,7 +26,14 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.camera import Camera
 from real2sim.core.errors import ManifestError
 from real2sim.core.geometry import look_at_opencv
-from real2sim.core.manifest import CameraSpec, LightSpec, ObjectSpec, PhysicsSpec, TaskSpec, _Reader
+from real2sim.core.manifest import (
+    CameraSpec,
+    LightSpec,
+    ObjectSpec,
+    PhysicsSpec,
+    TaskSpec,
+    _Reader,
+)
 from real2sim.core.meshes import load_mesh
 
 log = logging.getLogger(__name__)

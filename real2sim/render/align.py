@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.geometry import rotation_angle_between, transform_points
-
 from real2sim.core.errors import AlignmentError, MaskError
+from real2sim.core.geometry import rotation_angle_between, transform_points
+from real2sim.core.imaging import iou
+from real2sim.core.views import View
 from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
@@ -76,19 +77,6 @@ class AlignConfig:
     """Masks with fewer pixels are refused (too small to align to)."""
     backend: str = "auto"
     """Rasteriser backend ('auto', 'gl', 'numpy')."""
-
-
-@dataclass
-class View:
-    """One observation of an object: a camera and the object's mask in its image (optionally the image)."""
-
-    camera: Camera
-    mask: np.ndarray
-    """``(h, w) bool`` object pixels."""
-    image: np.ndarray | None = None
-    """``(h, w, 3) float32`` RGB in [0, 1] (used by texturing and reports, not by alignment)."""
-    name: str = ""
-    """Frame key, for messages."""
 
 
 @dataclass
@@ -156,11 +144,6 @@ def _boundary(sil: np.ndarray) -> np.ndarray:
 
     return sil & ~binary_erosion(sil, border_value=1)
 
-
-def iou(a, b) -> float:
-    a, b = np.asarray(a, bool), np.asarray(b, bool)
-    u = (a | b).sum()
-    return float((a & b).sum() / u) if u else 0.0
 
 
 def scaled_camera(cam: Camera, s: float) -> Camera:

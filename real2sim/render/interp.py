@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from real2sim.core.errors import require
-
 from real2sim.render.raster import Fragments
 
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.core.errors import UVError
 from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import mesh_uv, write_obj
-
-from real2sim.core.errors import UVError
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,6 @@
 """Report pictures: real | render | difference, cropped around the object."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 
@@ -51,16 +49,3 @@ def overlay_panels(real, render, real_mask, render_mask, pad: int = 24, min_heig
         s = min_height / panels.shape[0]
         panels = cv2.resize(panels, (int(round(panels.shape[1] * s)), min_height), interpolation=cv2.INTER_NEAREST)
     return panels
-
-
-def write_png(path: Path, img: np.ndarray) -> None:
-    """Write an RGB uint8 image atomically."""
-    import io
-
-    from PIL import Image
-
-    from real2sim.core.bundle import atomic_write_bytes
-
-    buf = io.BytesIO()
-    Image.fromarray(np.asarray(img, np.uint8)).save(buf, format="PNG")
-    atomic_write_bytes(Path(path), buf.getvalue())

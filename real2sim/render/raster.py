@@ -27,9 +27,8 @@ from typing import Callable
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.geometry import transform_points
-
 from real2sim.core.errors import RasterError
+from real2sim.core.geometry import transform_points
 
 log = logging.getLogger(__name__)
 

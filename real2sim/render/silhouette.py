@@ -43,8 +43,3 @@ def mask_centroid(mask) -> np.ndarray:
         raise ValueError("empty mask has no centroid")
     return np.array([xs.mean(), ys.mean()])
 
-
-def iou(a, b) -> float:
-    a, b = np.asarray(a, bool), np.asarray(b, bool)
-    union = (a | b).sum()
-    return float((a & b).sum() / union) if union else 1.0

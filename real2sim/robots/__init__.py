@@ -14,7 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from real2sim.core.errors import UnknownNameError
-
 from real2sim.robots.spec import RobotDef, cache_dir, resolve_urdf
 
 ROBOT_MODULES = ("widowx250s", "panda")

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from real2sim.core.errors import Real2SimError
-
 from real2sim.robots import get_robot
 from real2sim.robots.kinematics import Kinematics, so3_exp
 

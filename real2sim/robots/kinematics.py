@@ -11,7 +11,6 @@ import logging
 import numpy as np
 
 from real2sim.core.errors import require
-
 from real2sim.robots import get_robot, robot_urdf
 from real2sim.robots.spec import RobotDef
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.errors import ExportError
-
 from real2sim.robots import get_robot, robot_urdf
 from real2sim.robots.spec import RobotDef
 

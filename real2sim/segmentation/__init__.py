@@ -5,17 +5,27 @@ See :mod:`segmentation.core` for the backends and :mod:`segmentation.propagate` 
 """
 from __future__ import annotations
 
-from real2sim.segmentation.core import BACKENDS, Prompt, SegmentationError, iou, register_backend, segment
-from real2sim.segmentation.difference import DifferenceConfig, difference, difference_mask
+from real2sim.core.errors import SegmentationError
+from real2sim.segmentation.core import BACKENDS, Prompt, register_backend, segment
+from real2sim.segmentation.difference import (
+    DifferenceConfig,
+    difference,
+    difference_mask,
+)
 from real2sim.segmentation.grabcut import GrabCutConfig, grabcut
-from real2sim.segmentation.propagate import PropagateConfig, Propagation, propagate, propagate_many
+from real2sim.segmentation.propagate import (
+    PropagateConfig,
+    Propagation,
+    propagate,
+    propagate_many,
+)
 from real2sim.segmentation.sam import SamBackend, sam
 
 register_backend("difference", difference)
 register_backend("grabcut", grabcut)
 register_backend("sam", sam)
 
-__all__ = ["BACKENDS", "Prompt", "SegmentationError", "iou", "register_backend", "segment", "difference",
+__all__ = ["BACKENDS", "Prompt", "SegmentationError", "register_backend", "segment", "difference",
            "difference_mask", "DifferenceConfig", "grabcut", "GrabCutConfig", "propagate", "propagate_many", "Propagation",
            "PropagateConfig",
            "SamBackend", "sam", "segment_stage"]

@@ -23,13 +23,10 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from real2sim.core.errors import Real2SimError, UnknownNameError
+from real2sim.core.errors import SegmentationError, UnknownNameError
 
 log = logging.getLogger(__name__)
 
-
-class SegmentationError(Real2SimError):
-    """A prompt or image cannot be segmented (bad prompt, missing plate, empty or full mask)."""
 
 
 @dataclass
@@ -143,8 +140,3 @@ def segment(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None, 
     return mask
 
 
-def iou(a: np.ndarray, b: np.ndarray) -> float:
-    """Intersection over union of two boolean masks (1.0 when both are empty)."""
-    a, b = np.asarray(a, bool), np.asarray(b, bool)
-    u = np.logical_or(a, b).sum()
-    return 1.0 if u == 0 else float(np.logical_and(a, b).sum() / u)

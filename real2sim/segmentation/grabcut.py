@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from real2sim.core.imaging import component_at, disk, fill_holes
+from real2sim.segmentation.colour import lab_image, refine_edges
 from real2sim.segmentation.core import Prompt, SegmentationError
-from real2sim.core.morphology import component_at, disk, fill_holes, lab_image, refine_edges
 
 
 @dataclass

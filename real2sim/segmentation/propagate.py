@@ -26,9 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.manifest import MASK_STATES as STATES  # prompt, rest, occluded, moved, lost
-
-from real2sim.core.morphology import disk, lab_image
+from real2sim.core.imaging import disk
+from real2sim.core.manifest import (
+    MASK_STATES as STATES,  # prompt, rest, occluded, moved, lost
+)
+from real2sim.segmentation.colour import lab_image
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.errors import DependencyMissing, require
-
 from real2sim.segmentation.core import Prompt, SegmentationError
 
 log = logging.getLogger(__name__)

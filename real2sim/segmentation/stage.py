@@ -6,31 +6,22 @@ import logging
 import numpy as np
 
 from real2sim.core.bundle import atomic_write_json, hash_jsonable
+from real2sim.core.imaging import read_rgb, write_mask, write_rgb
 from real2sim.core.stages import files_hash, run_stage
-
-from real2sim.segmentation.core import Prompt, SegmentationError, resolve_backend, segment
-from real2sim.segmentation.propagate import AT_PROMPTED_POSE, STATES, PropagateConfig, propagate_many
+from real2sim.segmentation.core import (
+    Prompt,
+    SegmentationError,
+    resolve_backend,
+    segment,
+)
+from real2sim.segmentation.propagate import (
+    AT_PROMPTED_POSE,
+    STATES,
+    PropagateConfig,
+    propagate_many,
+)
 
 log = logging.getLogger(__name__)
-
-
-def _read_rgb(path):
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"), np.uint8).copy()
-
-
-def _write_png(path, arr):
-    import io
-
-    from PIL import Image
-
-    from real2sim.core.bundle import atomic_write_bytes
-
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG")
-    atomic_write_bytes(path, buf.getvalue())
 
 
 def contact_sheet(frames, masks_by_entity: dict[str, list[np.ndarray]], count: int = 8, tile_width: int = 240) -> np.ndarray:
@@ -103,8 +94,8 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     input_hash = hash_jsonable([files_hash(bundle, rels), config])
 
     def run():
-        frames = np.stack([_read_rgb(bundle.path(fr.image)) for fr in cap.frames])
-        plate = _read_rgb(bundle.path(cap.plate)) if cap.plate and bundle.path(cap.plate).is_file() else None
+        frames = np.stack([read_rgb(bundle.path(fr.image)) for fr in cap.frames])
+        plate = read_rgb(bundle.path(cap.plate)) if cap.plate and bundle.path(cap.plate).is_file() else None
         used = resolve_backend(backend, plate)
         if backend == "auto" and plate is not None:
             used = "auto (difference, grabcut where the object is part of the plate)"
@@ -140,14 +131,14 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
                     continue
                 key = f"{i:06d}"
                 path = bundle.path(f"masks/{key}/{ent}.png")
-                _write_png(path, np.where(m, 255, 0).astype(np.uint8))
+                write_mask(path, m)
                 cap.masks.setdefault(key, {})[ent] = bundle.rel(path)
                 cap.mask_states.setdefault(key, {})[ent] = states[ent][i]
                 outputs.append(bundle.rel(path))
         atomic_write_json(bundle.path("masks/prompts.json"), config["prompts"])
         outputs.append("masks/prompts.json")
         pic = bundle.reports_dir() / "segment.png"
-        _write_png(pic, contact_sheet(frames, per_entity))
+        write_rgb(pic, contact_sheet(frames, per_entity))
         h, w = frames.shape[1:3]
         summary = {e: {"frames": sum(a is not None for a in v), "area_px_min": min(a for a in v if a is not None),
                        "area_px_max": max(a for a in v if a is not None),

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from real2sim.core.geometry import transform_points
-
-from real2sim.render.align import View
 from real2sim.core.errors import MaskError
+from real2sim.core.geometry import transform_points
+from real2sim.core.views import View
 from real2sim.render.mesh import TexMesh
 from real2sim.render.raster import rasterize, rasterize_uv
 
@@ -367,16 +366,6 @@ def refine(res: TextureResult, mesh: TexMesh, pose: np.ndarray, views: list[View
     res.seconds_refine = round(time.perf_counter() - t0, 4)
     res.refine_loss = [round(x, 7) for x in losses[:: max(1, len(losses) // 10)]] + [round(losses[-1], 7)]
     return res
-
-
-def psnr(a, b, mask=None) -> float:
-    """PSNR (dB) of two [0, 1] images over ``mask`` (all pixels when None)."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    d = (a - b) ** 2
-    if mask is not None:
-        d = d[np.asarray(mask, bool)]
-    mse = float(d.mean()) if d.size else float("nan")
-    return float("inf") if mse == 0 else float(10 * np.log10(1.0 / mse))
 
 
 def render_textured(camera, mesh: TexMesh, pose: np.ndarray, texture: np.ndarray, backend: str = "auto"):

@@ -3,72 +3,25 @@ textures and reports back. A failed object keeps its previous pose / texture; th
 from __future__ import annotations
 
 import dataclasses
-import io
 import logging
-from pathlib import Path
 
 import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_jsonable
-from real2sim.core.errors import MeshError, Real2SimError
+from real2sim.core.errors import MaskError, MeshError, Real2SimError, UVError
+from real2sim.core.imaging import iou, png_bytes, psnr, read_rgb_float, write_rgb
 from real2sim.core.manifest import Pose
 from real2sim.core.stages import files_hash, run_stage
-
-from real2sim.render.align import AlignConfig, AlignResult, View, align_pose, iou
-from real2sim.texture.backproject import TextureConfig, backproject, psnr, render_textured
-from real2sim.core.errors import MaskError, UVError
+from real2sim.core.views import object_views
+from real2sim.render.align import AlignConfig, AlignResult, align_pose
 from real2sim.render.mesh import TexMesh, ensure_uv, load_texmesh, write_texmesh
+from real2sim.render.overlay import overlay_panels
 from real2sim.render.raster import rasterize
-from real2sim.render.overlay import overlay_panels, write_png
+from real2sim.texture.backproject import TextureConfig, backproject, render_textured
 
 log = logging.getLogger(__name__)
 ALIGN_STAGE = "alignment"
 TEXTURE_STAGE = "texture"
-
-
-# -- reading the bundle --------------------------------------------------------------------------------------
-def frame_key(i: int) -> str:
-    """Key of ``capture.masks`` for frame index ``i`` (as segmentation writes it)."""
-    return f"{i:06d}"
-
-
-def read_rgb(path: Path) -> np.ndarray:
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"), np.float32) / 255.0
-
-
-def read_mask(path: Path) -> np.ndarray:
-    from PIL import Image
-
-    if not Path(path).is_file():
-        raise MaskError(f"{path}: mask file not found; re-run segmentation or remove it from scene.json capture.masks")
-    with Image.open(path) as im:
-        return np.asarray(im.convert("L")) > 127
-
-
-def object_views(bundle: Bundle, oid: str, with_images: bool = True) -> list[View]:
-    """Every frame with a mask of ``oid`` taken at its scene pose: camera, mask (and image).
-
-    Frames where mask propagation found the object carried away or mostly hidden (``capture.mask_states``
-    not in ``MASK_STATES_AT_POSE``) are left out: their silhouettes are not of the pose being aligned.
-    """
-    from real2sim.core.manifest import MASK_STATES_AT_POSE
-
-    cap = bundle.manifest.capture
-    views = []
-    for i, fr in enumerate(cap.frames):
-        key = frame_key(i)
-        rel = cap.masks.get(key, {}).get(oid)
-        if not rel or cap.mask_state(key, oid) not in MASK_STATES_AT_POSE:
-            continue
-        if fr.camera not in bundle.manifest.cameras:
-            raise MaskError(f"frame {key} names camera '{fr.camera}' which scene.json does not define")
-        cam = bundle.manifest.cameras[fr.camera].camera()
-        img = read_rgb(bundle.path(fr.image)) if with_images else None
-        views.append(View(cam, read_mask(bundle.path(rel)), img, key))
-    return views
 
 
 def _mask_files(bundle: Bundle, oids) -> list[str]:
@@ -106,7 +59,7 @@ def shaded_render(camera, mesh: TexMesh, pose: np.ndarray, texture: np.ndarray |
 
 def _object_texture(bundle: Bundle, oid: str) -> np.ndarray | None:
     t = bundle.object(oid).visual.texture
-    return read_rgb(bundle.path(t)) if t and bundle.path(t).is_file() else None
+    return read_rgb_float(bundle.path(t)) if t and bundle.path(t).is_file() else None
 
 
 # -- alignment -----------------------------------------------------------------------------------------------
@@ -145,7 +98,7 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
             v = views[ref]
             tex = _object_texture(bundle, oid)
             img, sil = shaded_render(v.camera, mesh, res.pose, tex, obj.visual.rgba)
-            write_png(pic, overlay_panels(v.image, img, v.mask, sil))
+            write_rgb(pic, overlay_panels(v.image, img, v.mask, sil))
             entry["picture"], entry["picture_frame"] = bundle.rel(pic), v.name
             outputs.append(bundle.rel(pic))
             report[oid] = entry
@@ -171,14 +124,6 @@ def _align_entry(res: AlignResult) -> dict:
 
 
 # -- texture -------------------------------------------------------------------------------------------------
-def _png_bytes(tex: np.ndarray) -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray((np.clip(tex, 0, 1) * 255 + 0.5).astype(np.uint8)).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, list[str]]:
     """Back-project one object's texture into the bundle. Raises on unusable input (bundle untouched)."""
     obj = bundle.object(oid)
@@ -200,7 +145,7 @@ def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, 
         per_view.append({"frame": v.name, "psnr_db": round(psnr(img, v.image, m), 3), "iou": round(iou(cov, v.mask), 5),
                          "pixels": int(m.sum())})
     out_dir = bundle.object_dir(oid)
-    png = _png_bytes(res.texture)
+    png = png_bytes(res.texture)
     # Content-addressed names: the previous texture stays on disk untouched, and the manifest (committed last,
     # atomically, by the stage runner) switches to the new files in one step.
     tex_path = out_dir / f"texture_bp_{hash_bytes(png)[:10]}.png"
@@ -218,7 +163,7 @@ def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, 
     v = views[ref]
     img, cov = render_textured(v.camera, mesh, pose, res.texture, cfg.backend)
     pic = bundle.reports_dir() / f"{TEXTURE_STAGE}_{oid}.png"
-    write_png(pic, overlay_panels(v.image, img, v.mask, cov))
+    write_rgb(pic, overlay_panels(v.image, img, v.mask, cov))
     outputs.append(bundle.rel(pic))
     entry = {"status": "textured", "texture": bundle.rel(tex_path), "mesh": obj.visual.mesh, "unwrapped": unwrapped,
              "coverage": round(res.coverage, 5), "texels_in_layout": res.texels_in_layout,

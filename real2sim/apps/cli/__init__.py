@@ -155,8 +155,8 @@ def cmd_robot_masks(args) -> int:
 
 
 def cmd_refine_camera(args) -> int:
-    from real2sim.core.bundle import Bundle
     from real2sim.capture.camera_refine import refine_camera_stage
+    from real2sim.core.bundle import Bundle
 
     rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), camera=args.camera, force=args.force, dof=args.dof,
                                    min_gain=args.min_gain)

@@ -80,8 +80,8 @@ def cmd_plate(args) -> int:
     from rich.console import Console
 
     from real2sim.capture.frames import read_frames
-    from real2sim.core.imaging import write_gray, write_rgb
     from real2sim.capture.plate import PlateConfig, make_plate
+    from real2sim.core.imaging import write_gray, write_rgb
 
     src = read_frames(args.frames)
     masks, names = None, None
@@ -126,9 +126,8 @@ def _marker_at(text: str) -> tuple[float, ...]:
 def cmd_calibrate(args) -> int:
     from rich.console import Console
 
-    from real2sim.core.bundle import Bundle
-
     from real2sim.capture.calibrate import calibrate_extrinsics, calibrate_intrinsics
+    from real2sim.core.bundle import Bundle
     from real2sim.core.errors import CaptureError
 
     marker = getattr(args, "marker", None)
@@ -181,12 +180,10 @@ def cmd_table(args) -> int:
 
     from rich.console import Console
 
-    from real2sim.core.bundle import Bundle
-
-    from real2sim.core.errors import CaptureError
     from real2sim.capture.table import table_stage
-
     from real2sim.capture.table_board import CharucoSpec, TableConfig
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.errors import CaptureError
 
     bundle = Bundle.load(Path(args.dir))
     charuco = None

@@ -6,7 +6,13 @@ from pathlib import Path
 
 def cmd_eval(args) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from real2sim.evaluation.envs.runner import evaluate
 

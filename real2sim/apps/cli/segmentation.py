@@ -22,16 +22,13 @@ def _box(text: str) -> tuple[float, float, float, float]:
 
 
 def _read_rgb(path: Path, what: str):
-    import numpy as np
-    from PIL import Image, UnidentifiedImageError
-
-    from real2sim.segmentation.core import SegmentationError
+    from real2sim.core.errors import ImageError, SegmentationError
+    from real2sim.core.imaging import read_rgb
 
     try:
-        with Image.open(path) as im:
-            return np.asarray(im.convert("RGB"), np.uint8).copy()
-    except (FileNotFoundError, UnidentifiedImageError, OSError) as exc:
-        raise SegmentationError(f"{path}: cannot read the {what} ({exc}); give a PNG or JPEG") from exc
+        return read_rgb(path)
+    except ImageError as exc:
+        raise SegmentationError(f"cannot read the {what}: {exc}") from exc
 
 
 def cmd_segment(args) -> int:
@@ -43,7 +40,6 @@ def cmd_segment(args) -> int:
     from rich.console import Console
 
     from real2sim.core.bundle import atomic_write_bytes
-
     from real2sim.segmentation import BACKENDS, Prompt, SamBackend, segment
 
     image = _read_rgb(Path(args.image), "image")
@@ -70,7 +66,6 @@ def cmd_masks(args) -> int:
     from rich.console import Console
 
     from real2sim.core.bundle import Bundle
-
     from real2sim.segmentation import Prompt
     from real2sim.segmentation.stage import segment_stage
 

@@ -29,7 +29,6 @@ def _stage_report(bundle, name: str) -> dict:
 
 def cmd_align(args) -> int:
     from real2sim.core.bundle import Bundle
-
     from real2sim.render.align import AlignConfig
     from real2sim.texture.stage import align_stage
 
@@ -49,7 +48,6 @@ def cmd_align(args) -> int:
 
 def cmd_texture(args) -> int:
     from real2sim.core.bundle import Bundle
-
     from real2sim.texture.backproject import TextureConfig
     from real2sim.texture.stage import texture_stage
 
@@ -69,8 +67,7 @@ def cmd_texture(args) -> int:
 
 def cmd_robot_appearance(args) -> int:
     from real2sim.core.bundle import Bundle
-
-    from real2sim.render.robot import RobotAppearanceConfig, robot_appearance_stage
+    from real2sim.texture.robot import RobotAppearanceConfig, robot_appearance_stage
 
     bundle = Bundle.load(Path(args.dir))
     rec, ran = robot_appearance_stage(bundle, RobotAppearanceConfig(backend=args.backend), force=args.force)

@@ -47,6 +47,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from real2sim.core import imaging
 from real2sim.core.bundle import MANIFEST, Bundle, atomic_write_bytes, atomic_write_json
 from real2sim.core.errors import BundleError, Real2SimError, UnknownNameError
 from real2sim.core.geometry import euler_xyz_to_matrix, matrix_to_quat_wxyz
@@ -353,8 +354,9 @@ def set_robot_base_pose(root: Path, position, rpy, expected_version: str | None 
 def set_mask(root: Path, frame_key: str, entity: str, mask: np.ndarray, expected_version: str | None = None,
              source: str = "review", writer: str | None = None) -> EditResult:
     """Store ``mask`` (``(h, w) bool``) as ``masks/<frame_key>/<entity>.png`` and record it in the manifest."""
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     m = np.asarray(mask).astype(bool)
     if m.ndim != 2 or not m.any():
@@ -403,10 +405,7 @@ def read_rgb(path: Path) -> np.ndarray:
 
 @functools.lru_cache(maxsize=16)
 def _read_rgb_cached(path: str, mtime_ns: int, size: int) -> np.ndarray:
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"))
+    return imaging.read_rgb(path)
 
 
 def real_image(bundle: Bundle, frame: int = 0) -> tuple[np.ndarray | None, str]:

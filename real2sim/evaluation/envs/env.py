@@ -28,9 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.bundle import Bundle
-from real2sim.core.errors import Real2SimError, UnknownNameError, UnsupportedCapability, require
-from real2sim.core.geometry import matrix_to_quat_wxyz, make_pose
-
+from real2sim.core.errors import (
+    Real2SimError,
+    UnknownNameError,
+    UnsupportedCapability,
+    require,
+)
+from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
 from real2sim.evaluation.envs import tasks as T
 
 log = logging.getLogger(__name__)

@@ -225,7 +225,6 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
     episodes as Ray tasks instead. ``progress(done, total, record)`` is called as episodes finish.
     """
     from real2sim.core.bundle import Bundle
-
     from real2sim.evaluation.envs.env import resolve_shading, resolve_task
 
     if episodes < 1:

@@ -5,7 +5,12 @@ The protocol (``reset(instruction, info, seed)``, ``act(obs) -> (k, d) chunk``) 
 """
 from __future__ import annotations
 
-from real2sim.evaluation.policies.remote import PolicyServer, RemotePolicy, RemotePolicyError, serve
+from real2sim.evaluation.policies.remote import (
+    PolicyServer,
+    RemotePolicy,
+    RemotePolicyError,
+    serve,
+)
 
 _LAZY = {"Policy", "PolicySpecError", "RandomPolicy", "RemotePolicyAdapter", "ReplayPolicy", "make_policy", "parse_spec"}
 

@@ -1,49 +1,9 @@
-"""Small mask utilities shared by the backends."""
+"""Colour helpers of the segmentation backends (Lab distances, edge refinement)."""
 from __future__ import annotations
 
 import numpy as np
 
-
-def disk(r: int):
-    import cv2
-
-    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
-
-
-def fill_holes(m: np.ndarray) -> np.ndarray:
-    import cv2
-
-    m = np.asarray(m, np.uint8)
-    h, w = m.shape
-    flood = np.zeros((h + 2, w + 2), np.uint8)
-    flood[1:-1, 1:-1] = m
-    cv2.floodFill(flood, np.zeros((h + 4, w + 4), np.uint8), (0, 0), 1)
-    return (m > 0) | (flood[1:-1, 1:-1] == 0)
-
-
-def component_at(m: np.ndarray, points, radius: int = 6) -> np.ndarray:
-    """Union of the connected components of ``m`` containing (or nearest within ``radius`` of) the points."""
-    import cv2
-
-    m = np.asarray(m, np.uint8)
-    n, lab = cv2.connectedComponents(m, connectivity=8)
-    keep = set()
-    h, w = m.shape
-    for x, y in points:
-        xi, yi = int(round(x)), int(round(y))
-        xi, yi = min(max(xi, 0), w - 1), min(max(yi, 0), h - 1)
-        if lab[yi, xi]:
-            keep.add(int(lab[yi, xi]))
-            continue
-        y0, y1, x0, x1 = max(0, yi - radius), min(h, yi + radius + 1), max(0, xi - radius), min(w, xi + radius + 1)
-        win = lab[y0:y1, x0:x1]
-        if win.any():
-            yy, xx = np.nonzero(win)
-            j = np.argmin((yy + y0 - yi) ** 2 + (xx + x0 - xi) ** 2)
-            keep.add(int(win[yy[j], xx[j]]))
-    if not keep:
-        return np.zeros(m.shape, bool)
-    return np.isin(lab, list(keep))
+from real2sim.core.imaging import disk
 
 
 def lab_image(image: np.ndarray, l_weight: float = 0.5) -> np.ndarray:

@@ -1,0 +1,1 @@
+"""The export stage."""
