@@ -19,8 +19,12 @@ from real2sim.capture.camera_file import (
     calibrate_checkerboard,
     solve_pnp,
 )
+from real2sim.capture.table_board import CharucoSpec, _draw_polyline, _gray, _project, detect_charuco
 from real2sim.core.bundle import Bundle
+from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
+from real2sim.core.geometry import rotation_angle_between, transform_points
+from real2sim.core.imaging import IMAGE_SUFFIXES, read_rgb, to_uint8, write_rgb
 from real2sim.core.manifest import CameraSpec
 from real2sim.core.stages import CAMERA_DOWNSTREAM
 
@@ -74,7 +78,6 @@ def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "m
 
 def calibrate_intrinsics(bundle: Bundle, images_dir: Path, pattern: tuple[int, int], square: float, camera: str = "main") -> dict:
     """Checkerboard calibration of K and distortion; keeps the camera's pose."""
-    from real2sim.core.imaging import IMAGE_SUFFIXES, read_rgb
 
     files = sorted(p for p in Path(images_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
@@ -83,7 +86,6 @@ def calibrate_intrinsics(bundle: Bundle, images_dir: Path, pattern: tuple[int, i
     old = bundle.manifest.cameras.get(camera)
     T = np.array(old.T_world_camera) if old else np.eye(4)
     h, w = read_rgb(files[0]).shape[:2]
-    from real2sim.core.camera import Camera
 
     cam = Camera(w, h, np.asarray(res.K), T, np.asarray(res.distortion))
     bundle.manifest.cameras[camera] = CameraSpec.from_camera(cam)
@@ -269,7 +271,6 @@ def _check_rigid(T, what: str) -> np.ndarray:
 
 
 def _load_image(image, camera, name: str | None) -> tuple[np.ndarray, str]:
-    from real2sim.core.imaging import read_rgb
 
     if isinstance(image, (str, Path)):
         name = name or str(image)
@@ -379,7 +380,6 @@ def extrinsics_from_marker(image, camera, marker_id: int, marker_size: float, T_
     ``T_world_camera = T_world_marker @ inv(T_camera_marker)``. Warnings (also logged): a marker smaller than
     ``min_side_px`` in the image, corners that do not fit, an ambiguous tilt.
     """
-    from real2sim.capture.table_board import _gray
 
     try:
         marker_size = float(marker_size)
@@ -419,8 +419,6 @@ def extrinsics_from_charuco(image, camera, charuco, T_world_board, name: str | N
     :func:`real2sim.capture.table_board.detect_charuco`, pose by :func:`capture.camera.solve_pnp`. ``side_px`` is a square's side."""
     import cv2
 
-    from real2sim.capture.table_board import CharucoSpec, _gray, detect_charuco
-
     spec = CharucoSpec.coerce(charuco)
     T_world_board = _check_rigid(T_world_board, "T_world_board")
     img, name = _load_image(image, camera, name)
@@ -453,10 +451,6 @@ def marker_picture(image: np.ndarray, camera, res: MarkerExtrinsics, T_world_mar
     corners reprojected through the solved camera (red), and the world axes (X red, Y green, Z blue; 10 cm at the
     world origin, and at the marker centre)."""
     import cv2
-
-    from real2sim.capture.table_board import _draw_polyline, _project
-    from real2sim.core.geometry import transform_points
-    from real2sim.core.imaging import to_uint8
 
     out = to_uint8(np.asarray(image))
     out = np.ascontiguousarray(np.repeat(out[..., None], 3, -1) if out.ndim == 2 else out[..., :3]).copy()
@@ -501,8 +495,6 @@ def _camera_spec(bundle: Bundle, camera: str) -> CameraSpec:
 def _write_pose(bundle: Bundle, camera: str, cam, res: MarkerExtrinsics, image: np.ndarray, T_world_marker,
                 report: dict, title: str) -> dict:
     """Write the picture, the report and the new camera pose (in that order, after everything was computed)."""
-    from real2sim.core.geometry import rotation_angle_between
-    from real2sim.core.imaging import write_rgb
 
     old = np.asarray(cam.T_world_camera, float)
     pic = bundle.reports_dir() / "calibration.png"
@@ -526,7 +518,6 @@ def calibrate_marker(bundle: Bundle, image_path: Path, marker_id: int, size: flo
     camera). Writes ``cameras.<camera>.T_world_camera``, ``reports/calibration.json`` (method "marker") and
     ``reports/calibration.png`` (:func:`marker_picture`), and marks :data:`CAMERA_DOWNSTREAM` stale. On an error
     the bundle is left as it was. Returns the report."""
-    from real2sim.core.imaging import read_rgb
 
     cam = _camera_spec(bundle, camera).camera()
     T_world_marker = _check_rigid(T_world_marker, "T_world_marker")
@@ -542,8 +533,6 @@ def calibrate_charuco_pose(bundle: Bundle, image_path: Path, charuco, T_world_bo
                            min_corners: int = 6) -> dict:
     """As :func:`calibrate_marker` with a ChArUco board at ``T_world_board`` (OpenCV board frame, see
     :func:`extrinsics_from_charuco`); the report's method is "charuco"."""
-    from real2sim.capture.table_board import CharucoSpec
-    from real2sim.core.imaging import read_rgb
 
     spec = CharucoSpec.coerce(charuco)
     cam = _camera_spec(bundle, camera).camera()

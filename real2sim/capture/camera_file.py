@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.errors import CalibrationError, CaptureError
+from real2sim.core.errors import CalibrationError, CaptureError, UnknownNameError
 from real2sim.core.geometry import camera_pose_from_convention, make_pose
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,6 @@ def aruco_dictionary(name: str):
     import cv2
 
     if not name.startswith("DICT_") or not hasattr(cv2.aruco, name):
-        from real2sim.core.errors import UnknownNameError
 
         raise UnknownNameError("ArUco dictionary", name, [n for n in dir(cv2.aruco) if n.startswith("DICT_")])
     return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, name))

@@ -30,9 +30,12 @@ import time
 import numpy as np
 
 from real2sim.core.bundle import Bundle, hash_jsonable
+from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError
 from real2sim.core.imaging import iou, read_mask, read_rgb_float, write_rgb
+from real2sim.core.manifest import CameraSpec
 from real2sim.core.stages import CAMERA_DOWNSTREAM, files_hash, run_stage
+from real2sim.render.robot import link_id_image, load_robot_model
 
 log = logging.getLogger(__name__)
 STAGE = "camera_refine"
@@ -78,7 +81,6 @@ def pose_change(T0, T1) -> dict:
 
 
 def _scaled(camera, scale: float):
-    from real2sim.core.camera import Camera
 
     K = np.array(camera.K, float)
     K[:2] *= scale
@@ -120,7 +122,6 @@ def _views(bundle: Bundle, camera: str, frames=None) -> list[tuple[int, str, np.
 
 def _targets(bundle: Bundle, camera: str, frames, max_frames: int):
     """(views, robot model, camera, masks, joint vectors) of the frames to align to; checks shapes and joints."""
-    from real2sim.render.robot import load_robot_model
 
     m = bundle.manifest
     views = _views(bundle, camera, frames)
@@ -180,8 +181,6 @@ def refine_camera(bundle: Bundle, camera: str = "main", frames=None, dof: int = 
     """
     import cv2
 
-    from real2sim.render.robot import link_id_image
-
     if dof not in (3, 6):
         raise BundleError(f"dof must be 6 (translation + rotation) or 3 (rotation only), not {dof}")
     t0 = time.perf_counter()
@@ -225,7 +224,6 @@ def refine_camera(bundle: Bundle, camera: str = "main", frames=None, dof: int = 
 def _picture(bundle: Bundle, camera: str, rep: dict, path) -> None:
     """Per frame (rows, at most 3): the frame with mask vs silhouette before | after. Green: both; red: robot mask
     only; blue: rendered silhouette only."""
-    from real2sim.render.robot import link_id_image, load_robot_model
 
     m = bundle.manifest
     model = load_robot_model(m.robot)
@@ -314,7 +312,6 @@ def refine_camera_stage(bundle: Bundle, camera: str = "main", force: bool = Fals
                               dataclasses.asdict(m.cameras[camera]), config])
 
     def work():
-        from real2sim.core.manifest import CameraSpec
 
         T1, rep = refine_camera(bundle, camera, dof=dof, max_evals=max_evals)
         improved, msg = _decide(rep, float(min_gain))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.errors import CaptureError
+from real2sim.core.errors import CaptureError, UnknownNameError, require
 from real2sim.core.imaging import IMAGE_SUFFIXES, read_rgb
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,6 @@ def _lerobot_root(path: Path) -> Path | None:
 def read_lerobot(path: Path, episode: int = 0, video_key: str | None = None, stride: int = 1,
                  max_frames: int | None = None) -> FrameSource:
     """One episode of a LeRobot v2 dataset (root folder, or a path inside it such as the episode parquet)."""
-    from real2sim.core.errors import UnknownNameError, require
 
     root = _lerobot_root(path)
     if root is None:

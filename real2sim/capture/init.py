@@ -20,10 +20,11 @@ from real2sim.core.bundle import (
     replace_dir_atomically,
 )
 from real2sim.core.errors import BundleError, CaptureError
-from real2sim.core.imaging import write_rgb
-from real2sim.core.manifest import CameraSpec, CaptureSpec, FrameSpec
+from real2sim.core.imaging import read_rgb, write_rgb
+from real2sim.core.manifest import CameraSpec, CaptureSpec, FrameSpec, RobotSpec
 from real2sim.core.pictures import tiles
 from real2sim.core.stages import run_stage
+from real2sim.robots import get_robot
 
 log = logging.getLogger(__name__)
 FRAMES_DIR = "capture/frames"
@@ -54,7 +55,6 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
     """
     directory = Path(directory)
     if robot:
-        from real2sim.robots import get_robot
 
         get_robot(robot)  # refuse an unknown robot (with close matches) before anything is written
     if (directory / "scene.json").exists() and not overwrite:
@@ -87,8 +87,6 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
             atomic_write_json(bundle.path("capture/camera.json"), camera_to_dict(cam))
             outputs.append("capture/camera.json")
         if robot:
-            from real2sim.core.manifest import RobotSpec
-            from real2sim.robots import get_robot
 
             rdef = get_robot(robot)  # unknown names suggest the close ones
             q0 = list(specs[0].joint_positions) if specs and specs[0].joint_positions else list(rdef.default_qpos)
@@ -110,7 +108,6 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
 
 def load_frames(bundle: Bundle) -> np.ndarray:
     """``(n, h, w, 3) uint8`` frames of a bundle's capture."""
-    from real2sim.core.imaging import read_rgb
 
     specs = bundle.manifest.capture.frames
     if not specs:

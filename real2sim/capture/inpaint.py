@@ -19,6 +19,8 @@ from typing import Callable, Union
 
 import numpy as np
 
+from real2sim.core.errors import UnknownNameError
+
 log = logging.getLogger(__name__)
 
 Inpainter = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -49,8 +51,6 @@ def inpaint(image: np.ndarray, hole: np.ndarray, method: Union[str, Inpainter] =
             patchmatch: PatchMatchConfig | None = None) -> np.ndarray:
     """Fill ``hole`` (``(h, w) bool``) of ``image`` (``(h, w, 3) uint8``); returns a new uint8 image."""
     import cv2
-
-    from real2sim.core.errors import UnknownNameError
 
     image = np.ascontiguousarray(image, dtype=np.uint8)
     hole = np.asarray(hole, bool)

@@ -32,8 +32,13 @@ from typing import Callable, Union
 
 import numpy as np
 
+from real2sim.capture.init import load_frames
+from real2sim.capture.inpaint import PatchMatchConfig, inpaint
+from real2sim.core.bundle import hash_jsonable
 from real2sim.core.errors import CaptureError
-from real2sim.core.imaging import to_uint8
+from real2sim.core.imaging import read_mask, to_uint8, write_gray, write_rgb
+from real2sim.core.pictures import overlay, tiles
+from real2sim.core.stages import files_hash, run_stage
 
 log = logging.getLogger(__name__)
 
@@ -400,8 +405,6 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
     """Like :func:`make_plate` but returns a :class:`PlateResult` with the foreground and counts."""
     import time
 
-    from real2sim.capture.inpaint import inpaint
-
     cfg = config or PlateConfig()
     t0 = time.perf_counter()
     frames = np.asarray(frames)
@@ -477,7 +480,6 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
         raise CaptureError("make_plate: every pixel is foreground in every frame; the masks cover everything. "
                            "Check the masks (True/255 = foreground) or give frames where the background shows")
     if unseen.any():
-        from real2sim.capture.inpaint import PatchMatchConfig
 
         plate = inpaint(plate, unseen, method, radius=cfg.inpaint_radius, patchmatch=PatchMatchConfig(seed=cfg.seed))
     conf = np.where(count >= cfg.many_frames, CONF_MANY, np.where(count > 0, CONF_FEW, CONF_INPAINTED)).astype(np.uint8)
@@ -518,7 +520,6 @@ def plain_median(frames: np.ndarray) -> np.ndarray:
 
 def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int]) -> tuple[np.ndarray | None, list[str]]:
     """Union of the entity masks recorded for each frame (``manifest.capture.masks``), or None if there are none."""
-    from real2sim.core.imaging import read_mask
 
     cap = bundle.manifest.capture
     masks = cap.masks
@@ -543,7 +544,6 @@ def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int]) -> tuple[np.
 
 def plate_picture(first: np.ndarray, foreground: np.ndarray, plate: np.ndarray, confidence: np.ndarray) -> np.ndarray:
     """first frame | its foreground mask | plate | confidence, one row (uint8 RGB)."""
-    from real2sim.core.pictures import overlay, tiles
 
     return tiles([first, overlay(first, foreground), plate, confidence],
                  ["first frame", "foreground", "plate", "confidence (255 many/128 few/0 inpainted)"], cols=4)
@@ -555,10 +555,6 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     Uses the bundle's entity masks (union per frame, plus the detected moving foreground) when there are any.
     Returns ``(stage record, ran)`` like every stage.
     """
-    from real2sim.capture.init import load_frames
-    from real2sim.core.bundle import hash_jsonable
-    from real2sim.core.imaging import write_gray, write_rgb
-    from real2sim.core.stages import files_hash, run_stage
 
     cfg = config or PlateConfig()
     cap = bundle.manifest.capture

@@ -23,7 +23,14 @@ from real2sim.capture.table_board import (
     table_from_board,
     table_picture,
 )
-from real2sim.core.errors import CalibrationError, CaptureError
+from real2sim.core.bundle import hash_file, hash_jsonable
+from real2sim.core.errors import CalibrationError, CaptureError, Real2SimError
+from real2sim.core.imaging import read_rgb, write_rgb
+from real2sim.core.meshes import load_mesh
+from real2sim.core.stages import files_hash, run_stage
+from real2sim.core.views import object_views
+from real2sim.render.align import AlignConfig, align_pose
+from real2sim.render.mesh import load_texmesh
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +69,6 @@ def object_contact(bundle, oid: str, config: TableConfig | None = None) -> dict:
     Keys: ``bottom`` (m, lowest world Z), ``contact`` ``(3,)`` (footprint centre at that Z), ``pose`` ``(4, 4)``,
     ``mean_iou``, ``residual_px``, ``converged``, ``message``.
     """
-    from real2sim.core.views import object_views
-    from real2sim.render.align import AlignConfig, align_pose
-    from real2sim.render.mesh import load_texmesh
 
     cfg = config or TableConfig()
     mesh = load_texmesh(bundle.path(bundle.object(oid).visual.mesh))
@@ -80,7 +84,6 @@ def object_contact(bundle, oid: str, config: TableConfig | None = None) -> dict:
 
 def _contact_or_failure(bundle, oid: str, cfg: TableConfig) -> dict:
     """:func:`object_contact`, or a not-converged entry saying why the object could not be aligned at all."""
-    from real2sim.core.errors import Real2SimError
 
     try:
         return object_contact(bundle, oid, cfg)
@@ -158,7 +161,6 @@ def table_from_objects(bundle, objects: Sequence[str] | None = None, config: Tab
 # ---------------------------------------------------------------------------------------------
 
 def _table_top(bundle, obj) -> float:
-    from real2sim.core.meshes import load_mesh
 
     m = load_mesh(bundle.path(obj.visual.mesh))
     T = obj.pose.matrix()
@@ -207,9 +209,6 @@ def table_stage(bundle, method: str = "objects", objects: Sequence[str] | None =
     ``reports/table.json`` and ``reports/table.png``. Alignment, texture and export become stale. On an error the
     bundle keeps its table height, objects and earlier reports.
     """
-    from real2sim.core.bundle import hash_file, hash_jsonable
-    from real2sim.core.imaging import read_rgb, write_rgb
-    from real2sim.core.stages import files_hash, run_stage
 
     cfg = config or TableConfig()
     m = bundle.manifest

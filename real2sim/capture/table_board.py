@@ -26,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.capture.camera_file import charuco_board, solve_pnp
+from real2sim.capture.camera_file import charuco_board, pixel_rays, solve_pnp
 from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
+from real2sim.core.imaging import read_rgb, to_uint8
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +235,6 @@ def table_from_board(image, camera: Camera, pattern: tuple[int, int] = (9, 6), s
     cfg = config or TableConfig()
     spec = CharucoSpec.coerce(charuco)
     if isinstance(image, (str, Path)):
-        from real2sim.core.imaging import read_rgb
 
         name = name or str(image)
         image = read_rgb(image)
@@ -308,7 +308,6 @@ def _project(camera: Camera, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _plane_extent(camera: Camera, est: TableEstimate, max_range: float):
     """(xmin, xmax, ymin, ymax) of the plane seen by the camera within ``max_range`` m, or None."""
-    from real2sim.capture.camera_file import pixel_rays
 
     us, vs = np.meshgrid(np.linspace(0, camera.width - 1, 33), np.linspace(0, camera.height - 1, 25))
     o, d = pixel_rays(camera, np.stack([us.ravel(), vs.ravel()], 1))
@@ -339,8 +338,6 @@ def table_picture(image: np.ndarray, camera: Camera, est: TableEstimate, config:
     """``(h, w, 3)`` uint8: ``image`` with the estimated plane as a metric grid (``grid_step_m`` lines, every
     second one brighter), the contacts / board corners marked, and the numbers written at the top."""
     import cv2
-
-    from real2sim.core.imaging import to_uint8
 
     cfg = config or TableConfig()
     base = to_uint8(np.asarray(image))

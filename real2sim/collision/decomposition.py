@@ -13,8 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.collision import cache
+from real2sim.collision.picture import quality_picture
+from real2sim.collision.primitives import fit_primitives
+from real2sim.collision.quality import hull_quality, primitive_mesh
+from real2sim.collision.repair import repair_mesh
 from real2sim.collision.types import CollisionConfig, CollisionResult
-from real2sim.core.errors import CollisionError, Real2SimError
+from real2sim.core.errors import CollisionError, Real2SimError, require
+from real2sim.core.meshes import load_mesh
+from real2sim.core.objio import write_obj
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +43,6 @@ def decompose(mesh, config: CollisionConfig | None = None, cache_dir: Path | Non
     Raises :class:`MeshError` for degenerate/unrepairable meshes and
     :class:`CollisionError` when CoACD crashes or runs past ``config.timeout_s``.
     """
-    from real2sim.collision import cache
 
     config = config or CollisionConfig()
     name = _mesh_name(mesh, name)
@@ -55,9 +61,6 @@ def decompose(mesh, config: CollisionConfig | None = None, cache_dir: Path | Non
                 log.info("%s: collision cache hit (%s)", name, key)
                 return hit
 
-    from real2sim.collision.quality import hull_quality
-    from real2sim.collision.repair import repair_mesh
-
     solid, notes = repair_mesh(mesh, name=name, allow_hull_fallback=(config.method == "convex"))
     report: dict = {"name": name, "requested_method": config.method, "repair": notes,
                     "config": config.cache_fields(),
@@ -65,7 +68,6 @@ def decompose(mesh, config: CollisionConfig | None = None, cache_dir: Path | Non
                              "volume": float(solid.volume)}}
     result = None
     if config.method in ("auto", "primitive"):
-        from real2sim.collision.primitives import fit_primitives
 
         fits = fit_primitives(solid, seed=config.seed)
         report["primitive_fits"] = {f"{c['kind']}[{c['frame']}]": c["iou"] for c in fits}
@@ -112,7 +114,6 @@ def _sort_hulls(hulls: list) -> list:
 
 def run_coacd(solid, config: CollisionConfig, name: str = "mesh") -> list:
     """Convex pieces of a watertight mesh from CoACD, run in a subprocess under ``config.timeout_s``."""
-    from real2sim.core.errors import require
 
     require("coacd", extra="collision")  # fail early with the install command, without importing it here
     params = config.coacd_params()
@@ -193,7 +194,6 @@ def decompose_many(meshes: dict, config: CollisionConfig | None = None, cache_di
 
 def result_pieces(result: CollisionResult) -> list:
     """Convex meshes to draw: the hulls, or the primitive tessellated."""
-    from real2sim.collision.quality import primitive_mesh
 
     if result.kind == "hulls":
         return list(result.hulls)
@@ -212,8 +212,6 @@ def write_result(result: CollisionResult, out_dir: Path) -> list[Path]:
     Each file is written to a temp name and renamed; stale ``hull_NNN.obj`` from an
     earlier run with more hulls are removed. Returns the paths written.
     """
-    from real2sim.collision.picture import quality_picture
-    from real2sim.core.objio import write_obj
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -240,7 +238,6 @@ def write_result(result: CollisionResult, out_dir: Path) -> list[Path]:
 def collide_command(mesh_path: Path, out_dir: Path, config: CollisionConfig | None = None,
                     cache_dir: Path | None = None) -> CollisionResult:
     """``real2sim collide MESH --out DIR``: load, decompose, write; errors name the file."""
-    from real2sim.core.meshes import load_mesh
 
     mesh_path = Path(mesh_path)
     mesh = load_mesh(mesh_path)  # MeshError naming the file when unreadable

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from real2sim.core.errors import UnknownNameError
+
 METHODS = ("auto", "coacd", "convex", "primitive")
 RESULT_KINDS = ("hulls", "box", "cylinder", "sphere")
 
@@ -37,7 +39,6 @@ class CollisionConfig:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            from real2sim.core.errors import UnknownNameError
 
             raise UnknownNameError("collision method", str(self.method), METHODS)
         if self.timeout_s <= 0:

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 from real2sim.core.errors import BundleError, ManifestError, UnknownNameError
 from real2sim.core.manifest import Manifest, ObjectSpec, StageRecord
+from real2sim.core.version import __version__
 
 log = logging.getLogger(__name__)
 MANIFEST = "scene.json"
@@ -99,7 +100,6 @@ class Bundle:
         if (root / MANIFEST).exists() and not overwrite:
             raise BundleError(f"{root / MANIFEST} already exists; load it with Bundle.load, or pass overwrite=True")
         root.mkdir(parents=True, exist_ok=True)
-        from real2sim.core.version import __version__
 
         b = cls(root, Manifest(name=name or root.resolve().name, provenance={"created_by": f"real2sim {__version__}"}))
         b.save()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.core.bundle import atomic_write_bytes
 from real2sim.core.errors import ImageError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
@@ -31,7 +32,6 @@ def read_rgb(path) -> np.ndarray:
 
 def write_rgb(path, image: np.ndarray) -> None:
     """Write ``(h, w, 3)`` uint8 RGB (or float in [0, 1]) as PNG, atomically."""
-    from real2sim.core.bundle import atomic_write_bytes
 
     atomic_write_bytes(Path(path), png_bytes(image))
 
@@ -56,14 +56,12 @@ def read_mask(path, shape: tuple[int, int] | None = None) -> np.ndarray:
 
 def write_mask(path, mask: np.ndarray) -> None:
     """Write a ``(h, w) bool`` mask as a single-channel PNG 0/255, atomically."""
-    from real2sim.core.bundle import atomic_write_bytes
 
     atomic_write_bytes(Path(path), png_bytes(np.asarray(mask, bool)))
 
 
 def write_gray(path, image: np.ndarray) -> None:
     """Write a ``(h, w) uint8`` single-channel PNG atomically."""
-    from real2sim.core.bundle import atomic_write_bytes
 
     atomic_write_bytes(Path(path), png_bytes(np.asarray(image, np.uint8)))
 

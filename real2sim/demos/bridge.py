@@ -29,10 +29,27 @@ from pathlib import Path
 
 import numpy as np
 
+import real2sim.texture.stage as tstage
+from real2sim import capture, collision, pipeline
+from real2sim.capture.table import table_stage
 from real2sim.core.bundle import Bundle, atomic_write_json
 from real2sim.core.imaging import iou, psnr, read_mask, ssim
+from real2sim.core.imaging import read_rgb_float as read_rgb
+from real2sim.core.manifest import TaskSpec, _Reader
+from real2sim.core.objio import write_obj
+from real2sim.engines import get_exporter
+from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
+from real2sim.evaluation.metrics import compare, plot, read_results, to_json
+from real2sim.pipeline.recipe import bundle_from_recipe
+from real2sim.render.align import AlignConfig
+from real2sim.render.mesh import ensure_uv, load_texmesh
+from real2sim.render.robot import load_robot_model
 from real2sim.render.silhouette import mask_centroid
+from real2sim.segmentation import Prompt
 from real2sim.segmentation.robot_fit import fit_robot_joints
+from real2sim.segmentation.stage import segment_stage
+from real2sim.texture.backproject import render_textured
+from real2sim.texture.robot import ROBOT_MASK_ENTITY, robot_appearance_stage
 
 log = logging.getLogger("real2sim.demos.bridge")
 
@@ -99,8 +116,6 @@ def silhouette_error_px(a: np.ndarray, b: np.ndarray) -> dict:
 def _box_obj(path: Path, size, top_z: float = 0.0) -> None:
     import trimesh
 
-    from real2sim.core.objio import write_obj
-
     box = trimesh.creation.box(extents=size)
     box.apply_translation([0, 0, top_z - size[2] / 2])
     write_obj(path, np.asarray(box.vertices), np.asarray(box.faces))
@@ -126,7 +141,6 @@ def _recipe(inputs: Path, data: Path) -> Path:
 
 def _tasks(bundle: Bundle, r: float = 0.02) -> None:
     """Tasks around the aligned cube poses (init boxes of +-2 cm)."""
-    from real2sim.core.manifest import TaskSpec, _Reader
 
     g = bundle.object("green_cube").pose.position
     y = bundle.object("yellow_cube").pose.position
@@ -156,15 +170,6 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     (then the person-made plate is used; recorded in provenance and in the report).
     """
     from PIL import Image
-
-    import real2sim.texture.stage as tstage
-    from real2sim import capture, collision, pipeline
-    from real2sim.pipeline.recipe import bundle_from_recipe
-    from real2sim.render.align import AlignConfig
-    from real2sim.render.robot import load_robot_model
-    from real2sim.segmentation import Prompt
-    from real2sim.segmentation.stage import segment_stage
-    from real2sim.texture.robot import ROBOT_MASK_ENTITY, robot_appearance_stage
 
     t_all = time.perf_counter()
     data, out = Path(shared_data_dir), Path(out_dir)
@@ -253,7 +258,6 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
 
     # 5) table height from the cubes (real2sim.capture.table: each aligned with a free height, median of the bottoms; the
     #    table object follows), then alignment on that table, then textures
-    from real2sim.capture.table import table_stage
 
     table_stage(bundle, "objects", objects=list(CUBES))
     bundle = Bundle.load(bundle.root)
@@ -307,7 +311,6 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
 
     # 9) evaluation in both engines, 10) metrics between them
     rep["success"], csvs = {}, {}
-    from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
 
     for engine in ENGINES:
         res_dir = bundle.root / "results" / engine
@@ -319,7 +322,6 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
                 rep["success"][engine].setdefault(task, {})[pol] = {"rate": round(s.rate, 3), "trials": s.trials}
         csvs[engine] = write_sim_csv(res_dir / "episodes.jsonl", res_dir / "sim.csv")
     step("evaluate")
-    from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 
     ms = compare(read_results(csvs["mujoco"]), read_results(csvs["sapien"]), n_boot=500, real_name="mujoco",
                  sim_name="sapien")
@@ -341,9 +343,6 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
 
 def _unlit_cubes(bundle: Bundle, shape) -> tuple[np.ndarray, np.ndarray]:
     """The textured cubes rasterised without lighting (the texture stage's own view): (uint8 image, mask)."""
-    from real2sim.core.imaging import read_rgb_float as read_rgb
-    from real2sim.render.mesh import ensure_uv, load_texmesh
-    from real2sim.texture.backproject import render_textured
 
     cam = bundle.manifest.cameras["main"].camera()
     out, mask = np.zeros((*shape, 3), np.uint8), np.zeros(shape, bool)
@@ -364,8 +363,6 @@ def visual_gap(bundle: Bundle, img, plate, person_plate, masks: dict, robot_mask
     texture/pose from engine lighting); and the cube / gripper alignment errors in pixels.
     Writes ``picture`` (real | plate only | + objects | + robot, with the bundle's plate)."""
     from PIL import Image
-
-    from real2sim.engines import get_exporter
 
     exp = get_exporter("mjcf")
     with exp.load(exp.out_dir(bundle)) as scene:

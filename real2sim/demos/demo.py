@@ -21,7 +21,16 @@ from typing import Callable
 
 import numpy as np
 
+from real2sim import collision, pipeline
 from real2sim.core.bundle import Bundle, atomic_write_json
+from real2sim.core.geometry import euler_xyz_to_matrix, transform_points
+from real2sim.core.manifest import Pose
+from real2sim.core.meshes import load_mesh
+from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
+from real2sim.engines import get_exporter
+from real2sim.evaluation import crosscheck
+from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
+from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
 log = logging.getLogger(__name__)
@@ -61,8 +70,6 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
 
     Re-running on an existing demo bundle skips every unchanged stage.
     """
-    from real2sim import collision, pipeline
-    from real2sim.evaluation import crosscheck
 
     out_dir = Path(out_dir)
     rep = DemoReport(out_dir)
@@ -114,7 +121,6 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
 
 def _truth(root: Path, scene: str, cfg, cache) -> Bundle:
     """The ground-truth scene: the recipe as written, built and exported to MuJoCo (for rendering)."""
-    from real2sim import pipeline
 
     b = _fresh_or_existing(root, scene)
     pipeline.build(b, cfg, cache_dir=cache)
@@ -127,8 +133,6 @@ def _truth(root: Path, scene: str, cfg, cache) -> Bundle:
 
 def _settle(b: Bundle, seconds: float = 1.0) -> None:
     """The recipe drops objects from 5 mm; the true scene is where they come to rest (MuJoCo)."""
-    from real2sim.core.manifest import Pose
-    from real2sim.engines import get_exporter
 
     exp = get_exporter("mjcf")
     with exp.load(exp.out_dir(b)) as scene:
@@ -141,9 +145,6 @@ def _settle(b: Bundle, seconds: float = 1.0) -> None:
 
 def _capture(out_dir: Path, scene: str, truth: Bundle) -> Bundle:
     """The demo bundle: recipe with misplaced objects + a synthetic capture of the truth."""
-    from real2sim.core.geometry import euler_xyz_to_matrix
-    from real2sim.core.manifest import Pose
-    from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 
     b = _fresh_or_existing(out_dir, scene)
     if b.manifest.capture.frames:
@@ -162,9 +163,6 @@ def _add_s_mm(bundle: Bundle, truth: Bundle, oid: str) -> float:
     """Mean distance (mm) from the object's surface as placed to the true surface (symmetry-aware)."""
     from scipy.spatial import cKDTree
 
-    from real2sim.core.geometry import transform_points
-    from real2sim.core.meshes import load_mesh
-
     pts = load_mesh(truth.path(truth.object(oid).visual.mesh)).sample(1500, seed=0)
     true_pts = transform_points(truth.object(oid).pose.matrix(), pts)
     placed = transform_points(bundle.object(oid).pose.matrix(), pts)
@@ -173,7 +171,6 @@ def _add_s_mm(bundle: Bundle, truth: Bundle, oid: str) -> float:
 
 def _evaluate(bundle: Bundle, task: str, episodes: int, rep: DemoReport) -> dict[str, Path]:
     """Graded scripted policies in both engines (state observations: fast); returns engine -> sim CSV."""
-    from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
 
     csvs = {}
     for engine in ENGINES:
@@ -188,7 +185,6 @@ def _evaluate(bundle: Bundle, task: str, episodes: int, rep: DemoReport) -> dict
 
 def _metrics(bundle: Bundle, csvs: dict[str, Path], rep: DemoReport) -> None:
     """MuJoCo as the reference ranking, SAPIEN as the one checked (both simulated here)."""
-    from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 
     ms = compare(read_results(csvs["mujoco"]), read_results(csvs["sapien"]), n_boot=500,
                  real_name="mujoco", sim_name="sapien")

@@ -13,6 +13,7 @@ import numpy as np
 from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.imaging import png_bytes
 from real2sim.core.manifest import FrameSpec
+from real2sim.engines import get_exporter
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,6 @@ def synthesize_capture(bundle: Bundle, truth: Bundle, config: SyntheticCaptureCo
     ``bundle.manifest.capture``. The plate stage then makes the background from them.
     Returns {"frame": rel, "masks": {id: rel}}.
     """
-    from real2sim.engines import get_exporter
 
     cfg = config or SyntheticCaptureConfig()
     rng = np.random.default_rng(cfg.seed)

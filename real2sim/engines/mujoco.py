@@ -24,6 +24,9 @@ from real2sim.core.errors import (
 from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
 from real2sim.engines.common import content_addressed_copy, fmt, require_ready
+from real2sim.robots import get_robot
+from real2sim.robots.scene import ROBOT_PREFIX as P
+from real2sim.robots.scene import robot_setup
 
 log = logging.getLogger(__name__)
 MAIN_FILE = "scene.xml"
@@ -187,8 +190,6 @@ def _add_robot(root, asset, world, out: Path, spec) -> None:
     balances passive forces); robot geoms do not collide with each other (contype 2, conaffinity 1)
     but do with objects; the integrator becomes ``implicitfast`` so that large drive damping is stable.
     """
-    from real2sim.robots.scene import ROBOT_PREFIX as P
-    from real2sim.robots.scene import robot_setup
 
     rs = robot_setup(spec)
     r = rs.robot
@@ -278,7 +279,6 @@ class MujocoScene(LoadedScene):
         tid = mj.mj_name2id(m, mj.mjtObj.mjOBJ_TEXT, "real2sim:robot")
         if tid < 0:
             return
-        from real2sim.robots import get_robot
 
         adr, n = m.text_adr[tid], m.text_size[tid]
         name = bytes(m.text_data[adr:adr + n - 1]).decode()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.manifest import RobotSpec
+from real2sim.engines import get_exporter
 from real2sim.robots import get_robot
 
 
@@ -25,7 +26,6 @@ def robot_only_bundle(robot: str, root: Path | None = None, stiffness=None, damp
 
 def robot_scene(robot: str, engine: str = "mjcf", root: Path | None = None, **kw):
     """Export a robot-only bundle with exporter ``engine`` ('mjcf', 'sapien') and load it (physics only)."""
-    from real2sim.engines import get_exporter
 
     b = robot_only_bundle(robot, root, **kw)
     ex = get_exporter(engine)

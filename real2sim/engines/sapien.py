@@ -69,8 +69,12 @@ from real2sim.core.errors import (
 )
 from real2sim.core.geometry import R_OPENCV_FROM_SAPIEN, make_pose, split_pose
 from real2sim.core.manifest import ObjectSpec
+from real2sim.core.meshes import load_mesh
+from real2sim.core.objio import mesh_uv, write_obj
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
 from real2sim.engines.common import srgb_to_linear
+from real2sim.robots import get_robot
+from real2sim.robots.scene import robot_setup
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +131,6 @@ def _read_required(path: Path, what: str, fix: str) -> bytes:
 
 def _visual_obj_text(bundle: Bundle, oid: str, obj: ObjectSpec) -> str:
     """The visual mesh as OBJ text without material statements (geometry and UVs kept as they are)."""
-    from real2sim.core.meshes import load_mesh
-    from real2sim.core.objio import mesh_uv, write_obj
 
     path = bundle.path(obj.visual.mesh)
     fix = f"re-run the stage that writes object '{oid}' visual mesh, or fix 'objects.{oid}.visual.mesh' in scene.json"
@@ -209,7 +211,6 @@ def _visual_assets(w: _Writer, bundle: Bundle, oid: str, obj: ObjectSpec) -> str
 
 def _collision_xml(w: _Writer, bundle: Bundle, oid: str, obj: ObjectSpec, warnings: list[str]) -> list[str]:
     """``<collision>`` elements (and written hull files) of one object."""
-    from real2sim.core.meshes import load_mesh
 
     col = obj.collision
     fix_hint = "re-run the collision stage ('real2sim build')"
@@ -343,7 +344,6 @@ def build_sapien_files(bundle: Bundle) -> tuple[dict[str, bytes], list[str]]:
 
 def _robot_files(w: _Writer, spec) -> dict:
     """Copy the robot's resolved URDF (meshes content-addressed, link colours from the appearance) into ``robot/``."""
-    from real2sim.robots.scene import robot_setup
 
     rs = robot_setup(spec)
     root = ElementTree.fromstring(rs.urdf.read_text())
@@ -647,7 +647,6 @@ class SapienScene(LoadedScene):
 
     # -- robot ----------------------------------------------------------------------
     def _attach_robot(self, art, joints, idx) -> None:
-        from real2sim.robots import get_robot
 
         self.articulation = art
         self._joints = joints

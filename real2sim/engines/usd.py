@@ -43,9 +43,12 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, replace_dir_atomically
 from real2sim.core.errors import ExportError, UnknownNameError, require
-from real2sim.core.geometry import matrix_to_quat_wxyz, transform_points
+from real2sim.core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix, transform_points
+from real2sim.core.meshes import load_mesh
+from real2sim.core.objio import mesh_uv
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
 from real2sim.engines.common import content_addressed_copy, require_ready
+from real2sim.robots.scene import link_poses, parse_urdf, robot_setup
 
 log = logging.getLogger(__name__)
 MAIN_FILE = "scene.usda"
@@ -224,8 +227,6 @@ class UsdExporter(Exporter):
 
     def _object(self, bundle, stage, out: Path, oid, obj, pname, warnings) -> None:
         Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
-        from real2sim.core.meshes import load_mesh
-        from real2sim.core.objio import mesh_uv
 
         root = f"/World/{pname}"
         xf = UsdGeom.Xform.Define(stage, root)
@@ -342,7 +343,6 @@ class UsdExporter(Exporter):
         import trimesh
 
         Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
-        from real2sim.robots.scene import link_poses, parse_urdf, robot_setup
 
         rs = robot_setup(spec)
         links, joints, root_link = parse_urdf(rs.urdf)
@@ -582,7 +582,6 @@ class UsdScene(LoadedScene):
         com = np.array(api.GetCenterOfMassAttr().Get(), float)
         d = np.array(api.GetDiagonalInertiaAttr().Get(), float)
         q = api.GetPrincipalAxesAttr().Get()
-        from real2sim.core.geometry import quat_wxyz_to_matrix
 
         R = quat_wxyz_to_matrix([q.GetReal(), *q.GetImaginary()])
         return mass, com, R @ np.diag(d) @ R.T

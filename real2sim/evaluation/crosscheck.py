@@ -13,6 +13,7 @@ import numpy as np
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError, UnsupportedCapability
 from real2sim.core.geometry import rotation_angle_between
+from real2sim.engines import get_exporter
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ class DropResult:
 
 
 def load_engines(bundle: Bundle, engines=("mjcf", "sapien")) -> dict:
-    from real2sim.engines import get_exporter
 
     loaded = {}
     for name in engines:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.errors import Real2SimError, did_you_mean
+from real2sim.core.errors import Real2SimError, did_you_mean, require
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,6 @@ def to_json(metrics: list[TaskMetrics]) -> dict:
 
 def plot(metrics: list[TaskMetrics], out: Path) -> Path:
     """Real-vs-sim scatter per task with 95% Wilson intervals (like SIMPLER's Figure 4)."""
-    from real2sim.core.errors import require
 
     mpl = require("matplotlib", "metrics")
     mpl.use("Agg")

@@ -34,7 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.errors import Real2SimError
+from real2sim.core.bundle import Bundle
+from real2sim.core.errors import Real2SimError, require
+from real2sim.core.manifest import RobotSpec
+from real2sim.engines.sandbox import robot_scene
+from real2sim.robots import get_robot
+from real2sim.robots.control import Controller, ControllerConfig, replay
+from real2sim.robots.kinematics import Kinematics
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +59,6 @@ class Episode:
 
 def load_trajectories(path, robot, action_space: str | None = None) -> tuple[list[Episode], str]:
     """Read and validate a trajectory ``.npz`` for registry robot ``robot``; returns (episodes, action_space)."""
-    from real2sim.robots import get_robot
-    from real2sim.robots.kinematics import Kinematics
 
     path = Path(path)
     r = get_robot(robot)
@@ -99,9 +103,6 @@ def load_lerobot_trajectories(path, robot, action_space: str | None = None) -> t
     ``timestamp`` -> timestamps; EE poses are the forward kinematics of the recorded joints
     (robot base frame). The action space comes from ``action_space`` (default ``ee_delta``).
     """
-    from real2sim.core.errors import require
-    from real2sim.robots import get_robot
-    from real2sim.robots.kinematics import Kinematics
 
     root = _lerobot_root(Path(path))
     pq = require("pyarrow.parquet", "capture", "pyarrow")
@@ -214,7 +215,6 @@ class GainSpace:
 
 def make_space(robot, share: str = "per_joint", span: float = 4.0, default_k=None, default_d=None) -> GainSpace:
     """``share``: ``"per_joint"`` (every arm joint its own pair) or ``"arm"`` (one pair for the whole arm)."""
-    from real2sim.robots import get_robot
 
     r = get_robot(robot)
     k = np.asarray(default_k if default_k is not None else r.default_stiffness(), float)
@@ -232,8 +232,6 @@ _CONTROLLERS: dict = {}
 
 def _controller(robot: str, engine: str, space: str):
     """A controller on a robot-only scene, built once per process and (robot, engine, action space)."""
-    from real2sim.engines.sandbox import robot_scene
-    from real2sim.robots.control import Controller, ControllerConfig
 
     key = (robot, engine, space)
     if key not in _CONTROLLERS:
@@ -248,7 +246,6 @@ def _worker_init(robot: str, engine: str, space: str, episodes=None):
 
 
 def _simulate(k, d, ep: Episode, ctl=None) -> np.ndarray:
-    from real2sim.robots.control import replay
 
     ctl = ctl or _W["ctl"]
     ctl.set_gains(k, d)
@@ -314,7 +311,6 @@ def fit_gains(episodes: list[Episode], robot, action_space: str = "ee_delta", he
               engine: str = "mjcf", share: str = "per_joint", rounds: int = 3, iters_per_round: int = 60,
               span: float = 4.0, workers: int = 1, seed: int = 0, default_k=None, default_d=None) -> SysIdResult:
     """Simulated annealing over normalised gains, ``rounds`` narrowing rounds; deterministic for a seed."""
-    from real2sim.robots import get_robot
 
     r = get_robot(robot)
     space = make_space(r, share, span, default_k, default_d)
@@ -368,7 +364,6 @@ def simulate_episode(robot, k, d, ep: Episode, action_space: str = "ee_delta", e
 
 
 def get_robot_name(robot) -> str:
-    from real2sim.robots import get_robot
 
     return get_robot(robot).name
 
@@ -402,8 +397,6 @@ def plot_paths(path, real: list[np.ndarray], sim: list[np.ndarray], title: str =
 def run_sysid(trajectories, robot, out: Path | None = None, bundle_dir: Path | None = None, heldout_fraction: float = 0.2,
               workers: int | None = None, action_space: str | None = None, **kw) -> SysIdResult:
     """Load, fit, report: writes gains JSON (``out``), and with a bundle its robot section + reports/sysid.{json,png}."""
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.manifest import RobotSpec
 
     eps, space = load_trajectories(trajectories, robot, action_space)
     n_held = int(round(len(eps) * heldout_fraction)) if len(eps) > 1 else 0

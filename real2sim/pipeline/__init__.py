@@ -10,12 +10,16 @@ import logging
 import os
 from pathlib import Path
 
+import real2sim.collision as col
+from real2sim import capture
 from real2sim.collision.inertia import compute_inertials
 from real2sim.core.bundle import Bundle, hash_jsonable, replace_dir_atomically
 from real2sim.core.errors import CollisionError, MeshError, Real2SimError
 from real2sim.core.manifest import CollisionSpec, Pose
 from real2sim.core.meshes import load_mesh
 from real2sim.core.stages import files_hash, run_stage
+from real2sim.engines import get_exporter
+from real2sim.texture import stage as texture_stage
 
 log = logging.getLogger(__name__)
 ENGINES = ("mjcf", "usd", "sapien")
@@ -32,7 +36,6 @@ def collision_stage(bundle: Bundle, config=None, cache_dir: Path | None = None, 
     An object whose CoACD run crashes or times out falls back to its single convex hull;
     the failure is named in ``reports/collision.json`` and the rest of the scene proceeds.
     """
-    import real2sim.collision as col
 
     config = config or col.CollisionConfig()
     cache_dir = Path(cache_dir or default_cache_dir())
@@ -98,12 +101,10 @@ def build(bundle: Bundle, collision_config=None, cache_dir: Path | None = None, 
     ran = {}
     m = bundle.manifest
     if m.capture.frames:
-        from real2sim import capture
 
         ran["plate"] = capture.plate_stage(bundle, force=force)[1]
     masked = {e for masks in m.capture.masks.values() for e in masks}
     if m.cameras and masked & set(bundle.dynamic_objects()):
-        from real2sim.texture import stage as texture_stage
 
         ran["alignment"] = texture_stage.align_stage(bundle, force=force)[1]
         ran["texture"] = texture_stage.texture_stage(bundle, force=force)[1]
@@ -118,7 +119,6 @@ def export_bundle(bundle: Bundle, engines=ENGINES, force: bool = False) -> dict:
     One engine failing does not stop the others; the failure is recorded in the
     'export' stage and re-raised after all engines ran when every engine failed.
     """
-    from real2sim.engines import get_exporter
 
     m = bundle.manifest
     scene = {k: v for k, v in m.to_dict().items() if k != "stages"}

@@ -16,7 +16,11 @@ import json
 import logging
 from pathlib import Path
 
+from real2sim.capture import init_bundle, plate_stage
+from real2sim.capture.calibrate import calibrate_extrinsics, read_correspondences
 from real2sim.core.errors import Real2SimError
+from real2sim.segmentation import Prompt, SegmentationError
+from real2sim.segmentation.stage import segment_stage
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +31,6 @@ class PromptFileError(Real2SimError):
 
 def read_prompts(path) -> dict[str, dict]:
     """``{entity: {"frame": int, "prompt": segmentation.Prompt}}`` from a prompts file (module docstring)."""
-    from real2sim.segmentation import Prompt, SegmentationError
 
     path = Path(path)
     try:
@@ -69,8 +72,6 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
     (done when the clip has more than one frame or there are masks). ``init_options`` go to
     :func:`capture.init_bundle` (``stride``, ``max_frames``, ``episode``, ``name``).
     """
-    from real2sim.capture import init_bundle
-    from real2sim.capture.calibrate import calibrate_extrinsics, read_correspondences
 
     if points is not None:
         read_correspondences(Path(points))  # a bad file is refused before anything is written
@@ -94,7 +95,6 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
 
 
 def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:
-    from real2sim.segmentation.stage import segment_stage
 
     for ent in prompts:
         if bundle.manifest.capture.frames and not 0 <= prompts[ent]["frame"] < len(bundle.manifest.capture.frames):
@@ -109,7 +109,6 @@ def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:
 
 
 def _plate(bundle) -> dict:
-    from real2sim.capture import plate_stage
 
     rec, _ = plate_stage(bundle)
     rep = json.loads((bundle.reports_dir() / "plate.json").read_text())

@@ -12,6 +12,8 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError
+from real2sim.core.manifest import MASK_STATES_AT_POSE
+from real2sim.core.meshes import load_mesh
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,6 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
 
 def _check_masks(bundle: Bundle) -> list[Finding]:
     """Mask files exist, states belong to masks, and every masked object has a frame at its scene pose."""
-    from real2sim.core.manifest import MASK_STATES_AT_POSE
 
     cap, out = bundle.manifest.capture, []
     for key, ents in cap.masks.items():
@@ -105,7 +106,6 @@ def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Find
 
 
 def _check_meshes(bundle, where, obj) -> list[Finding]:
-    from real2sim.core.meshes import load_mesh
 
     out = []
     try:

@@ -24,17 +24,19 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.camera import Camera
-from real2sim.core.errors import ManifestError
+from real2sim.core.errors import BundleError, ManifestError, UnknownNameError
 from real2sim.core.geometry import look_at_opencv
 from real2sim.core.manifest import (
     CameraSpec,
     LightSpec,
     ObjectSpec,
     PhysicsSpec,
+    RobotSpec,
     TaskSpec,
     _Reader,
 )
 from real2sim.core.meshes import load_mesh
+from real2sim.robots import get_robot
 
 log = logging.getLogger(__name__)
 SCENES_DIR = Path(__file__).resolve().parents[1] / "scenes"
@@ -42,7 +44,6 @@ OBJECT_KEYS = {"mesh", "texture", "rgba", "pose", "fixed", "density", "mass", "f
 
 
 def builtin_recipe(name: str = "tabletop") -> Path:
-    from real2sim.core.errors import UnknownNameError
 
     known = sorted(p.parent.name for p in SCENES_DIR.glob("*/recipe.json"))
     if name not in known:
@@ -118,8 +119,6 @@ def _import_object(bundle: Bundle, r: _Reader, base: Path, oid: str, od: dict) -
 
 def _import_robot(r: _Reader, d: dict):
     """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones)."""
-    from real2sim.core.manifest import RobotSpec
-    from real2sim.robots import get_robot
 
     spec = RobotSpec.parse(r, d, "robot")
     robot = get_robot(spec.name)
@@ -141,7 +140,6 @@ def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None
     (its mesh's lowest point at ``table_height``); alignment then moves it to its masks.
     ``props``: fixed, density, mass, friction, restitution, rgba.
     """
-    from real2sim.core.errors import BundleError
 
     if oid in bundle.manifest.objects:
         raise BundleError(f"object '{oid}' is already in {bundle.root / 'scene.json'}; choose another id or remove it first")

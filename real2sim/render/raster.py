@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.errors import RasterError
+from real2sim.core.errors import RasterError, UnknownNameError
 from real2sim.core.geometry import transform_points
 
 log = logging.getLogger(__name__)
@@ -243,7 +243,6 @@ def resolve_backend(name: str = "auto") -> str:
     """'auto' -> 'gl' when an EGL context can be made, else 'numpy' (logged)."""
     if name != "auto":
         if name not in BACKENDS:
-            from real2sim.core.errors import UnknownNameError
 
             raise UnknownNameError("rasteriser backend", name, BACKENDS)
         return name

@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.geometry import transform_points
+from real2sim.core.meshes import load_mesh
 from real2sim.render.raster import rasterize
+from real2sim.robots.scene import link_poses, parse_urdf, robot_setup
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +36,6 @@ class RobotModel:
 
 def _geometry_mesh(T, geom):
     import trimesh
-
-    from real2sim.core.meshes import load_mesh
 
     tag = geom.tag
     if tag == "mesh":
@@ -58,7 +58,6 @@ def _geometry_mesh(T, geom):
 
 def load_robot_model(spec) -> RobotModel:
     """Visual meshes of the bundle's robot (``manifest.robot``), from the registry's resolved URDF."""
-    from real2sim.robots.scene import parse_urdf, robot_setup
 
     rs = robot_setup(spec)
     links, joints, root = parse_urdf(rs.urdf)
@@ -73,7 +72,6 @@ def load_robot_model(spec) -> RobotModel:
 
 def link_id_image(model: RobotModel, camera, q) -> tuple[np.ndarray, list[str]]:
     """``(h, w) int`` index into the returned link names (-1: no robot) for joint vector ``q``."""
-    from real2sim.robots.scene import link_poses
 
     poses = link_poses(model.joints, model.root, dict(zip(model.joint_names, np.asarray(q, float))))
     names, verts, faces, owner = [], [], [], []

@@ -10,7 +10,8 @@ import logging
 
 import numpy as np
 
-from real2sim.core.errors import require
+from real2sim.core.errors import UnknownNameError, require
+from real2sim.core.geometry import make_pose
 from real2sim.robots import get_robot, robot_urdf
 from real2sim.robots.spec import RobotDef
 
@@ -136,8 +137,6 @@ def camera_mount_pose(kin: Kinematics, name: str, q) -> np.ndarray:
 
     The mount frame follows the OpenCV camera convention (+Z forward, +Y down).
     """
-    from real2sim.core.errors import UnknownNameError
-    from real2sim.core.geometry import make_pose
 
     mounts = kin.robot.camera_mounts
     if name not in mounts:

@@ -8,6 +8,7 @@ import numpy as np
 
 from real2sim.core.errors import ExportError
 from real2sim.robots import get_robot, robot_urdf
+from real2sim.robots.kinematics import so3_exp
 from real2sim.robots.spec import RobotDef
 
 ROBOT_PREFIX = "robot/"
@@ -111,7 +112,6 @@ def parse_urdf(path: Path) -> tuple[dict, list, str]:
 
 def joint_motion(j: UrdfJoint, q: float) -> np.ndarray:
     """Transform of the child w.r.t. the joint frame at joint value ``q``."""
-    from real2sim.robots.kinematics import so3_exp
 
     T = np.eye(4)
     if j.type == "fixed" or np.linalg.norm(j.axis) < 1e-12:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.errors import DependencyMissing, Real2SimError
+from real2sim.core.geometry import make_pose
 
 log = logging.getLogger(__name__)
 RESOLVER_VERSION = 2  # bump when _expand/_clean change their output (it is part of the cache key)
@@ -84,7 +85,6 @@ class RobotDef:
         return [float(x) for x in self.arm_damping] + [float(self.gripper_damping)] * len(self.gripper_joints)
 
     def ee_offset_matrix(self) -> np.ndarray:
-        from real2sim.core.geometry import make_pose
 
         return make_pose(self.ee_offset[0], self.ee_offset[1])
 

@@ -20,6 +20,7 @@ from real2sim.segmentation.propagate import (
     propagate_many,
 )
 from real2sim.segmentation.sam import SamBackend, sam
+from real2sim.segmentation.stage import segment_stage
 
 register_backend("difference", difference)
 register_backend("grabcut", grabcut)
@@ -30,10 +31,3 @@ __all__ = ["BACKENDS", "Prompt", "SegmentationError", "register_backend", "segme
            "PropagateConfig",
            "SamBackend", "sam", "segment_stage"]
 
-
-def __getattr__(name):
-    if name == "segment_stage":
-        from real2sim.segmentation.stage import segment_stage
-
-        return segment_stage
-    raise AttributeError(name)

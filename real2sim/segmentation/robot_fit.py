@@ -14,10 +14,11 @@ import time
 import numpy as np
 
 from real2sim.core.bundle import Bundle, hash_jsonable
+from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError
 from real2sim.core.imaging import iou, read_mask, read_rgb, write_mask
 from real2sim.core.stages import files_hash, run_stage
-from real2sim.render.robot import load_robot_model
+from real2sim.render.robot import link_id_image, load_robot_model
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,6 @@ def fit_robot_joints(model, camera, img: np.ndarray, plate: np.ndarray, exclude:
     """
     import cv2
     from scipy.optimize import minimize
-
-    from real2sim.core.camera import Camera
-    from real2sim.render.robot import link_id_image
 
     t0 = time.perf_counter()
     h, w = img.shape[:2]

@@ -15,13 +15,13 @@ import numpy as np
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_jsonable
 from real2sim.core.errors import BundleError
 from real2sim.core.stages import files_hash, run_stage
+from real2sim.engines import get_exporter
 
 log = logging.getLogger(__name__)
 
 
 def robot_masks_stage(bundle: Bundle, force: bool = False):
     """Write ``masks/<frame>/robot.png`` for every frame; returns (record, ran)."""
-    from real2sim.engines import get_exporter
 
     m = bundle.manifest
     if m.robot is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.errors import DependencyMissing, require
+from real2sim.core.errors import DependencyMissing, UnknownNameError, require
 from real2sim.segmentation.core import Prompt, SegmentationError
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,6 @@ class SamBackend:
                 if not ck.is_file():
                     raise SegmentationError(f"{ck}: SAM checkpoint not found; check REAL2SIM_SAM_CHECKPOINT / --sam-checkpoint")
                 if self.model_type not in MODEL_TYPES:
-                    from real2sim.core.errors import UnknownNameError
 
                     raise UnknownNameError("SAM model type", self.model_type, MODEL_TYPES)
                 model = sa.sam_model_registry[self.model_type](checkpoint=str(ck))

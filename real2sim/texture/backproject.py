@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from real2sim.core.errors import MaskError
+from real2sim.core.errors import MaskError, require
 from real2sim.core.geometry import transform_points
 from real2sim.core.views import View
+from real2sim.render.interp import interpolate, render_texture, sample_texture
 from real2sim.render.mesh import TexMesh
 from real2sim.render.raster import rasterize, rasterize_uv
 
@@ -329,10 +330,8 @@ def backproject(mesh: TexMesh, pose: np.ndarray, views: list[View], config: Text
 
 def refine(res: TextureResult, mesh: TexMesh, pose: np.ndarray, views: list[View], cfg: TextureConfig) -> TextureResult:
     """Adam refinement of ``res.texture`` in place: L2 photometric loss over masked object pixels + TV."""
-    from real2sim.core.errors import require
 
     torch = require("torch", "texture", "torch")
-    from real2sim.render.interp import interpolate, sample_texture
 
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)
@@ -370,10 +369,8 @@ def refine(res: TextureResult, mesh: TexMesh, pose: np.ndarray, views: list[View
 
 def render_textured(camera, mesh: TexMesh, pose: np.ndarray, texture: np.ndarray, backend: str = "auto"):
     """(``(h, w, 3) float32`` render of the textured mesh, ``(h, w) bool`` coverage) via the torch texture path."""
-    from real2sim.core.errors import require
 
     torch = require("torch", "texture", "torch")
-    from real2sim.render.interp import render_texture
 
     fr = rasterize(camera, transform_points(pose, mesh.vertices), mesh.faces, backend)
     img = render_texture(fr, mesh.uv, mesh.face_uv, torch.as_tensor(np.asarray(texture, np.float32).transpose(2, 0, 1).copy()))

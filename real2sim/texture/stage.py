@@ -9,6 +9,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_jsonable
 from real2sim.core.errors import MaskError, MeshError, Real2SimError, UVError
+from real2sim.core.geometry import transform_points
 from real2sim.core.imaging import iou, png_bytes, psnr, read_rgb_float, write_rgb
 from real2sim.core.manifest import Pose
 from real2sim.core.stages import files_hash, run_stage
@@ -41,7 +42,6 @@ def shaded_render(camera, mesh: TexMesh, pose: np.ndarray, texture: np.ndarray |
     """Render for reports: textured when there is a texture and UVs, else the flat colour shaded by view angle."""
     if texture is not None and mesh.has_uv:
         return render_textured(camera, mesh, pose, texture)
-    from real2sim.core.geometry import transform_points
 
     v = transform_points(pose, mesh.vertices)
     fr = rasterize(camera, v, mesh.faces)

@@ -7,6 +7,20 @@ import os
 import sys
 from pathlib import Path
 
+from real2sim import collision
+from real2sim.capture.camera_refine import refine_camera_stage
+from real2sim.core.bundle import Bundle, atomic_write_json
+from real2sim.core.errors import ManifestError, Real2SimError
+from real2sim.core.manifest import TaskSpec, _Reader
+from real2sim.core.version import __version__
+from real2sim.demos.demo import STAGES, run_demo, worst
+from real2sim.evaluation.metrics import compare, plot, read_results, to_json
+from real2sim.pipeline import build, export_bundle
+from real2sim.pipeline.check import check_bundle
+from real2sim.pipeline.recipe import add_object
+from real2sim.segmentation.robot_fit import robot_fit_stage
+from real2sim.segmentation.robot_masks import robot_masks_stage
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 
@@ -19,8 +33,6 @@ def _console():
 def cmd_demo(args) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
-
-    from real2sim.demos.demo import STAGES, run_demo, worst
 
     con = _console()
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=con, transient=True) as prog:
@@ -68,7 +80,6 @@ def cmd_demo(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from real2sim.pipeline.check import check_bundle
 
     findings = check_bundle(Path(args.dir), load_meshes=not args.quick)
     con = _console()
@@ -80,15 +91,12 @@ def cmd_check(args) -> int:
 
 
 def _collision_config(args):
-    from real2sim import collision
 
     return collision.CollisionConfig(method=args.method, threshold=args.threshold, timeout_s=args.timeout,
                                      seed=args.seed, workers=args.workers)
 
 
 def cmd_add_object(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.pipeline.recipe import add_object
 
     bundle = Bundle.load(Path(args.dir))
     props = {k: getattr(args, k) for k in ("density", "mass", "friction") if getattr(args, k) is not None}
@@ -104,15 +112,11 @@ def cmd_add_object(args) -> int:
 def cmd_add_task(args) -> int:
     import json
 
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.manifest import TaskSpec, _Reader
-
     bundle = Bundle.load(Path(args.dir))
     try:
         success = json.loads(args.success)
         init = json.loads(args.init) if args.init else {}
     except json.JSONDecodeError as exc:
-        from real2sim.core.errors import ManifestError
 
         raise ManifestError("add-task", "--success/--init", f"is not valid JSON ({exc})",
                             'quote it, e.g. --success \'{"type": "lifted", "object": "cube", "height": 0.04}\'') from exc
@@ -134,8 +138,6 @@ def _objects_named(pred: dict) -> list[str]:
 
 
 def cmd_fit_robot(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.segmentation.robot_fit import robot_fit_stage
 
     bundle = Bundle.load(Path(args.dir))
     rec, ran = robot_fit_stage(bundle, args.frame, force=args.force)
@@ -146,8 +148,6 @@ def cmd_fit_robot(args) -> int:
 
 
 def cmd_robot_masks(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.segmentation.robot_masks import robot_masks_stage
 
     rec, ran = robot_masks_stage(Bundle.load(Path(args.dir)), force=args.force)
     _console().print(f"robot masks {'written' if ran else 'unchanged'}: {rec.metrics}")
@@ -155,8 +155,6 @@ def cmd_robot_masks(args) -> int:
 
 
 def cmd_refine_camera(args) -> int:
-    from real2sim.capture.camera_refine import refine_camera_stage
-    from real2sim.core.bundle import Bundle
 
     rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), camera=args.camera, force=args.force, dof=args.dof,
                                    min_gain=args.min_gain)
@@ -165,8 +163,6 @@ def cmd_refine_camera(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.pipeline import build
 
     bundle = Bundle.load(Path(args.dir))
     ran = build(bundle, _collision_config(args), force=args.force)
@@ -178,8 +174,6 @@ def cmd_build(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.pipeline import export_bundle
 
     bundle = Bundle.load(Path(args.dir))
     res = export_bundle(bundle, engines=args.engine or ("mjcf", "usd", "sapien"), force=args.force)
@@ -195,7 +189,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_collide(args) -> int:
-    from real2sim import collision
 
     res = collision.collide_command(Path(args.mesh), Path(args.out), _collision_config(args))
     r = res.report
@@ -206,9 +199,6 @@ def cmd_collide(args) -> int:
 
 def cmd_metrics(args) -> int:
     from rich.table import Table
-
-    from real2sim.core.bundle import atomic_write_json
-    from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 
     metrics = compare(read_results(Path(args.real)), read_results(Path(args.sim)), n_boot=args.bootstrap, seed=args.seed,
                       real_name=args.real, sim_name=args.sim)
@@ -256,7 +246,6 @@ def _add_stage_parsers(sub) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    from real2sim.core.version import __version__
 
     ap = argparse.ArgumentParser(prog="real2sim", description="Real frames -> matched simulated scene -> evaluation.")
     ap.add_argument("--version", action="version", version=f"real2sim {__version__}")
@@ -339,8 +328,6 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     from rich.logging import RichHandler
-
-    from real2sim.core.errors import Real2SimError
 
     args = make_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)

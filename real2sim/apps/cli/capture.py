@@ -8,13 +8,21 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from real2sim.capture.calibrate import calibrate_extrinsics, calibrate_intrinsics, calibrate_marker, marker_pose_flat
+from real2sim.capture.frames import read_frames
+from real2sim.capture.plate import PlateConfig, make_plate
+from real2sim.capture.table import table_stage
+from real2sim.capture.table_board import CharucoSpec, TableConfig
+from real2sim.core.bundle import Bundle
+from real2sim.core.errors import CaptureError
+from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask, write_gray, write_rgb
+from real2sim.pipeline.capture import capture_scene
+
 log = logging.getLogger(__name__)
 
 
 def cmd_init(args) -> int:
     from rich.console import Console
-
-    from real2sim.pipeline.capture import capture_scene
 
     summary = capture_scene(Path(args.dir), args.frames, camera=args.camera, points=getattr(args, "points", None),
                             prompts=getattr(args, "prompts", None), robot=args.robot,
@@ -27,7 +35,6 @@ def cmd_init(args) -> int:
 
 
 def _print_capture_summary(con, root: Path, s: dict) -> None:
-    from real2sim.core.bundle import Bundle
 
     b = Bundle.load(root)
     con.print(f"{root}: {b.manifest.stages['capture'].message}", highlight=False)
@@ -58,9 +65,6 @@ def _print_capture_summary(con, root: Path, s: dict) -> None:
 def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
     import numpy as np
 
-    from real2sim.core.errors import CaptureError
-    from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask
-
     files = sorted(p for p in Path(masks_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     by_stem = {p.stem: p for p in files}
     out = np.zeros((n,) + tuple(shape), bool)
@@ -78,10 +82,6 @@ def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
 
 def cmd_plate(args) -> int:
     from rich.console import Console
-
-    from real2sim.capture.frames import read_frames
-    from real2sim.capture.plate import PlateConfig, make_plate
-    from real2sim.core.imaging import write_gray, write_rgb
 
     src = read_frames(args.frames)
     masks, names = None, None
@@ -126,10 +126,6 @@ def _marker_at(text: str) -> tuple[float, ...]:
 def cmd_calibrate(args) -> int:
     from rich.console import Console
 
-    from real2sim.capture.calibrate import calibrate_extrinsics, calibrate_intrinsics
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.errors import CaptureError
-
     marker = getattr(args, "marker", None)
     if marker:
         missing = [f for f, v in (("--marker-id", args.marker_id), ("--marker-size", args.marker_size),
@@ -156,7 +152,6 @@ def cmd_calibrate(args) -> int:
 
 
 def _calibrate_marker(con, bundle, args) -> None:
-    from real2sim.capture.calibrate import calibrate_marker, marker_pose_flat
 
     quiet = logging.getLogger("real2sim.capture.calibrate")  # its warnings are printed below
     level = quiet.level
@@ -179,11 +174,6 @@ def cmd_table(args) -> int:
     import json
 
     from rich.console import Console
-
-    from real2sim.capture.table import table_stage
-    from real2sim.capture.table_board import CharucoSpec, TableConfig
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.errors import CaptureError
 
     bundle = Bundle.load(Path(args.dir))
     charuco = None

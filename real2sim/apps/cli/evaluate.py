@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from real2sim.core.errors import Real2SimError
+from real2sim.evaluation.envs.runner import evaluate
+
 
 def cmd_eval(args) -> int:
     from rich.console import Console
@@ -14,8 +17,6 @@ def cmd_eval(args) -> int:
         TimeRemainingColumn,
     )
 
-    from real2sim.evaluation.envs.runner import evaluate
-
     con = Console()
     obs_size = tuple(int(x) for x in args.obs_size.lower().split("x")) if args.obs_size else None
     env_kwargs = {}
@@ -23,8 +24,6 @@ def cmd_eval(args) -> int:
         env_kwargs["shading"] = args.shading
     if getattr(args, "variants", None):
         import json
-
-        from real2sim.core.errors import Real2SimError
 
         try:
             env_kwargs["variants"] = json.loads(args.variants)

@@ -8,6 +8,9 @@ import argparse
 import logging
 from pathlib import Path
 
+from real2sim.core.bundle import Bundle
+from real2sim.core.errors import DependencyMissing
+
 log = logging.getLogger(__name__)
 
 
@@ -19,8 +22,6 @@ def _auth(value: str) -> tuple[str, str]:
 
 
 def cmd_review(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.errors import DependencyMissing
 
     Bundle.load(Path(args.dir))  # a clear bundle error before the web server starts
     try:

@@ -4,11 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from real2sim.evaluation.sysid import run_sysid
+from real2sim.robots import get_robot, list_robots, robot_urdf
+
 
 def cmd_sysid(args) -> int:
     from rich.console import Console
-
-    from real2sim.evaluation.sysid import run_sysid
 
     res = run_sysid(Path(args.trajectories), args.robot, action_space=args.action_space, out=Path(args.out) if args.out else None,
                     bundle_dir=Path(args.bundle) if args.bundle else None, heldout_fraction=args.heldout,
@@ -31,8 +32,6 @@ def cmd_sysid(args) -> int:
 
 def cmd_robots(args) -> int:
     from rich.console import Console
-
-    from real2sim.robots import get_robot, list_robots, robot_urdf
 
     con = Console()
     for name in list_robots():

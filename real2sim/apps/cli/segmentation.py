@@ -4,6 +4,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from real2sim.core.bundle import Bundle, atomic_write_bytes
+from real2sim.core.errors import ImageError, SegmentationError
+from real2sim.core.imaging import read_rgb
+from real2sim.segmentation import BACKENDS, Prompt, SamBackend, segment
+from real2sim.segmentation.stage import segment_stage
+
 
 def _pair(text: str) -> tuple[float, float]:
     try:
@@ -22,8 +28,6 @@ def _box(text: str) -> tuple[float, float, float, float]:
 
 
 def _read_rgb(path: Path, what: str):
-    from real2sim.core.errors import ImageError, SegmentationError
-    from real2sim.core.imaging import read_rgb
 
     try:
         return read_rgb(path)
@@ -38,9 +42,6 @@ def cmd_segment(args) -> int:
     import numpy as np
     from PIL import Image
     from rich.console import Console
-
-    from real2sim.core.bundle import atomic_write_bytes
-    from real2sim.segmentation import BACKENDS, Prompt, SamBackend, segment
 
     image = _read_rgb(Path(args.image), "image")
     plate = _read_rgb(Path(args.plate), "plate") if args.plate else None
@@ -64,10 +65,6 @@ def cmd_masks(args) -> int:
     import json
 
     from rich.console import Console
-
-    from real2sim.core.bundle import Bundle
-    from real2sim.segmentation import Prompt
-    from real2sim.segmentation.stage import segment_stage
 
     bundle = Bundle.load(Path(args.dir))
     stored = bundle.root / "masks" / "prompts.json"

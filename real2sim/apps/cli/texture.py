@@ -5,6 +5,13 @@ import argparse
 import logging
 from pathlib import Path
 
+from real2sim.core.bundle import Bundle
+from real2sim.core.errors import Real2SimError
+from real2sim.render.align import AlignConfig
+from real2sim.texture.backproject import TextureConfig
+from real2sim.texture.robot import RobotAppearanceConfig, robot_appearance_stage
+from real2sim.texture.stage import align_stage, texture_stage
+
 log = logging.getLogger(__name__)
 
 
@@ -28,9 +35,6 @@ def _stage_report(bundle, name: str) -> dict:
 
 
 def cmd_align(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.render.align import AlignConfig
-    from real2sim.texture.stage import align_stage
 
     bundle = Bundle.load(Path(args.dir))
     cfg = AlignConfig(dof=args.dof, init=args.init, backend=args.backend)
@@ -47,9 +51,6 @@ def cmd_align(args) -> int:
 
 
 def cmd_texture(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.texture.backproject import TextureConfig
-    from real2sim.texture.stage import texture_stage
 
     bundle = Bundle.load(Path(args.dir))
     cfg = TextureConfig(size=args.size, refine_iters=args.refine, backend=args.backend)
@@ -66,8 +67,6 @@ def cmd_texture(args) -> int:
 
 
 def cmd_robot_appearance(args) -> int:
-    from real2sim.core.bundle import Bundle
-    from real2sim.texture.robot import RobotAppearanceConfig, robot_appearance_stage
 
     bundle = Bundle.load(Path(args.dir))
     rec, ran = robot_appearance_stage(bundle, RobotAppearanceConfig(backend=args.backend), force=args.force)
@@ -111,7 +110,6 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="real2sim-texture")
     add_parsers(ap.add_subparsers(dest="command", required=True))
     args = ap.parse_args(argv)
-    from real2sim.core.errors import Real2SimError
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:

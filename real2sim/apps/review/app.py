@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.pipeline import export_bundle
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -551,7 +553,6 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
 
         # -- export & evaluate
         def do_export(ver, engines, progress=gr.Progress()):
-            from real2sim.pipeline import export_bundle
 
             if not engines:
                 return ver, _err("choose at least one engine"), "", [], gr.update()

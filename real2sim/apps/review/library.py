@@ -47,12 +47,15 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+import real2sim.texture.stage as ts
 from real2sim.core import imaging
 from real2sim.core.bundle import MANIFEST, Bundle, atomic_write_bytes, atomic_write_json
 from real2sim.core.errors import BundleError, Real2SimError, UnknownNameError
 from real2sim.core.geometry import euler_xyz_to_matrix, matrix_to_quat_wxyz
 from real2sim.core.manifest import Manifest, Pose
+from real2sim.core.meshes import load_mesh
 from real2sim.core.stages import DOWNSTREAM
+from real2sim.engines import get_exporter
 
 log = logging.getLogger(__name__)
 
@@ -437,7 +440,6 @@ class PreviewRenderer:
 
     def __init__(self, bundle: Bundle, export_if_missing: bool = True):
         os.environ.setdefault("MUJOCO_GL", "egl")
-        from real2sim.engines import get_exporter
 
         self.bundle = bundle
         exporter = get_exporter("mjcf")
@@ -583,8 +585,6 @@ def collision_glb(bundle: Bundle, oid: str) -> Path:
     """Write ``reports/collision_<oid>.glb``: the visual mesh (grey, translucent) and each hull or primitive in colour."""
     import trimesh
 
-    from real2sim.core.meshes import load_mesh
-
     obj = bundle.object(oid)
     scene = trimesh.Scene()
     vis = load_mesh(bundle.path(obj.visual.mesh)).copy()
@@ -697,7 +697,6 @@ def rerun_object_stage(root: Path, stage: str, oid: str, expected_version: str |
         if not any(oid in m for m in bundle.manifest.capture.masks.values()):
             raise EditError(f"object '{oid}' has no mask in any frame: draw one in the Masks tab "
                             f"or run 'real2sim masks {root} --entity {oid} --point X,Y'")
-        import real2sim.texture.stage as ts
 
         _snapshot(root, f"re-run {stage} for {oid}", f"rerun-{stage}-{oid}")
         fn = ts.align_stage if stage == "alignment" else ts.texture_stage

@@ -35,7 +35,11 @@ from real2sim.core.errors import (
     require,
 )
 from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
+from real2sim.core.manifest import TaskSpec, _Reader
+from real2sim.core.meshes import load_mesh
+from real2sim.engines import get_exporter
 from real2sim.evaluation.envs import tasks as T
+from real2sim.robots.control import Controller, ControllerConfig
 
 log = logging.getLogger(__name__)
 BACKENDS = {"mujoco": "mjcf", "sapien": "sapien"}
@@ -73,7 +77,6 @@ def _pose7(T: np.ndarray) -> np.ndarray:
 
 def load_backend(bundle: Bundle, backend: str):
     """The bundle's export for ``backend`` loaded in its engine."""
-    from real2sim.engines import get_exporter
 
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, BACKENDS)
@@ -86,7 +89,6 @@ def load_backend(bundle: Bundle, backend: str):
 
 def resolve_task(manifest, task):
     """(task id, TaskSpec) from an id, a TaskSpec or a dict; None picks the bundle's only/first task."""
-    from real2sim.core.manifest import TaskSpec, _Reader
 
     if isinstance(task, TaskSpec):
         return "custom", task
@@ -120,7 +122,6 @@ class Real2SimEnv(_env_base()):
                  terminate_on_success: bool = True, render_mode: str | None = "rgb_array", scene=None,
                  shading: str = "auto"):
         gym = _gym()
-        from real2sim.robots.control import Controller, ControllerConfig
 
         if obs_mode not in OBS_MODES:
             raise UnknownNameError("obs_mode", obs_mode, OBS_MODES)
@@ -203,7 +204,6 @@ class Real2SimEnv(_env_base()):
 
     # -- setup helpers ----------------------------------------------------------------------------
     def _object_bounds(self) -> dict:
-        from real2sim.core.meshes import load_mesh
 
         out = {}
         for oid, obj in self.bundle.manifest.objects.items():

@@ -21,7 +21,10 @@ from typing import Callable
 
 import numpy as np
 
-from real2sim.core.errors import Real2SimError
+from real2sim.core.bundle import Bundle
+from real2sim.core.errors import Real2SimError, require
+from real2sim.evaluation.envs.env import Real2SimEnv, resolve_shading, resolve_task
+from real2sim.evaluation.policies.base import make_policy
 
 log = logging.getLogger(__name__)
 RESULTS = "episodes.jsonl"
@@ -62,7 +65,6 @@ class EvalSummary:
 
 
 def _env_for(cfg: EvalConfig, privileged: bool):
-    from real2sim.evaluation.envs.env import Real2SimEnv
 
     key = (cfg.bundle_dir, cfg.task, cfg.backend, cfg.obs_mode, tuple(cfg.obs_size or ()), privileged,
            json.dumps(cfg.env_kwargs, sort_keys=True))
@@ -86,7 +88,6 @@ def clear_cache() -> None:
 
 def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
     """One episode; returns its result record (the policy is built from ``cfg.policy`` unless given)."""
-    from real2sim.evaluation.policies.base import make_policy
 
     pol = policy if policy is not None else make_policy(cfg.policy)
     env = _env_for(cfg, bool(getattr(pol, "privileged", False)))
@@ -202,7 +203,6 @@ def write_sim_csv(results_path: Path, csv_path: Path, backend: str | None = None
 
 def _check_policy(spec: str) -> str:
     """Build the policy once up front: unknown names and unreachable servers fail before any episode."""
-    from real2sim.evaluation.policies.base import make_policy
 
     pol = make_policy(spec)
     if hasattr(pol, "check"):
@@ -224,8 +224,6 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
     episodes); ``ray`` (True / "local" for a local Ray instance, or a cluster address) runs the
     episodes as Ray tasks instead. ``progress(done, total, record)`` is called as episodes finish.
     """
-    from real2sim.core.bundle import Bundle
-    from real2sim.evaluation.envs.env import resolve_shading, resolve_task
 
     if episodes < 1:
         raise Real2SimError(f"episodes must be >= 1, got {episodes}")
@@ -294,7 +292,6 @@ def _run_pool(cfg: EvalConfig, seeds, workers: int, record) -> None:
 
 
 def _run_ray(cfg: EvalConfig, seeds, workers: int, address, record) -> None:
-    from real2sim.core.errors import require
 
     ray = require("ray", "ray")
     if not ray.is_initialized():

@@ -22,6 +22,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from real2sim.core.errors import Real2SimError, UnknownNameError
+from real2sim.evaluation.envs.env import MAX_ROTATION, MAX_TRANSLATION
+from real2sim.evaluation.policies.remote import RemotePolicy
+from real2sim.evaluation.policies.scripted import ScriptedPolicy
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,6 @@ class RandomPolicy:
     privileged = False
 
     def __init__(self, scale: float = 1.0, low=None, high=None):
-        from real2sim.evaluation.envs.env import MAX_ROTATION, MAX_TRANSLATION
 
         self.name = "random"
         self.low = np.asarray(low if low is not None else [-MAX_TRANSLATION] * 3 + [-MAX_ROTATION] * 3 + [0.0], float)
@@ -105,7 +107,6 @@ class RemotePolicyAdapter:
     privileged = False
 
     def __init__(self, url: str, timeout_s: float = 10.0, retries: int = 3):
-        from real2sim.evaluation.policies.remote import RemotePolicy
 
         self.client = RemotePolicy(url, timeout_s=timeout_s, retries=retries)
         self.name = url
@@ -128,7 +129,6 @@ class RemotePolicyAdapter:
 
 
 def _registry():
-    from real2sim.evaluation.policies.scripted import ScriptedPolicy
 
     return {"scripted": ScriptedPolicy, "random": RandomPolicy, "replay": ReplayPolicy}
 
