@@ -119,7 +119,7 @@ def test_no_plate_falls_back_to_render_with_a_note(tmp_path, caplog):
 
 def test_unsupported_requests_raise(bundle, envs):
     from real2sim import UnsupportedCapability
-    from real2sim.engines.sapien import load_sapien_scene
+    from real2sim.engines.sapien.scene import load_sapien_scene
     from real2sim.evaluation.envs.env import Real2SimEnv
 
     _env(envs, "sapien")

@@ -14,12 +14,8 @@ import pytest
 pytest.importorskip("sapien")
 
 from real2sim.core.errors import ExportError, MeshError  # noqa: E402
-from real2sim.engines.sapien import (  # noqa: E402
-    SCENE_FILE,
-    SapienExporter,
-    _sapien_camera_extrinsic,
-    load_sapien_scene,
-)
+from real2sim.engines.sapien.scene import _sapien_camera_extrinsic, load_sapien_scene  # noqa: E402
+from real2sim.engines.sapien.writer import SCENE_FILE, SapienExporter  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -241,7 +237,7 @@ def test_without_render_device_physics_still_loads(exported):
     _, result = exported
     code = textwrap.dedent(f"""
         import numpy as np
-        from real2sim.engines.sapien import load_sapien_scene
+        from real2sim.engines.sapien.scene import load_sapien_scene
         s = load_sapien_scene({str(result.main_file)!r}, render=True)
         assert "render" not in s.capabilities, s.capabilities
         assert "rendering device" in s.render_unavailable, s.render_unavailable

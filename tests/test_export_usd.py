@@ -17,7 +17,7 @@ from real2sim.core.errors import (  # noqa: E402
 from real2sim.core.geometry import look_at_opencv, transform_points  # noqa: E402
 from real2sim.core.meshes import load_mesh  # noqa: E402
 from real2sim.engines import get_exporter  # noqa: E402
-from real2sim.engines.usd import (  # noqa: E402
+from real2sim.engines.usd.writer import (  # noqa: E402
     MAIN_FILE,
     UsdExporter,
     _prim_name,

@@ -38,9 +38,7 @@ def test_newcomer_reaches_ranked_policies_in_both_engines(tmp_path, shared_data)
     r2s("masks", "bridge", "--entity", "yellow_cube", "--point", "464,195", "--no-propagate")
     r2s("masks", "bridge", "--entity", "robot", "--box", "285,0,465,195", "--no-propagate")
     r2s("table", "bridge")  # table height from the two cubes
-    r2s("build", "bridge", "--method", "primitive")
-    r2s("fit-robot", "bridge")
-    r2s("build", "bridge", "--method", "primitive")  # the plate again, with the fitted robot's mask
+    r2s("build", "bridge", "--method", "primitive")  # plate -> robot joints -> plate again without the robot -> ...
     r2s("export", "bridge")
     for backend in ("mujoco", "sapien"):
         for policy in ("scripted", "random"):
@@ -56,7 +54,18 @@ def test_newcomer_reaches_ranked_policies_in_both_engines(tmp_path, shared_data)
     align = json.loads((b / "reports" / "alignment.json").read_text())["objects"]
     assert align["green_cube"]["mean_iou"] > 0.85 and align["yellow_cube"]["mean_iou"] > 0.85, align
     fit = json.loads((b / "reports" / "robot_fit.json").read_text())
-    assert fit["iou_fitted"] > 0.7 > fit["iou_default"] + 0.3, fit
+    assert fit["iou_fitted"] > 0.7, fit
+    # the build ran the robot loop by itself: the final plate was made with the fitted robot's mask, so where the
+    # arm is it shows the table the person-made plate shows, not the arm in the frame
+    from real2sim.core.imaging import psnr, read_mask, read_rgb
+
+    scene = json.loads((b / "scene.json").read_text())
+    assert scene["stages"]["plate"]["status"] == scene["stages"]["robot_fit"]["status"] == "done"
+    arm = read_mask(b / "masks" / "000000" / "robot.png")
+    person = read_rgb(d / "bridge" / "stack_cube_plate.png")
+    plate_db = psnr(read_rgb(b / "background" / "plate.png"), person, arm)
+    frame_db = psnr(read_rgb(d / "bridge" / "stack_cube_first_frame.png"), person, arm)
+    assert plate_db > frame_db + 3.0, (plate_db, frame_db)
     m = json.loads((tmp_path / "m.json").read_text())["tasks"]["lift_green_cube"]
     assert m["policies"]["scripted"]["sim"] > m["policies"]["random"]["sim"]  # SAPIEN ranks them
     assert m["policies"]["scripted"]["real"] > m["policies"]["random"]["real"]  # and so does MuJoCo

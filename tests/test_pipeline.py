@@ -6,8 +6,9 @@ import json
 import pytest
 
 from real2sim import Bundle, MeshError, collision
+from real2sim.collision.stage import collision_stage
 from real2sim.core.bundle import bundle_digest
-from real2sim.pipeline import build, collision_stage, export_bundle
+from real2sim.pipeline import build, export_bundle
 
 
 @pytest.fixture

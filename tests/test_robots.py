@@ -90,7 +90,7 @@ def test_usd_articulation_matches_kinematics(tmp_path, robot):
     from pxr import UsdPhysics
 
     from real2sim.engines.sandbox import robot_only_bundle
-    from real2sim.engines.usd import UsdExporter
+    from real2sim.engines.usd.writer import UsdExporter
     from real2sim.robots.kinematics import Kinematics
 
     k = Kinematics(robot)

@@ -26,7 +26,7 @@ from real2sim.core.errors import CalibrationError, CaptureError
 from real2sim.core.geometry import rotation_angle_between, transform_points
 from real2sim.core.imaging import IMAGE_SUFFIXES, read_rgb, to_uint8, write_rgb
 from real2sim.core.manifest import CameraSpec
-from real2sim.core.stages import CAMERA_DOWNSTREAM
+from real2sim.core.stages import mark_changed
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "m
     res = solve_pnp(px, world, cam.K, cam.distortion)
     cam.T_world_camera = res.T_world_camera
     bundle.manifest.cameras[camera] = CameraSpec.from_camera(cam)
-    bundle.mark_stale(*CAMERA_DOWNSTREAM)
+    mark_changed(bundle, "camera")
     report = {"camera": camera, "method": "pnp", "points": len(px), "rms_px": res.rms_px, "max_px": res.max_px,
               "residuals_px": res.residuals_px}
     if bundle.manifest.capture.frames:
@@ -507,7 +507,7 @@ def _write_pose(bundle: Bundle, camera: str, cam, res: MarkerExtrinsics, image: 
     bundle.write_report("calibration", report)
     cam.T_world_camera = res.T_world_camera
     bundle.manifest.cameras[camera] = CameraSpec.from_camera(cam)
-    bundle.mark_stale(*CAMERA_DOWNSTREAM)
+    mark_changed(bundle, "camera")
     bundle.save()
     return report
 
@@ -516,7 +516,7 @@ def calibrate_marker(bundle: Bundle, image_path: Path, marker_id: int, size: flo
                      camera: str = "main", dictionary: str = "DICT_4X4_50", min_side_px: float = 40.0) -> dict:
     """Set the bundle camera's pose from an ArUco marker at ``T_world_marker`` seen in ``image_path`` (taken by that
     camera). Writes ``cameras.<camera>.T_world_camera``, ``reports/calibration.json`` (method "marker") and
-    ``reports/calibration.png`` (:func:`marker_picture`), and marks :data:`CAMERA_DOWNSTREAM` stale. On an error
+    ``reports/calibration.png`` (:func:`marker_picture`), and marks every stage that reads the camera stale. On an error
     the bundle is left as it was. Returns the report."""
 
     cam = _camera_spec(bundle, camera).camera()

@@ -34,7 +34,7 @@ from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError
 from real2sim.core.imaging import iou, read_mask, read_rgb_float, write_rgb
 from real2sim.core.manifest import CameraSpec
-from real2sim.core.stages import CAMERA_DOWNSTREAM, files_hash, run_stage
+from real2sim.core.stages import files_hash, run_stage
 from real2sim.render.robot import link_id_image, load_robot_model
 
 log = logging.getLogger(__name__)
@@ -320,8 +320,7 @@ def refine_camera_stage(bundle: Bundle, camera: str = "main", force: bool = Fals
         rendered = bool(rec and rec.status in ("done", "stale") and any(rel in rec.outputs for _, rel, _ in views))
         rep["masks_rendered_by_robot_masks_stage"] = rendered
         if improved:
-            m.cameras[camera] = CameraSpec.from_camera(_with_pose(m.cameras[camera].camera(), T1))
-            bundle.mark_stale(*CAMERA_DOWNSTREAM)
+            m.cameras[camera] = CameraSpec.from_camera(_with_pose(m.cameras[camera].camera(), T1))  # run_stage marks its readers stale
         else:
             log.warning("camera_refine: %s", msg)
         if rep["robot_poses"] == 1 and dof == 6:

@@ -186,6 +186,14 @@ def _strip_volatile(obj):
     return obj
 
 
+def content_hash(path: Path) -> str:
+    """Hash of a file's content; JSON files without :data:`VOLATILE_KEYS` (timings change, results do not)."""
+    path = Path(path)
+    if path.suffix == ".json":
+        return hash_jsonable(_strip_volatile(json.loads(path.read_text())))
+    return hash_file(path)
+
+
 def bundle_digest(root: Path, exclude_dirs=("exports",)) -> dict[str, str]:
     """Content hash of every file in a bundle: ``{relative path: hash}``.
 
@@ -199,8 +207,5 @@ def bundle_digest(root: Path, exclude_dirs=("exports",)) -> dict[str, str]:
         rel = p.relative_to(root).as_posix()
         if not p.is_file() or rel.split("/")[0] in exclude_dirs:
             continue
-        if p.suffix == ".json":
-            out[rel] = hash_jsonable(_strip_volatile(json.loads(p.read_text())))
-        else:
-            out[rel] = hash_file(p)
+        out[rel] = content_hash(p)
     return out

@@ -1,6 +1,8 @@
 """Mesh loading and mass properties (trimesh), shared by every stage."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 from pathlib import Path
 
@@ -36,6 +38,31 @@ def load_mesh(path: Path):
     if not np.isfinite(loaded.vertices).all():
         raise MeshError(f"{path}: vertices contain NaN or inf; fix the mesh in your modelling tool")
     return loaded
+
+
+def geometry_hash(path: Path) -> str:
+    """Hash of a mesh file's triangles (positions to 1 um), blind to vertex order, UV seams and materials.
+
+    A mesh rewritten with UVs (the texture stage's ``visual_uv.obj``: seams split vertices) hashes the same as the
+    mesh it came from, so stages that depend on the shape only are not re-run by texturing."""
+    p = Path(path)
+    st = p.stat()
+    return _geometry_hash(str(p.resolve()), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _geometry_hash(path: str, mtime_ns: int, size: int) -> str:
+    mesh = load_mesh(Path(path))
+    tri = np.round(np.asarray(mesh.vertices, np.float64)[np.asarray(mesh.faces)] * 1e6).astype(np.int64)  # (n, 3, 3)
+    n = len(tri)
+    verts = tri.reshape(-1, 3)
+    rank = np.empty(len(verts), np.int64)
+    rank[np.lexsort(verts.T[::-1])] = np.arange(len(verts))
+    start = rank.reshape(n, 3).argmin(1)  # each triangle starts at its smallest vertex; the winding is kept
+    idx = (start[:, None] + np.arange(3)[None]) % 3
+    flat = tri[np.arange(n)[:, None], idx].reshape(n, 9)
+    flat = flat[np.lexsort(flat.T[::-1])]
+    return hashlib.sha256(flat.tobytes()).hexdigest()[:16]
 
 
 def mass_properties(mesh, density: float, mass: float | None = None) -> tuple[float, np.ndarray, np.ndarray]:

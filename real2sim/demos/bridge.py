@@ -32,12 +32,13 @@ import numpy as np
 import real2sim.texture.stage as tstage
 from real2sim import capture, collision, pipeline
 from real2sim.capture.table import table_stage
+from real2sim.collision.stage import collision_stage, inertial_stage
 from real2sim.core.bundle import Bundle, atomic_write_json
 from real2sim.core.imaging import iou, psnr, read_mask, ssim
 from real2sim.core.imaging import read_rgb_float as read_rgb
 from real2sim.core.manifest import TaskSpec, _Reader
 from real2sim.core.objio import write_obj
-from real2sim.engines import get_exporter
+from real2sim.engines import engine_for, get_exporter, simulator_names
 from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 from real2sim.pipeline.recipe import bundle_from_recipe
@@ -64,7 +65,6 @@ CUBES = {"green_cube": "green_cube_3cm", "yellow_cube": "yellow_cube_3cm"}
 CLICKS = {"green_cube": (170, 242), "yellow_cube": (464, 195)}
 ROBOT = "widowx250s"
 POLICIES = ("scripted", "scripted:noise=0.03", "random")
-ENGINES = {"mujoco": "mjcf", "sapien": "sapien"}
 
 
 # -- image measures --------------------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ def _tasks(bundle: Bundle, r: float = 0.02) -> None:
 
 
 def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift_green_cube",),
-                       engines=("mjcf", "usd", "sapien"), plate_threshold_db: float = 30.0,
+                       engines=None, plate_threshold_db: float = 30.0,
                        inpaint: str = "telea") -> tuple[Bundle, dict]:
     """Run the Bridge journey into ``out_dir`` (the bundle is ``out_dir/scene``). Returns (bundle, report).
 
@@ -292,8 +292,8 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     # 7) tasks, collision, inertial, export
     _tasks(bundle)
     bundle.save()
-    pipeline.collision_stage(bundle, collision.CollisionConfig(method="primitive"))
-    pipeline.inertial_stage(bundle)
+    collision_stage(bundle, collision.CollisionConfig(method="primitive"))
+    inertial_stage(bundle)
     bundle = Bundle.load(bundle.root)
     results = pipeline.export_bundle(bundle, engines=engines)
     rep["exports"] = {k: (str(v.main_file) if hasattr(v, "main_file") else f"failed: {v}" if isinstance(v, Exception)
@@ -312,7 +312,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     # 9) evaluation in both engines, 10) metrics between them
     rep["success"], csvs = {}, {}
 
-    for engine in ENGINES:
+    for engine in simulator_names():
         res_dir = bundle.root / "results" / engine
         rep["success"][engine] = {}
         for task in tasks:
@@ -323,14 +323,14 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
         csvs[engine] = write_sim_csv(res_dir / "episodes.jsonl", res_dir / "sim.csv")
     step("evaluate")
 
-    ms = compare(read_results(csvs["mujoco"]), read_results(csvs["sapien"]), n_boot=500, real_name="mujoco",
-                 sim_name="sapien")
+    ref, checked = list(csvs)[:2]
+    ms = compare(read_results(csvs[ref]), read_results(csvs[checked]), n_boot=500, real_name=ref, sim_name=checked)
     mj = to_json(ms)
-    atomic_write_json(bundle.reports_dir() / "metrics_mujoco_vs_sapien.json", mj)
+    atomic_write_json(bundle.reports_dir() / f"metrics_{ref}_vs_{checked}.json", mj)
     rep["metrics"] = {m_.task: {"mmrv": round(float(m_.mmrv), 4),
                                 "pearson": None if np.isnan(m_.pearson) else round(float(m_.pearson), 4)} for m_ in ms}
     try:
-        rep["metrics_plot"] = bundle.rel(plot(ms, bundle.reports_dir() / "metrics_mujoco_vs_sapien.png"))
+        rep["metrics_plot"] = bundle.rel(plot(ms, bundle.reports_dir() / f"metrics_{ref}_vs_{checked}.png"))
     except Exception as exc:
         log.warning("metrics plot failed: %s", exc)
     step("metrics")
@@ -358,13 +358,13 @@ def _unlit_cubes(bundle: Bundle, shape) -> tuple[np.ndarray, np.ndarray]:
 
 
 def visual_gap(bundle: Bundle, img, plate, person_plate, masks: dict, robot_mask, picture: Path):
-    """Composite-vs-real PSNR/SSIM of frame 0 for plate only, + objects, + robot (MuJoCo renders), with the
+    """Composite-vs-real PSNR/SSIM of frame 0 for plate only, + objects, + robot (renders of the first engine that renders), with the
     bundle's plate and the person-made one (plus the cubes from the unlit textured raster, to separate
     texture/pose from engine lighting); and the cube / gripper alignment errors in pixels.
     Writes ``picture`` (real | plate only | + objects | + robot, with the bundle's plate)."""
     from PIL import Image
 
-    exp = get_exporter("mjcf")
+    exp = get_exporter(engine_for("render").name)
     with exp.load(exp.out_dir(bundle)) as scene:
         rgb, obj_m, _ = scene.render_layers("main", list(CUBES), robot=False)
         _, all_m, _ = scene.render_layers("main", list(CUBES), robot=True)

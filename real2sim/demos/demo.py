@@ -22,12 +22,13 @@ from typing import Callable
 import numpy as np
 
 from real2sim import collision, pipeline
+from real2sim.collision.stage import default_cache_dir
 from real2sim.core.bundle import Bundle, atomic_write_json
 from real2sim.core.geometry import euler_xyz_to_matrix, transform_points
 from real2sim.core.manifest import Pose
 from real2sim.core.meshes import load_mesh
 from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
-from real2sim.engines import get_exporter
+from real2sim.engines import engine_for, get_exporter, simulator_names
 from real2sim.evaluation import crosscheck
 from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
@@ -36,7 +37,6 @@ from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 log = logging.getLogger(__name__)
 STAGES = ["ground truth", "capture", "build", "export", "drop test", "cameras", "render", "evaluate", "metrics"]
 POLICIES = ("scripted", "scripted:noise=0.03", "random")
-ENGINES = {"mujoco": "mjcf", "sapien": "sapien"}
 
 
 @dataclass
@@ -74,7 +74,7 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
     out_dir = Path(out_dir)
     rep = DemoReport(out_dir)
     notify = on_stage or (lambda name: None)
-    cache = pipeline.default_cache_dir()
+    cache = default_cache_dir()
     cfg = collision.CollisionConfig(workers=workers)
 
     def timed(name, fn):
@@ -95,7 +95,7 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
                  if k in bundle.manifest.stages}
     results = timed("export", lambda: pipeline.export_bundle(bundle))
     rep.exports = {k: (str(v.main_file) if hasattr(v, "main_file") else str(v)) for k, v in results.items()}
-    drop = timed("drop test", lambda: crosscheck.drop_test(bundle, ("mjcf", "sapien"), seconds=1.0))
+    drop = timed("drop test", lambda: crosscheck.drop_test(bundle, seconds=1.0))
     rep.drop_position_mm = {k: round(v, 3) for k, v in drop.position_error_mm.items()}
     rep.drop_angle_deg = {k: round(v, 3) for k, v in drop.angle_error_deg.items()}
     cam = next(iter(bundle.manifest.cameras))
@@ -103,7 +103,7 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
     img, rep.render_notes = timed("render", lambda: crosscheck.render_side_by_side(bundle, cam))
     from PIL import Image
 
-    pic = bundle.reports_dir() / "demo_mujoco_vs_sapien.png"
+    pic = bundle.reports_dir() / f"demo_{'_vs_'.join(simulator_names()[:2])}.png"
     Image.fromarray(img).save(pic)
     rep.pictures["engines"] = bundle.rel(pic)
     csvs = timed("evaluate", lambda: _evaluate(bundle, task, episodes, rep))
@@ -124,22 +124,24 @@ def _truth(root: Path, scene: str, cfg, cache) -> Bundle:
 
     b = _fresh_or_existing(root, scene)
     pipeline.build(b, cfg, cache_dir=cache)
-    pipeline.export_bundle(b, engines=("mjcf",))
+    renderer = engine_for("render").name
+    pipeline.export_bundle(b, engines=(renderer,))
     if not b.manifest.provenance.get("settled"):
         _settle(b)
-        pipeline.export_bundle(b, engines=("mjcf",))
+        pipeline.export_bundle(b, engines=(renderer,))
     return b
 
 
 def _settle(b: Bundle, seconds: float = 1.0) -> None:
-    """The recipe drops objects from 5 mm; the true scene is where they come to rest (MuJoCo)."""
+    """The recipe drops objects from 5 mm; the true scene is where they come to rest (the first physics engine)."""
 
-    exp = get_exporter("mjcf")
+    engine = engine_for("physics")
+    exp = get_exporter(engine.name)
     with exp.load(exp.out_dir(b)) as scene:
         scene.step(seconds)
         for oid in b.dynamic_objects():
             b.object(oid).pose = Pose.from_matrix(scene.object_pose(oid))
-    b.manifest.provenance["settled"] = f"{seconds} s in MuJoCo"
+    b.manifest.provenance["settled"] = f"{seconds} s in {engine.title}"
     b.save()
 
 
@@ -170,10 +172,10 @@ def _add_s_mm(bundle: Bundle, truth: Bundle, oid: str) -> float:
 
 
 def _evaluate(bundle: Bundle, task: str, episodes: int, rep: DemoReport) -> dict[str, Path]:
-    """Graded scripted policies in both engines (state observations: fast); returns engine -> sim CSV."""
+    """Graded scripted policies in every simulator (state observations: fast); returns simulator -> sim CSV."""
 
     csvs = {}
-    for engine in ENGINES:
+    for engine in simulator_names():
         out = bundle.root / "results" / engine
         rep.success[engine] = {}
         for policy in POLICIES:
@@ -184,15 +186,15 @@ def _evaluate(bundle: Bundle, task: str, episodes: int, rep: DemoReport) -> dict
 
 
 def _metrics(bundle: Bundle, csvs: dict[str, Path], rep: DemoReport) -> None:
-    """MuJoCo as the reference ranking, SAPIEN as the one checked (both simulated here)."""
+    """The first simulator as the reference ranking, the second as the one checked (both simulated here)."""
 
-    ms = compare(read_results(csvs["mujoco"]), read_results(csvs["sapien"]), n_boot=500,
-                 real_name="mujoco", sim_name="sapien")
+    ref, checked = list(csvs)[:2]
+    ms = compare(read_results(csvs[ref]), read_results(csvs[checked]), n_boot=500, real_name=ref, sim_name=checked)
     rep.mmrv = round(float(np.mean([m.mmrv for m in ms])), 4)
     finite = [m.pearson for m in ms if not np.isnan(m.pearson)]
     rep.pearson = round(float(np.mean(finite)), 4) if finite else None
-    atomic_write_json(bundle.reports_dir() / "metrics_mujoco_vs_sapien.json", to_json(ms))
-    rep.pictures["metrics"] = bundle.rel(plot(ms, bundle.reports_dir() / "metrics_mujoco_vs_sapien.png"))
+    atomic_write_json(bundle.reports_dir() / f"metrics_{ref}_vs_{checked}.json", to_json(ms))
+    rep.pictures["metrics"] = bundle.rel(plot(ms, bundle.reports_dir() / f"metrics_{ref}_vs_{checked}.png"))
 
 
 def _fresh_or_existing(out_dir: Path, scene: str) -> Bundle:

@@ -13,7 +13,7 @@ import numpy as np
 from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.imaging import png_bytes
 from real2sim.core.manifest import FrameSpec
-from real2sim.engines import get_exporter
+from real2sim.engines import engine_for, get_exporter
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,8 @@ def synthesize_capture(bundle: Bundle, truth: Bundle, config: SyntheticCaptureCo
 
     cfg = config or SyntheticCaptureConfig()
     rng = np.random.default_rng(cfg.seed)
-    exp = get_exporter("mjcf")
+    engine = engine_for("segmentation")
+    exp = get_exporter(engine.name)
     with exp.load(exp.out_dir(truth)) as scene:
         rgb = scene.render(cfg.camera).astype(np.float64)
         ids = cfg.masked or tuple(truth.dynamic_objects())
@@ -56,8 +57,10 @@ def synthesize_capture(bundle: Bundle, truth: Bundle, config: SyntheticCaptureCo
     frame_rel = "capture/frames/000000.png"
     atomic_write_bytes(bundle.path(frame_rel), png_bytes(rgb))
     cap = bundle.manifest.capture
-    cap.source = f"synthetic render of '{truth.manifest.name}' (MuJoCo, noise {cfg.noise_std}, gain {cfg.gain})"
-    cap.frames = [FrameSpec(frame_rel, 0.0, cfg.camera)]
+    cap.source = f"synthetic render of '{truth.manifest.name}' ({engine.title}, noise {cfg.noise_std}, gain {cfg.gain})"
+    # the render posed the robot at the truth's joints: a recorded joint state, as a LeRobot episode would have
+    q = list(truth.manifest.robot.joint_positions or []) if truth.manifest.robot is not None else []
+    cap.frames = [FrameSpec(frame_rel, 0.0, cfg.camera, q or None)]
     out = {}
     for oid, m in masks.items():
         rel = f"masks/000000/{oid}.png"

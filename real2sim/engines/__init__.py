@@ -1,30 +1,25 @@
-"""Exporters: MJCF (MuJoCo), USD (UsdPhysics + UsdShade) and SAPIEN 3.
+"""Simulation engines: MJCF (MuJoCo), SAPIEN 3 and USD, behind one registry.
 
-Every exporter writes into ``exports/<name>/`` of a bundle and loads its own output
-back in its engine (``Exporter.load``), failing loudly if the engine refuses it.
-Engines are imported lazily, inside the backend modules.
+Each engine has a writer (``engines/<engine>/writer.py``: writes ``exports/<name>/`` and loads its own output back,
+failing loudly if the engine refuses it) and a runtime scene (``engines/<engine>/scene.py``: the engine-neutral
+:class:`LoadedScene` over the loaded files). :mod:`real2sim.engines.registry` is the only place engine names
+appear; engines are imported lazily, on first use.
 """
 from __future__ import annotations
 
-import importlib
-
-from real2sim.core.errors import UnknownNameError
 from real2sim.engines.base import Exporter, ExportResult, LoadedScene
+from real2sim.engines.registry import (
+    CAPABILITIES,
+    EngineSpec,
+    engine_for,
+    engine_names,
+    engines,
+    get_engine,
+    get_exporter,
+    load_scene,
+    register_engine,
+    simulator_names,
+)
 
-# name -> "module:Class"; resolved on first use so that importing export/ stays light.
-EXPORTERS = {
-    "mjcf": "real2sim.engines.mujoco:MjcfExporter",
-    "usd": "real2sim.engines.usd:UsdExporter",
-    "sapien": "real2sim.engines.sapien:SapienExporter",
-}
-
-
-def get_exporter(name: str) -> Exporter:
-    """Instantiate the exporter registered as ``name`` ('mjcf', 'usd', 'sapien')."""
-    if name not in EXPORTERS:
-        raise UnknownNameError("exporter", name, EXPORTERS)
-    module, cls = EXPORTERS[name].split(":")
-    return getattr(importlib.import_module(module), cls)()
-
-
-__all__ = ["EXPORTERS", "Exporter", "ExportResult", "LoadedScene", "get_exporter"]
+__all__ = ["CAPABILITIES", "EngineSpec", "Exporter", "ExportResult", "LoadedScene", "engine_for", "engine_names",
+           "engines", "get_engine", "get_exporter", "load_scene", "register_engine", "simulator_names"]

@@ -183,6 +183,27 @@ class LoadedScene(abc.ABC):
         self.require("appearance")
         raise UnsupportedCapability(f"{self.engine}: set_tint not implemented")
 
+    # -- preview (capability "preview": re-pose a loaded scene from edited values without re-exporting) --
+    def place_object(self, oid: str, pose) -> None:
+        """Put object ``oid`` (movable or fixed) at the world ``(4, 4)`` pose of its frame, for display only."""
+        self.require("preview")
+        raise UnsupportedCapability(f"{self.engine}: place_object not implemented")
+
+    def set_camera_pose(self, camera: str, T_world_camera) -> None:
+        """Move a bundle camera to the ``(4, 4)`` OpenCV pose ``T_world_camera`` (intrinsics unchanged)."""
+        self.require("preview")
+        raise UnsupportedCapability(f"{self.engine}: set_camera_pose not implemented")
+
+    def set_robot_base_pose(self, T_world_base) -> None:
+        """Move the robot's base link to the world ``(4, 4)`` pose, for display only."""
+        self.require("preview")
+        raise UnsupportedCapability(f"{self.engine}: set_robot_base_pose not implemented")
+
+    def set_fast_rendering(self, fast: bool = True) -> None:
+        """Drop costly effects (shadows, reflections, sky) from later renders; geometry and colours unchanged."""
+        self.require("preview")
+        raise UnsupportedCapability(f"{self.engine}: set_fast_rendering not implemented")
+
     def robot_mask(self, camera: str) -> np.ndarray:
         """``(h, w) bool`` pixels where any robot link is visible from the named camera."""
         self.require("robot")
@@ -219,9 +240,15 @@ class Exporter(abc.ABC):
     """Writes a bundle into one engine's native format and loads it back."""
 
     name: str = ""
+    main_file_name: str = ""
+    """The file a user opens in the engine, inside the export folder."""
 
     def out_dir(self, bundle: Bundle) -> Path:
         return bundle.root / "exports" / self.name
+
+    def main_file(self, bundle: Bundle) -> Path:
+        """Where :meth:`export` writes the main file for ``bundle``."""
+        return self.out_dir(bundle) / self.main_file_name
 
     @abc.abstractmethod
     def export(self, bundle: Bundle, out_dir: Path | None = None) -> ExportResult:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.manifest import RobotSpec
-from real2sim.engines import get_exporter
+from real2sim.engines.registry import engine_for, get_exporter
 from real2sim.robots import get_robot
 
 
@@ -24,11 +24,11 @@ def robot_only_bundle(robot: str, root: Path | None = None, stiffness=None, damp
     return b
 
 
-def robot_scene(robot: str, engine: str = "mjcf", root: Path | None = None, **kw):
-    """Export a robot-only bundle with exporter ``engine`` ('mjcf', 'sapien') and load it (physics only)."""
+def robot_scene(robot: str, engine: str | None = None, root: Path | None = None, **kw):
+    """Export a robot-only bundle with engine ``engine`` (default: the first that simulates) and load it (physics only)."""
 
     b = robot_only_bundle(robot, root, **kw)
-    ex = get_exporter(engine)
+    ex = get_exporter(engine or engine_for("physics").name)
     res = ex.export(b)
     try:
         return ex.load(res.main_file.parent, render=False)

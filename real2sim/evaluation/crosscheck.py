@@ -13,7 +13,7 @@ import numpy as np
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError, UnsupportedCapability
 from real2sim.core.geometry import rotation_angle_between
-from real2sim.engines import get_exporter
+from real2sim.engines import engine_names, get_exporter
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +33,18 @@ class DropResult:
         return max(self.position_error_mm.values(), default=0.0), max(self.angle_error_deg.values(), default=0.0)
 
 
-def load_engines(bundle: Bundle, engines=("mjcf", "sapien")) -> dict:
+def load_engines(bundle: Bundle, engines=None) -> dict:
+    """engine name -> the bundle's export loaded in it (default: every engine that simulates)."""
 
     loaded = {}
-    for name in engines:
+    for name in engines or engine_names("physics"):
         exp = get_exporter(name)
         loaded[name] = exp.load(exp.out_dir(bundle))
     return loaded
 
 
-def drop_test(bundle: Bundle, engines=("mjcf", "sapien"), seconds: float = 1.0) -> DropResult:
-    """Step each physics engine for ``seconds`` from the bundle poses; compare rest poses."""
+def drop_test(bundle: Bundle, engines=None, seconds: float = 1.0) -> DropResult:
+    """Step each physics engine (default: all) for ``seconds`` from the bundle poses; compare the first two's rest poses."""
     res = DropResult(seconds)
     scenes = load_engines(bundle, engines)
     try:
@@ -61,17 +62,19 @@ def drop_test(bundle: Bundle, engines=("mjcf", "sapien"), seconds: float = 1.0) 
     return res
 
 
-def mass_table(bundle: Bundle, engines=("mjcf", "sapien", "usd")) -> dict[str, dict[str, tuple]]:
-    """engine -> object -> (mass, com, inertia) as each engine reports it."""
+def mass_table(bundle: Bundle, engines=None) -> dict[str, dict[str, tuple]]:
+    """engine -> object -> (mass, com, inertia) as each engine (default: all that report mass) reports it."""
     out = {}
-    for name, sc in load_engines(bundle, engines).items():
+    for name, sc in load_engines(bundle, engines or engine_names("mass")).items():
         with sc:
             out[name] = {oid: sc.mass_properties(oid) for oid in bundle.dynamic_objects()}
     return out
 
 
-def projection_errors(bundle: Bundle, camera: str = "main", engines=("mjcf", "sapien", "usd"), n: int = 50, seed: int = 0) -> dict[str, float]:
-    """Max pixel distance between each engine camera's projection and the bundle's OpenCV camera."""
+def projection_errors(bundle: Bundle, camera: str = "main", engines=None, n: int = 50,
+                      seed: int = 0) -> dict[str, float]:
+    """Max pixel distance between each engine camera's projection (default: every engine that projects) and the
+    bundle's OpenCV camera."""
     cam = bundle.manifest.cameras[camera].camera()
     rng = np.random.default_rng(seed)
     # points in front of the camera at 0.3-1.0 m, spread over the image
@@ -81,14 +84,16 @@ def projection_errors(bundle: Bundle, camera: str = "main", engines=("mjcf", "sa
     pts = pc @ cam.T_world_camera[:3, :3].T + cam.T_world_camera[:3, 3]
     expected = cam.project(pts)
     out = {}
-    for name, sc in load_engines(bundle, engines).items():
+    for name, sc in load_engines(bundle, engines or engine_names("project")).items():
         with sc:
             out[name] = float(np.abs(sc.project(camera, pts) - expected).max())
     return out
 
 
-def render_side_by_side(bundle: Bundle, camera: str = "main", engines=("mjcf", "sapien")) -> tuple[np.ndarray, dict[str, str]]:
-    """``(h, w * len(engines), 3) uint8`` renders next to each other; a grey panel with the reason where one cannot render."""
+def render_side_by_side(bundle: Bundle, camera: str = "main", engines=None) -> tuple[np.ndarray, dict[str, str]]:
+    """``(h, w * len(engines), 3) uint8`` renders (default: every engine that renders) next to each other; a grey
+    panel with the reason where one cannot render."""
+    engines = list(engines or engine_names("render"))
     cam = bundle.manifest.cameras[camera].camera()
     panels, notes = [], {}
     for name in engines:

@@ -308,7 +308,7 @@ class SysIdResult:
 
 
 def fit_gains(episodes: list[Episode], robot, action_space: str = "ee_delta", heldout: list[Episode] | None = None,
-              engine: str = "mjcf", share: str = "per_joint", rounds: int = 3, iters_per_round: int = 60,
+              engine: str | None = None, share: str = "per_joint", rounds: int = 3, iters_per_round: int = 60,
               span: float = 4.0, workers: int = 1, seed: int = 0, default_k=None, default_d=None) -> SysIdResult:
     """Simulated annealing over normalised gains, ``rounds`` narrowing rounds; deterministic for a seed."""
 
@@ -357,7 +357,7 @@ def fit_gains(episodes: list[Episode], robot, action_space: str = "ee_delta", he
     return SysIdResult(r.name, k.tolist(), d.tolist(), fbest, held, init, n_eval, history)
 
 
-def simulate_episode(robot, k, d, ep: Episode, action_space: str = "ee_delta", engine: str = "mjcf") -> np.ndarray:
+def simulate_episode(robot, k, d, ep: Episode, action_space: str = "ee_delta", engine: str | None = None) -> np.ndarray:
     """Simulated EE poses of one episode with gains (k, d) (in this process)."""
     ctl = _controller(get_robot_name(robot), engine, action_space)
     return _simulate(np.asarray(k, float), np.asarray(d, float), ep, ctl)

@@ -1,150 +1,132 @@
-"""Wires the stage packages into ``real2sim build`` and ``real2sim export``.
+"""``real2sim build`` and ``real2sim export``: the stage graph walked over a bundle.
 
-Stage packages (collision/, export/) are imported here lazily; they import only
-``real2sim`` core types, never each other.
+The graph (which stage reads and writes what) is declared once, in :data:`real2sim.core.stages.GRAPH`. A build
+runs, in graph order, every step below that the bundle's contents call for; each stage skips itself when its inputs
+are unchanged. A stage whose outputs change marks its readers stale, and the walk repeats for stale stages until
+nothing changes (at most :data:`MAX_ROUNDS` rounds): plate -> robot fit -> plate again happens by itself, the
+second plate keeping the fitted robot out.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-import real2sim.collision as col
-from real2sim import capture
-from real2sim.collision.inertia import compute_inertials
-from real2sim.core.bundle import Bundle, hash_jsonable, replace_dir_atomically
-from real2sim.core.errors import CollisionError, MeshError, Real2SimError
-from real2sim.core.manifest import CollisionSpec, Pose
-from real2sim.core.meshes import load_mesh
-from real2sim.core.stages import files_hash, run_stage
-from real2sim.engines import get_exporter
-from real2sim.texture import stage as texture_stage
+from real2sim.capture.plate import plate_stage
+from real2sim.collision.stage import collision_stage, default_cache_dir, inertial_stage
+from real2sim.collision.types import CollisionConfig
+from real2sim.core.bundle import Bundle
+from real2sim.core.stages import STAGES, StageRun
+from real2sim.export import export_bundle
+from real2sim.segmentation.robot_fit import robot_fit_stage
+from real2sim.texture.stage import align_stage, texture_stage
 
 log = logging.getLogger(__name__)
-ENGINES = ("mjcf", "usd", "sapien")
+
+MAX_ROUNDS = 4
+"""Rounds of the walk: the first runs everything due; later ones re-run what the first made stale."""
 
 
-def default_cache_dir() -> Path:
-    """Collision cache: ``$REAL2SIM_CACHE`` or ``~/.cache/real2sim``."""
-    return Path(os.environ.get("REAL2SIM_CACHE", Path.home() / ".cache" / "real2sim")) / "collision"
+@dataclass
+class BuildOptions:
+    """Settings that reach the stages of a build."""
+
+    collision: CollisionConfig | None = None
+    """Collision decomposition settings (None: :class:`CollisionConfig` defaults)."""
+    cache_dir: Path | None = None
+    """Collision cache (None: ``$REAL2SIM_CACHE/collision`` or ``~/.cache/real2sim/collision``)."""
+    force: bool = False
+    """Re-run every step in the first round even when its inputs are unchanged."""
 
 
-def collision_stage(bundle: Bundle, config=None, cache_dir: Path | None = None, force: bool = False):
-    """Convex decomposition / primitive fit for every object.
+@dataclass(frozen=True)
+class BuildStep:
+    """A stage of the graph as ``build`` runs it: when it is due, and how to run it."""
 
-    An object whose CoACD run crashes or times out falls back to its single convex hull;
-    the failure is named in ``reports/collision.json`` and the rest of the scene proceeds.
-    """
-
-    config = config or col.CollisionConfig()
-    cache_dir = Path(cache_dir or default_cache_dir())
-    objects = bundle.manifest.objects
-    cfg = dataclasses.asdict(config)
-    cfg_hash = {k: v for k, v in cfg.items() if k != "workers"}
-    input_hash = hash_jsonable([files_hash(bundle, [o.visual.mesh for o in objects.values()]), cfg_hash, sorted(objects)])
-
-    def work():
-        meshes = {oid: load_mesh(bundle.path(o.visual.mesh)) for oid, o in objects.items()}
-        results = col.decompose_many(meshes, config, cache_dir=cache_dir)
-        report, outputs, failed = {}, [], {}
-        for oid, res in results.items():
-            if isinstance(res, Exception):
-                failed[oid] = str(res)
-                log.warning("collision for '%s' failed (%s); falling back to its convex hull", oid, res)
-                try:
-                    res = col.decompose(meshes[oid], dataclasses.replace(config, method="convex"), cache_dir=cache_dir)
-                except (CollisionError, MeshError) as exc:
-                    failed[oid] += f"; convex fallback failed too: {exc}"
-                    continue
-                res.report["fallback_from_error"] = failed[oid]
-            out_dir = bundle.object_dir(oid) / "collision"
-            with replace_dir_atomically(out_dir) as tmp:
-                col.write_result(res, tmp)
-            hulls = [bundle.rel(out_dir / f"hull_{i:03d}.obj") for i in range(len(res.hulls))]
-            objects[oid].collision = CollisionSpec(kind=res.kind, hulls=hulls if res.kind == "hulls" else [],
-                                                   size=[float(x) for x in res.size],
-                                                   pose=Pose.from_matrix(res.pose) if res.kind != "hulls" else Pose())
-            outputs += hulls + [bundle.rel(out_dir / "report.json")]
-            report[oid] = {**res.report, "kind": res.kind, "picture": bundle.rel(out_dir / "quality.png")}
-        if objects and not report:
-            raise CollisionError(f"collision failed for every object, even the convex-hull fallback: {failed}")
-        outputs.append(bundle.write_report("collision", {"objects": report, "failed": failed}))
-        metrics = {"objects": len(report), "failed": sorted(failed),
-                   "min_occupancy_iou": min((r.get("occupancy_iou", 1.0) for r in report.values()), default=None),
-                   "hulls": sum(r.get("hull_count", 0) for r in report.values())}
-        msg = f"fell back to a convex hull for: {', '.join(sorted(failed))}" if failed else ""
-        return outputs, metrics, msg
-
-    return run_stage(bundle, "collision", input_hash, cfg, work, force)
+    name: str
+    """A stage declared in :data:`real2sim.core.stages.GRAPH`."""
+    due: Callable[[Bundle], bool]
+    run: Callable[[Bundle, BuildOptions], StageRun]
 
 
-def inertial_stage(bundle: Bundle, force: bool = False):
-    """Mass properties from density and geometry for every dynamic object."""
-    objs = bundle.manifest.objects
-    key = [(oid, o.density, o.mass, o.fixed, dataclasses.asdict(o.collision), o.visual.mesh) for oid, o in sorted(objs.items())]
-    input_hash = hash_jsonable([key, files_hash(bundle, [o.visual.mesh for o in objs.values()])])
-
-    def work():
-        masses = compute_inertials(bundle)
-        return [], {"total_mass_kg": round(sum(masses.values()), 6), "objects": len(masses)}, ""
-
-    return run_stage(bundle, "inertial", input_hash, {}, work, force)
+def _has_frames(bundle: Bundle) -> bool:
+    return bool(bundle.manifest.capture.frames)
 
 
-def build(bundle: Bundle, collision_config=None, cache_dir: Path | None = None, force: bool = False) -> dict:
-    """Run every build stage that the bundle's inputs allow.
-
-    plate (when it has frames) -> alignment and texture (when objects have masks) ->
-    collision -> inertial. Each stage skips itself when its inputs are unchanged.
-    """
-    ran = {}
+def _robot_needs_fit(bundle: Bundle) -> bool:
+    """A robot seen in the frames whose joints were not recorded: its pixels (a prompt's mask) pin them."""
     m = bundle.manifest
-    if m.capture.frames:
+    if m.robot is None or not m.capture.frames or not m.cameras:
+        return False
+    if "robot_fit" in m.stages:
+        return True  # fitted before: keep it current
+    first = m.capture.frames[0]
+    return first.joint_positions is None and "robot" in m.capture.masks.get("000000", {})
 
-        ran["plate"] = capture.plate_stage(bundle, force=force)[1]
+
+def _has_masked_objects(bundle: Bundle) -> bool:
+    m = bundle.manifest
     masked = {e for masks in m.capture.masks.values() for e in masks}
-    if m.cameras and masked & set(bundle.dynamic_objects()):
+    return bool(m.cameras) and bool(masked & set(bundle.dynamic_objects()))
 
-        ran["alignment"] = texture_stage.align_stage(bundle, force=force)[1]
-        ran["texture"] = texture_stage.texture_stage(bundle, force=force)[1]
-    ran["collision"] = collision_stage(bundle, collision_config, cache_dir, force)[1]
-    ran["inertial"] = inertial_stage(bundle, force)[1]
+
+def _always(bundle: Bundle) -> bool:
+    return True
+
+
+BUILD_STEPS: tuple[BuildStep, ...] = (
+    BuildStep("plate", _has_frames, lambda b, o: plate_stage(b, force=o.force)),
+    BuildStep("robot_fit", _robot_needs_fit, lambda b, o: robot_fit_stage(b, force=o.force)),
+    BuildStep("alignment", _has_masked_objects, lambda b, o: align_stage(b, force=o.force)),
+    BuildStep("texture", _has_masked_objects, lambda b, o: texture_stage(b, force=o.force)),
+    BuildStep("collision", _always, lambda b, o: collision_stage(b, o.collision, o.cache_dir, o.force)),
+    BuildStep("inertial", _always, lambda b, o: inertial_stage(b, o.force)),
+)
+
+
+def build(bundle: Bundle, collision_config: CollisionConfig | None = None, cache_dir: Path | None = None,
+          force: bool = False) -> dict[str, bool]:
+    """Run every build step the bundle calls for, in graph order, until no stage is stale.
+
+    Returns ``{stage: ran}`` (True when it ran in any round). Each stage skips itself when its inputs are unchanged.
+    """
+    opts = BuildOptions(collision_config, cache_dir, force)
+    ran: dict[str, bool] = {}
+    for round_ in range(MAX_ROUNDS):
+        ran_now = []
+        for step in BUILD_STEPS:
+            rec = bundle.manifest.stages.get(step.name)
+            if round_ > 0 and (rec is None or rec.status == "done"):
+                continue  # later rounds only re-run what the earlier ones made stale
+            if not step.due(bundle):
+                continue
+            run = step.run(bundle, opts if round_ == 0 else BuildOptions(opts.collision, opts.cache_dir))
+            ran[step.name] = ran.get(step.name, False) or run.ran
+            if run.ran:
+                ran_now.append(step.name)
+        if round_ > 0 and ran_now:
+            log.info("build: round %d re-ran %s (their inputs changed in the previous round)", round_ + 1,
+                     ", ".join(ran_now))
+        if not ran_now or round_ == MAX_ROUNDS - 1:
+            break
+        if not any(bundle.manifest.stages.get(s.name) and bundle.manifest.stages[s.name].status == "stale"
+                   for s in BUILD_STEPS):
+            break
+    stale = [s.name for s in BUILD_STEPS if s.name in bundle.manifest.stages
+             and bundle.manifest.stages[s.name].status == "stale" and s.due(bundle)]
+    if stale:
+        log.warning("build: %s still stale after %d rounds (their inputs kept changing)", ", ".join(stale), MAX_ROUNDS)
     return ran
 
 
-def export_bundle(bundle: Bundle, engines=ENGINES, force: bool = False) -> dict:
-    """Export to each engine (each loads its own output back). Returns {engine: ExportResult | Exception}.
+def _check_steps() -> None:
+    order = list(STAGES)
+    names = [s.name for s in BUILD_STEPS]
+    if names != sorted(names, key=order.index):  # graph order is the walk order
+        raise RuntimeError(f"BUILD_STEPS {names} are not in the graph order {order}")
 
-    One engine failing does not stop the others; the failure is recorded in the
-    'export' stage and re-raised after all engines ran when every engine failed.
-    """
 
-    m = bundle.manifest
-    scene = {k: v for k, v in m.to_dict().items() if k != "stages"}
-    refs = [p for o in m.objects.values() for p in [o.visual.mesh, o.visual.texture, *o.collision.hulls] if p]
-    input_hash = hash_jsonable([scene, files_hash(bundle, refs), sorted(engines)])
-    results: dict = {}
+_check_steps()
 
-    def work():
-        outputs, metrics, errors = [], {}, {}
-        for name in engines:
-            try:
-                res = get_exporter(name).export(bundle)
-            except Real2SimError as exc:
-                errors[name] = str(exc)
-                results[name] = exc
-                log.error("export to %s failed: %s", name, exc)
-                continue
-            results[name] = res
-            outputs.append(bundle.rel(res.main_file))
-            metrics[name] = {"files": len(res.files), "warnings": len(res.warnings)}
-        if errors and len(errors) == len(engines):
-            raise next(iter(r for r in results.values() if isinstance(r, Exception)))
-        return outputs, {**metrics, "failed": sorted(errors)}, "; ".join(f"{k}: {v}" for k, v in errors.items())
-
-    rec, ran = run_stage(bundle, "export", input_hash, {"engines": list(engines)}, work, force)
-    if not ran:
-        for name in engines:
-            results[name] = "unchanged"
-    return results
+__all__ = ["BUILD_STEPS", "BuildOptions", "BuildStep", "MAX_ROUNDS", "build", "default_cache_dir", "export_bundle"]

@@ -36,6 +36,7 @@ from real2sim.core.manifest import (
     _Reader,
 )
 from real2sim.core.meshes import load_mesh
+from real2sim.core.stages import mark_changed
 from real2sim.robots import get_robot
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,6 @@ def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None
         entry["texture"] = str(Path(texture).resolve())
     r = _Reader("add-object")
     bundle.manifest.objects[oid] = _import_object(bundle, r, Path("/"), oid, entry)
-    bundle.mark_stale("collision", "inertial", "alignment", "texture", "export")
+    mark_changed(bundle, "object_meshes", "object_poses")
     bundle.save()
     return bundle.manifest.objects[oid]

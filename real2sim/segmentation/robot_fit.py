@@ -22,6 +22,10 @@ from real2sim.render.robot import link_id_image, load_robot_model
 
 log = logging.getLogger(__name__)
 
+SETTLED_RAD = 0.005
+"""A re-fit whose joints move less than this (and whose mask keeps IoU > SETTLED_IOU) keeps the previous fit."""
+SETTLED_IOU = 0.98
+
 
 def fit_robot_joints(model, camera, img: np.ndarray, plate: np.ndarray, exclude: np.ndarray, q0,
                      scale: float = 0.25, max_evals: int = 150,
@@ -101,13 +105,21 @@ def robot_fit_stage(bundle: Bundle, frame: int = 0, force: bool = False):
         for rel in objects.values():
             exclude |= read_mask(bundle.path(rel))
         q, mask, rep = fit_robot_joints(model, m.cameras[fr.camera].camera(), img, plate, exclude, q_start)
+        previous = m.stages.get("robot_fit")
+        old_rel = m.capture.masks.get(key, {}).get("robot")
+        if (previous is not None and q0 is not None and old_rel and bundle.path(old_rel).is_file()
+                and np.abs(q - q_start).max() < SETTLED_RAD and iou(mask, read_mask(bundle.path(old_rel))) > SETTLED_IOU):
+            # a re-fit (after the plate changed) that lands where the last fit did: keep it, so the
+            # plate <-> robot loop of 'real2sim build' ends here
+            log.info("robot_fit: settled (joints moved < %.3f rad); keeping the previous fit", SETTLED_RAD)
+            return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
+                previous.message
         fr.joint_positions = [round(float(v), 6) for v in q]
         if frame == 0:
             m.robot.joint_positions = list(fr.joint_positions)
         rel = f"masks/{key}/robot.png"
         write_mask(bundle.path(rel), mask)
         m.capture.masks.setdefault(key, {})["robot"] = rel
-        bundle.mark_stale("robot_masks", "camera_refine", "robot_appearance", "plate", "export")
         report = bundle.write_report("robot_fit", {"frame": frame, **rep})
         msg = "" if rep["iou_fitted"] > rep["iou_default"] else "the fit did not beat the start pose; check the plate and the camera"
         return [rel, report], {"iou_start": rep["iou_default"], "iou_fitted": rep["iou_fitted"]}, msg

@@ -15,7 +15,7 @@ import numpy as np
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_jsonable
 from real2sim.core.errors import BundleError
 from real2sim.core.stages import files_hash, run_stage
-from real2sim.engines import get_exporter
+from real2sim.engines import engine_for, get_exporter
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +28,14 @@ def robot_masks_stage(bundle: Bundle, force: bool = False):
         raise BundleError(f"{bundle.root}: the bundle has no robot; add one with 'real2sim init DIR --robot widowx'")
     if not m.capture.frames:
         raise BundleError(f"{bundle.root}: no frames; run 'real2sim init DIR --frames PATH' first")
-    exp = get_exporter("mjcf")
-    xml = exp.out_dir(bundle) / "scene.xml"
-    if not xml.is_file():
-        raise BundleError(f"{bundle.root}: no MJCF export to render the robot from; run 'real2sim export {bundle.root} --engine mjcf'")
+    engine = engine_for("segmentation")
+    exp = get_exporter(engine.name)
+    main = exp.main_file(bundle)
+    if not main.is_file():
+        raise BundleError(f"{bundle.root}: no {engine.title} export to render the robot from; "
+                          f"run 'real2sim export {bundle.root} --engine {engine.name}'")
     frames = [(f.camera, f.joint_positions or m.robot.joint_positions or None) for f in m.capture.frames]
-    input_hash = hash_jsonable([files_hash(bundle, ["exports/mjcf/scene.xml"]), frames,
+    input_hash = hash_jsonable([files_hash(bundle, [bundle.rel(main)]), frames,
                                 {k: c.T_world_camera for k, c in m.cameras.items()}])
 
     def work():

@@ -127,7 +127,6 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
         rep = {"links": fit, "fitted": sorted(fitted), "not_seen": sorted(k for k, v in fit.items() if v["rgba"] is None),
                "frames": len(views), "psnr_db_flat_colours": round(p, 3), "picture": bundle.rel(pic)}
         outputs = [bundle.write_report(ROBOT_STAGE, rep), bundle.rel(pic)]
-        bundle.mark_stale("export")
         return outputs, {"links_fitted": len(fitted), "links_not_seen": len(rep["not_seen"]),
                          "psnr_db": round(p, 3)}, ""
 

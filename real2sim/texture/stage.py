@@ -12,7 +12,7 @@ from real2sim.core.errors import MaskError, MeshError, Real2SimError, UVError
 from real2sim.core.geometry import transform_points
 from real2sim.core.imaging import iou, png_bytes, psnr, read_rgb_float, write_rgb
 from real2sim.core.manifest import Pose
-from real2sim.core.stages import files_hash, run_stage
+from real2sim.core.stages import files_hash, meshes_hash, run_stage
 from real2sim.core.views import object_views
 from real2sim.render.align import AlignConfig, AlignResult, align_pose
 from real2sim.render.mesh import TexMesh, ensure_uv, load_texmesh, write_texmesh
@@ -69,7 +69,7 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
     oids = _targets(bundle, object_ids)
     m = bundle.manifest
     input_hash = hash_jsonable([
-        files_hash(bundle, [m.objects[o].visual.mesh for o in oids] + _mask_files(bundle, oids)),
+        meshes_hash(bundle, [m.objects[o].visual.mesh for o in oids]), files_hash(bundle, _mask_files(bundle, oids)),
         {k: dataclasses.asdict(c) for k, c in m.cameras.items()}, m.table_height, dataclasses.asdict(cfg), oids,
         [dataclasses.asdict(f) for f in m.capture.frames]])
 
@@ -105,8 +105,6 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
         outputs.append(bundle.write_report(ALIGN_STAGE, {"objects": report, "failed": failed,
                                                          "config": dataclasses.asdict(cfg)}))
         ok = [r for r in report.values() if r.get("status") == "aligned"]
-        if ok:
-            bundle.mark_stale(TEXTURE_STAGE, "export")
         metrics = {"objects": len(oids), "aligned": len(ok), "failed": sorted(failed),
                    "min_iou": min((r["mean_iou"] for r in report.values() if "mean_iou" in r), default=None)}
         msg = "; ".join(f"{k}: {v}" for k, v in sorted(failed.items()))
@@ -180,8 +178,8 @@ def texture_stage(bundle: Bundle, object_ids=None, config: TextureConfig | None 
     oids = _targets(bundle, object_ids)
     m = bundle.manifest
     input_hash = hash_jsonable([
-        files_hash(bundle, [m.objects[o].visual.mesh for o in oids] + _mask_files(bundle, oids)
-                   + [f.image for f in m.capture.frames]),
+        meshes_hash(bundle, [m.objects[o].visual.mesh for o in oids]),
+        files_hash(bundle, _mask_files(bundle, oids) + [f.image for f in m.capture.frames]),
         {o: dataclasses.asdict(m.objects[o].pose) for o in oids},
         {k: dataclasses.asdict(c) for k, c in m.cameras.items()}, dataclasses.asdict(cfg), oids])
 
@@ -200,8 +198,6 @@ def texture_stage(bundle: Bundle, object_ids=None, config: TextureConfig | None 
         outputs.append(bundle.write_report(TEXTURE_STAGE, {"objects": report, "failed": failed,
                                                            "config": dataclasses.asdict(cfg)}))
         ok = [r for r in report.values() if r.get("status") == "textured"]
-        if ok:
-            bundle.mark_stale("export")
         metrics = {"objects": len(oids), "textured": len(ok), "failed": sorted(failed),
                    "min_coverage": min((r["coverage"] for r in ok), default=None),
                    "min_psnr_db": min((r["psnr_db"] for r in ok), default=None)}

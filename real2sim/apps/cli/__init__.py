@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -14,14 +13,13 @@ from real2sim.core.errors import ManifestError, Real2SimError
 from real2sim.core.manifest import TaskSpec, _Reader
 from real2sim.core.version import __version__
 from real2sim.demos.demo import STAGES, run_demo, worst
+from real2sim.engines import engine_names
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 from real2sim.pipeline import build, export_bundle
 from real2sim.pipeline.check import check_bundle
 from real2sim.pipeline.recipe import add_object
 from real2sim.segmentation.robot_fit import robot_fit_stage
 from real2sim.segmentation.robot_masks import robot_masks_stage
-
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 def _console():
@@ -176,7 +174,7 @@ def cmd_build(args) -> int:
 def cmd_export(args) -> int:
 
     bundle = Bundle.load(Path(args.dir))
-    res = export_bundle(bundle, engines=args.engine or ("mjcf", "usd", "sapien"), force=args.force)
+    res = export_bundle(bundle, engines=args.engine, force=args.force)
     con = _console()
     failed = 0
     for k, v in res.items():
@@ -306,7 +304,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_build)
     p = sub.add_parser("export", help="export to MJCF, USD and SAPIEN; each is loaded back in its engine")
     p.add_argument("dir")
-    p.add_argument("--engine", action="append", choices=["mjcf", "usd", "sapien"], help="repeatable; default all")
+    p.add_argument("--engine", action="append", choices=engine_names(), help="repeatable; default all")
     p.add_argument("--force", action="store_true")
     p.set_defaults(fn=cmd_export)
     p = sub.add_parser("metrics", help="MMRV and Pearson r between real and sim success tables")

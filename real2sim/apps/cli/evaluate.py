@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from real2sim.core.errors import Real2SimError
+from real2sim.engines import simulator_names
 from real2sim.evaluation.envs.runner import evaluate
 
 
@@ -55,13 +56,14 @@ def cmd_eval(args) -> int:
 
 def add_parsers(subparsers) -> None:
     """Register ``eval`` on an argparse subparsers object."""
-    p = subparsers.add_parser("eval", help="evaluate a policy in a bundle's simulated scene (MuJoCo or SAPIEN)")
+    p = subparsers.add_parser("eval", help="evaluate a policy in a bundle's simulated scene")
     p.add_argument("dir", help="scene bundle directory (exported)")
     p.add_argument("--policy", required=True, help="scripted[:noise=0.02], random, replay:path=FILE, or http://HOST:PORT")
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--task", default=None, help="task id from the bundle (default: its first task)")
     p.add_argument("--workers", type=int, default=1, help="local processes (or Ray CPUs with --ray)")
-    p.add_argument("--backend", choices=["mujoco", "sapien"], default="mujoco")
+    p.add_argument("--backend", choices=simulator_names(), default=None,
+                   help=f"simulator (default: {simulator_names()[0]})")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="run episodes on Ray: a local instance, or the cluster at ADDRESS")
     p.add_argument("--videos", action="store_true", help="write one mp4 per episode under OUT/videos")

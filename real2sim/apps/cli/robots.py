@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from real2sim.engines import engine_names
 from real2sim.evaluation.sysid import run_sysid
 from real2sim.robots import get_robot, list_robots, robot_urdf
 
@@ -58,7 +59,8 @@ def add_parsers(subparsers) -> None:
                    help="one gain pair per arm joint, or one shared by the whole arm")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--iters", type=int, default=60, help="annealing iterations per round")
-    p.add_argument("--engine", default="mjcf", help="exporter whose engine simulates ('mjcf' or 'sapien')")
+    p.add_argument("--engine", default=None, choices=engine_names("physics"),
+                   help=f"engine that simulates (default: {engine_names('physics')[0]})")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_sysid)
     p = subparsers.add_parser("robots", help="list the registered robots")

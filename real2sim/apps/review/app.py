@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.engines import engine_names
 from real2sim.pipeline import export_bundle
 
-os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
@@ -37,7 +37,6 @@ from real2sim.core.manifest import MASK_STATES_AT_POSE  # noqa: E402
 log = logging.getLogger(__name__)
 
 MODES = ["composite", "blend", "difference", "render"]
-ENGINES = ["mjcf", "usd", "sapien"]
 CLICK_MODES = ["object point", "background point", "box corner"]
 
 
@@ -234,7 +233,7 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
         # ---------------------------------------------------------------- Export & evaluate
         with gr.Tab("Export & evaluate", id="export_tab"):
             with gr.Row():
-                engines_cb = gr.CheckboxGroup(ENGINES, value=ENGINES, label="Engines")
+                engines_cb = gr.CheckboxGroup(engine_names(), value=engine_names(), label="Engines")
                 policy_tb = gr.Textbox("scripted", label="Policy (as for 'real2sim eval --policy')", elem_id="eval_policy")
                 episodes_nb = gr.Number(3, label="Episodes", precision=0, minimum=1, maximum=200, elem_id="eval_episodes")
                 obs_dd = gr.Dropdown(["state", "render", "composited"], value="state", label="Observation")

@@ -39,7 +39,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +53,8 @@ from real2sim.core.errors import BundleError, Real2SimError, UnknownNameError
 from real2sim.core.geometry import euler_xyz_to_matrix, matrix_to_quat_wxyz
 from real2sim.core.manifest import Manifest, Pose
 from real2sim.core.meshes import load_mesh
-from real2sim.core.stages import DOWNSTREAM
-from real2sim.engines import get_exporter
+from real2sim.core.stages import downstream, mark_changed
+from real2sim.engines import engine_for, get_exporter
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +66,10 @@ MAX_HISTORY = 200
 
 # Stages whose outputs depend on the edited quantity (names of stages that do not exist yet
 # are harmless: Bundle.mark_stale only touches stages the bundle has run).
-POSE_DEPENDENTS = ("alignment", "texture", "export", "evaluation")
-CAMERA_DEPENDENTS = ("alignment", "texture", "export", "evaluation")
-ROBOT_DEPENDENTS = ("robot_appearance", "sysid", "export", "evaluation")
-MASK_DEPENDENTS = ("alignment", "texture", "plate")
+# what each kind of edit changes (artifacts of real2sim.core.stages.ARTIFACTS); the stages reading them go stale
+POSE_CHANGES = ("object_poses",)
+CAMERA_CHANGES = ("camera",)
+ROBOT_CHANGES = ("robot",)
 
 
 class EditError(Real2SimError):
@@ -189,16 +188,6 @@ def _snapshot(root: Path, description: str, key: str) -> None:
         old.unlink(missing_ok=True)
 
 
-def _stale_closure(names: Sequence[str]) -> list[str]:
-    out, todo = [], list(names)
-    while todo:
-        n = todo.pop(0)
-        if n not in out:
-            out.append(n)
-            todo += list(DOWNSTREAM.get(n, ()))
-    return out
-
-
 def _record_writer(root: Path, writer: str | None, kind: str = "edit") -> str:
     gen = Path(root) / HISTORY_DIR / GENERATION
     gen.parent.mkdir(exist_ok=True)
@@ -208,7 +197,11 @@ def _record_writer(root: Path, writer: str | None, kind: str = "edit") -> str:
     return version
 
 
-def _edit(root: Path, expected_version: str | None, description: str, key: str, dependents: Sequence[str], change,
+def _mask_changes(entity: str) -> tuple[str, ...]:
+    return ("robot_masks",) if entity == "robot" else ("object_masks",)
+
+
+def _edit(root: Path, expected_version: str | None, description: str, key: str, changes: Sequence[str], change,
           writer: str | None = None) -> EditResult:
     """Load, apply ``change(bundle)``, snapshot, mark stale and save, all under the lock."""
     root = Path(root)
@@ -222,10 +215,7 @@ def _edit(root: Path, expected_version: str | None, description: str, key: str, 
             return EditResult(manifest_version(root), f"{description} (unchanged)", [])
         # the edited manifest must still be valid
         Manifest.from_dict(json.loads(json.dumps(bundle.manifest.to_dict())), str(root / MANIFEST))
-        before = {n: r.status for n, r in bundle.manifest.stages.items()}
-        names = _stale_closure(dependents)
-        bundle.mark_stale(*names)
-        stale = [n for n in names if n in before and before[n] != bundle.manifest.stages[n].status]
+        stale = mark_changed(bundle, *changes)
         _snapshot(root, description, key)
         bundle.save()
         log.info("review edit: %s (stale: %s)", description, ", ".join(stale) or "none")
@@ -312,7 +302,7 @@ def set_object_pose(root: Path, oid: str, position, rpy=None, quaternion_wxyz=No
         bundle.manifest.objects[oid].pose = Pose([round(float(x), 9) for x in p], q)
 
     desc = f"object {oid}: position {np.round(p, 4).tolist()} m, quaternion_wxyz {np.round(q, 4).tolist()}"
-    return _edit(root, expected_version, desc, f"object:{oid}", POSE_DEPENDENTS, change, writer)
+    return _edit(root, expected_version, desc, f"object:{oid}", POSE_CHANGES, change, writer)
 
 
 def camera_xyz_rpy(T_world_camera) -> tuple[list[float], list[float]]:
@@ -336,7 +326,7 @@ def set_camera_pose(root: Path, camera: str, position, rpy, expected_version: st
         bundle.manifest.cameras[camera].T_world_camera = np.round(T, 9).tolist()
 
     desc = f"camera {camera}: position {np.round(p, 4).tolist()} m, rpy {np.round(a, 4).tolist()} rad"
-    return _edit(root, expected_version, desc, f"camera:{camera}", CAMERA_DEPENDENTS, change, writer)
+    return _edit(root, expected_version, desc, f"camera:{camera}", CAMERA_CHANGES, change, writer)
 
 
 def set_robot_base_pose(root: Path, position, rpy, expected_version: str | None = None,
@@ -351,7 +341,7 @@ def set_robot_base_pose(root: Path, position, rpy, expected_version: str | None 
         bundle.manifest.robot.base_pose = Pose([round(float(x), 9) for x in p], q)
 
     desc = f"robot base: position {np.round(p, 4).tolist()} m, quaternion_wxyz {np.round(q, 4).tolist()}"
-    return _edit(root, expected_version, desc, "robot:base", ROBOT_DEPENDENTS, change, writer)
+    return _edit(root, expected_version, desc, "robot:base", ROBOT_CHANGES, change, writer)
 
 
 def set_mask(root: Path, frame_key: str, entity: str, mask: np.ndarray, expected_version: str | None = None,
@@ -378,7 +368,7 @@ def set_mask(root: Path, frame_key: str, entity: str, mask: np.ndarray, expected
             cap.mask_states[frame_key][entity] = "prompt"  # a mask a person accepted is taken as at the scene pose
 
     return _edit(root, expected_version, f"mask {frame_key}/{entity} ({source}, {int(m.sum())} px)", "",
-                 MASK_DEPENDENTS, change, writer)
+                 _mask_changes(entity), change, writer)
 
 
 def remove_mask(root: Path, frame_key: str, entity: str, expected_version: str | None = None,
@@ -396,7 +386,7 @@ def remove_mask(root: Path, frame_key: str, entity: str, expected_version: str |
         if frame_key in states and not states[frame_key]:
             del states[frame_key]
 
-    return _edit(root, expected_version, f"rejected mask {frame_key}/{entity}", "", MASK_DEPENDENTS, change, writer)
+    return _edit(root, expected_version, f"rejected mask {frame_key}/{entity}", "", _mask_changes(entity), change, writer)
 
 
 # -- real images ------------------------------------------------------------------------------
@@ -432,121 +422,66 @@ def real_image(bundle: Bundle, frame: int = 0) -> tuple[np.ndarray | None, str]:
 
 # -- preview ----------------------------------------------------------------------------------
 class PreviewRenderer:
-    """One MuJoCo model of the bundle's MJCF export, re-posed from the manifest for each preview.
+    """The bundle's export loaded once in the preview engine (the registry's first with capability 'preview'),
+    re-posed from the manifest for each preview.
 
-    ``sync(manifest)`` moves bodies and cameras to the manifest's values without re-exporting;
+    ``sync(manifest)`` moves objects, cameras and the robot to the manifest's values without re-exporting;
     ``render(camera)`` draws RGB, ``mask(camera, ids)`` the pixels of the given objects.
     """
 
     def __init__(self, bundle: Bundle, export_if_missing: bool = True):
-        os.environ.setdefault("MUJOCO_GL", "egl")
-
         self.bundle = bundle
-        exporter = get_exporter("mjcf")
-        xml = exporter.out_dir(bundle) / "scene.xml"
+        self.engine = engine_for("preview")
+        exporter = get_exporter(self.engine.name)
+        main = exporter.main_file(bundle)
         self.exported_now = False
-        if not xml.is_file() or self._missing_bodies(xml):
+        if not main.is_file() or self._missing_names(main):
             if not export_if_missing:
-                raise BundleError(f"{xml}: no MJCF export; run 'real2sim export {bundle.root}'")
-            log.info("preview: exporting MJCF for %s", bundle.root)
+                raise BundleError(f"{main}: no {self.engine.title} export; run 'real2sim export {bundle.root}'")
+            log.info("preview: exporting %s for %s", self.engine.title, bundle.root)
             exporter.export(bundle)  # raises ExportError naming 'real2sim build' when not ready
             self.exported_now = True
         self.scene = exporter.load(exporter.out_dir(bundle))
-        import mujoco
+        self.scene.set_fast_rendering(True)
+        self._objects = set(self.scene.object_ids())
 
-        self._mj = mujoco
-        self.model, self.data = self.scene.model, self.scene.data
-        self._renderers: dict = {}
-        self._body_ids = {oid: mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, oid) for oid in bundle.manifest.objects}
-        self._qadr = {}
-        for oid, b in self._body_ids.items():
-            if b >= 0 and self.model.body_jntnum[b] > 0:
-                j = self.model.body_jntadr[b]
-                if self.model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
-                    self._qadr[oid] = int(self.model.jnt_qposadr[j])
-        roots = [i for i in range(1, self.model.nbody)
-                 if self.model.body_parentid[i] == 0 and self.model.body(i).name.startswith("robot/")]
-        self._robot_root = roots[0] if roots else -1
-
-    def _missing_bodies(self, xml: Path) -> bool:
-        text = xml.read_text()
+    def _missing_names(self, main: Path) -> bool:
+        """An object or camera the export does not have yet (added since): export again."""
+        text = main.read_text()
         m = self.bundle.manifest
-        return any(f'name="{oid}"' not in text for oid in m.objects) or any(f'name="{c}"' not in text for c in m.cameras)
+        return any(f'"{name}"' not in text for name in [*m.objects, *m.cameras])
 
     def sync(self, manifest: Manifest) -> None:
-        """Move bodies and cameras to the manifest's poses (no re-export)."""
-        mj = self._mj
+        """Move objects, cameras and the robot to the manifest's values (no re-export)."""
         for oid, obj in manifest.objects.items():
-            b = self._body_ids.get(oid, -1)
-            if b < 0:
-                continue
-            p, q = obj.pose.position, obj.pose.quaternion_wxyz
-            if oid in self._qadr:
-                a = self._qadr[oid]
-                self.data.qpos[a:a + 3] = p
-                self.data.qpos[a + 3:a + 7] = q
-                self.data.qvel[:] = 0
-            else:
-                self.model.body_pos[b] = p
-                self.model.body_quat[b] = q
-        self._sync_robot(manifest)
+            if oid in self._objects:
+                self.scene.place_object(oid, obj.pose.matrix())
         for name, spec in manifest.cameras.items():
-            c = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_CAMERA, name)
-            if c < 0:
-                continue
-            T = spec.camera().pose_in("opengl")
-            self.model.cam_pos[c] = T[:3, 3]
-            self.model.cam_quat[c] = matrix_to_quat_wxyz(T[:3, :3])
-        mj.mj_kinematics(self.model, self.data)
-        mj.mj_camlight(self.model, self.data)
+            try:
+                self.scene.set_camera_pose(name, spec.camera().T_world_camera)
+            except UnknownNameError:
+                continue  # a camera added after the export
+        self._sync_robot(manifest)
 
     def _sync_robot(self, manifest: Manifest) -> None:
         """The robot's base pose and joints from the manifest (a base edit shows before the next export)."""
         r = manifest.robot
-        if r is None or self._robot_root < 0 or "robot" not in self.scene.capabilities:
+        if r is None or "robot" not in self.scene.capabilities:
             return
-        self.model.body_pos[self._robot_root] = r.base_pose.position
-        self.model.body_quat[self._robot_root] = r.base_pose.quaternion_wxyz
+        self.scene.set_robot_base_pose(r.base_pose.matrix())
         q = list(r.joint_positions or [])
         if len(q) == len(self.scene.robot_joint_names()):
             self.scene.set_robot_qpos(q)
 
-    def _renderer(self, camera: str):
-        c = self.scene._camera_id(camera)
-        w, h = (int(x) for x in self.model.cam_resolution[c])
-        if (w, h) not in self._renderers:
-            r = self._mj.Renderer(self.model, height=h, width=w)
-            flags = r.scene.flags
-            for f in (self._mj.mjtRndFlag.mjRND_SHADOW, self._mj.mjtRndFlag.mjRND_REFLECTION,
-                      self._mj.mjtRndFlag.mjRND_SKYBOX):
-                flags[f] = 0
-            self._renderers[(w, h)] = r
-        return self._renderers[(w, h)]
-
     def render(self, camera: str) -> np.ndarray:
         """``(h, w, 3) uint8`` preview from the named bundle camera."""
-        r = self._renderer(camera)
-        r.disable_segmentation_rendering()
-        r.update_scene(self.data, camera=camera)
-        return r.render().copy()
+        return self.scene.render(camera)[..., :3]
 
     def mask(self, camera: str, ids: Sequence[str]) -> np.ndarray:
         """``(h, w) bool``: pixels where any of the objects ``ids`` is visible."""
-        r = self._renderer(camera)
-        r.enable_segmentation_rendering()
-        try:
-            r.update_scene(self.data, camera=camera)
-            seg = r.render()
-        finally:
-            r.disable_segmentation_rendering()
-        bodies = [self._body_ids[i] for i in ids if self._body_ids.get(i, -1) >= 0]
-        geoms = np.flatnonzero(np.isin(self.model.geom_bodyid, bodies))
-        return np.isin(seg[..., 0], geoms) & (seg[..., 1] == int(self._mj.mjtObj.mjOBJ_GEOM))
+        return self.scene.foreground_mask(camera, [i for i in ids if i in self._objects], robot=False)
 
     def close(self) -> None:
-        for r in self._renderers.values():
-            r.close()
-        self._renderers.clear()
         self.scene.close()
 
 
@@ -704,4 +639,4 @@ def rerun_object_stage(root: Path, stage: str, oid: str, expected_version: str |
         report = rec.metrics
         log.info("review: re-ran %s for %s: %s", stage, oid, rec.message)
         return EditResult(_record_writer(root, writer), f"{stage} for {oid}: {rec.message or rec.status} {report}",
-                          list(_stale_closure([stage])[1:]))
+                          downstream(stage))

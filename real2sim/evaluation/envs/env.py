@@ -37,12 +37,11 @@ from real2sim.core.errors import (
 from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
 from real2sim.core.manifest import TaskSpec, _Reader
 from real2sim.core.meshes import load_mesh
-from real2sim.engines import get_exporter
+from real2sim.engines import engine_for, get_engine, get_exporter, simulator_names
 from real2sim.evaluation.envs import tasks as T
 from real2sim.robots.control import Controller, ControllerConfig
 
 log = logging.getLogger(__name__)
-BACKENDS = {"mujoco": "mjcf", "sapien": "sapien"}
 OBS_MODES = ("composited", "render", "state")
 MAX_TRANSLATION = 0.05
 MAX_ROTATION = 0.25
@@ -75,16 +74,22 @@ def _pose7(T: np.ndarray) -> np.ndarray:
     return np.concatenate([T[:3, 3], matrix_to_quat_wxyz(T[:3, :3])]).astype(np.float32)
 
 
+def default_backend() -> str:
+    """The simulator an evaluation uses unless told otherwise (the registry's first physics engine)."""
+    return engine_for("physics").simulator
+
+
 def load_backend(bundle: Bundle, backend: str):
     """The bundle's export for ``backend`` loaded in its engine."""
 
-    if backend not in BACKENDS:
-        raise UnknownNameError("backend", backend, BACKENDS)
-    exp = BACKENDS[backend]
-    d = bundle.root / "exports" / exp
+    spec = get_engine(backend)
+    if "physics" not in spec.capabilities:
+        raise UnsupportedCapability(f"engine '{backend}' does not simulate; backends: {', '.join(simulator_names())}")
+    exp = get_exporter(spec.name)
+    d = exp.out_dir(bundle)
     if not d.is_dir():
-        raise Real2SimError(f"{d}: no {exp} export in this bundle. Fix: run 'real2sim export {bundle.root}'")
-    return get_exporter(exp).load(d)
+        raise Real2SimError(f"{d}: no {spec.name} export in this bundle. Fix: run 'real2sim export {bundle.root}'")
+    return exp.load(d)
 
 
 def resolve_task(manifest, task):
@@ -116,7 +121,7 @@ class Real2SimEnv(_env_base()):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5}
 
-    def __init__(self, bundle_dir, task=None, backend: str = "mujoco", obs_mode: str = "composited",
+    def __init__(self, bundle_dir, task=None, backend: str | None = None, obs_mode: str = "composited",
                  camera: str | None = None, obs_size: tuple[int, int] | None = None, depth: bool = False,
                  control_mode: str = "ee_delta", privileged: bool = False, variants: dict | None = None,
                  terminate_on_success: bool = True, render_mode: str | None = "rgb_array", scene=None,
@@ -131,7 +136,7 @@ class Real2SimEnv(_env_base()):
         self.bundle = Bundle.load(Path(bundle_dir))
         m = self.bundle.manifest
         self.shading = resolve_shading(m, shading)
-        self.backend = backend
+        self.backend = backend = backend or default_backend()
         self.scene = scene if scene is not None else load_backend(self.bundle, backend)
         self.scene.require("robot")
         self.scene.require("physics")
@@ -502,4 +507,4 @@ class Real2SimEnv(_env_base()):
         return obs
 
 
-__all__ = ["BACKENDS", "OBS_MODES", "Real2SimEnv", "load_backend", "resolve_task"]
+__all__ = ["OBS_MODES", "Real2SimEnv", "load_backend", "resolve_task"]

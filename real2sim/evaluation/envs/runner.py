@@ -23,7 +23,8 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError, require
-from real2sim.evaluation.envs.env import Real2SimEnv, resolve_shading, resolve_task
+from real2sim.engines import get_engine
+from real2sim.evaluation.envs.env import Real2SimEnv, default_backend, resolve_shading, resolve_task
 from real2sim.evaluation.policies.base import make_policy
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class EvalConfig:
     bundle_dir: str
     policy: str
     task: str | None = None
-    backend: str = "mujoco"
+    backend: str | None = None
     obs_mode: str = "composited"
     obs_size: tuple[int, int] | None = None
     videos: bool = False
@@ -214,7 +215,7 @@ def _worker_init() -> None:
     logging.basicConfig(level=logging.WARNING)
 
 
-def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: int = 1, backend: str = "mujoco",
+def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: int = 1, backend: str | None = None,
              ray=None, videos: bool = False, out_dir="results", seed: int = 0, obs_mode: str = "composited",
              obs_size=None, progress: Callable[[int, int, dict], None] | None = None,
              env_kwargs: dict | None = None) -> EvalSummary:
@@ -227,6 +228,7 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: 
 
     if episodes < 1:
         raise Real2SimError(f"episodes must be >= 1, got {episodes}")
+    backend = get_engine(backend).simulator if backend else default_backend()
     bundle_dir = str(Path(bundle_dir).resolve())
     manifest = Bundle.load(Path(bundle_dir)).manifest
     task_id, _ = resolve_task(manifest, task)

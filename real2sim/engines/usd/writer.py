@@ -42,27 +42,18 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.bundle import Bundle, replace_dir_atomically
-from real2sim.core.errors import ExportError, UnknownNameError, require
-from real2sim.core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix, transform_points
+from real2sim.core.errors import ExportError
+from real2sim.core.geometry import matrix_to_quat_wxyz, transform_points
 from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import mesh_uv
-from real2sim.engines.base import Exporter, ExportResult, LoadedScene
+from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import content_addressed_copy, require_ready
+from real2sim.engines.usd.scene import ID_KEY, RESERVED, ROBOT_KEY, UsdScene, _pxr
 from real2sim.robots.scene import link_poses, parse_urdf, robot_setup
 
 log = logging.getLogger(__name__)
 MAIN_FILE = "scene.usda"
 HORIZONTAL_APERTURE = 20.955  # mm, the USD/Maya 35 mm academy default; only ratios matter
-ID_KEY = "real2sim:id"
-RESERVED = ("PhysicsScene", "Looks", "PhysicsMaterials", "Cameras", "Lights", "Robot")
-ROBOT_KEY = "real2sim:robot"
-
-
-def _pxr():
-    require("pxr", "usd", "usd-core")
-    from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt
-
-    return Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt
 
 
 def _prim_name(name: str, used: set[str]) -> str:
@@ -87,14 +78,6 @@ def _set_pose(UsdGeom, Gf, xformable, position, quat_wxyz) -> None:
     """translate (double3) + orient (quatd): exact enough for 1e-9 m round trips."""
     xformable.AddTranslateOp(UsdGeom.XformOp.PrecisionDouble).Set(Gf.Vec3d(*map(float, position)))
     xformable.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(_gf_quatd(Gf, quat_wxyz))
-
-
-def _world_matrix(prim) -> np.ndarray:
-    """Column-vector (4, 4) world transform of a prim (Gf matrices are row-vector)."""
-    from pxr import Usd, UsdGeom
-
-    M = UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default())
-    return np.array(M, dtype=float).T
 
 
 def _principal_axes(I: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -158,6 +141,7 @@ class UsdExporter(Exporter):
     """Writes ``exports/usd/scene.usda`` (+ ``textures/``), checks it, and loads it back."""
 
     name = "usd"
+    main_file_name = MAIN_FILE
 
     def export(self, bundle: Bundle, out_dir: Path | None = None) -> ExportResult:
         _pxr()
@@ -489,134 +473,3 @@ class UsdExporter(Exporter):
     # -- loading --------------------------------------------------------------------------
     def load(self, out_dir: Path) -> "UsdScene":
         return UsdScene(Path(out_dir) / MAIN_FILE)
-
-
-class UsdScene(LoadedScene):
-    """A USD export opened with ``pxr.Usd``: poses, mass properties and camera projection (no physics, no render)."""
-
-    engine = "usd"
-    capabilities = frozenset({"project", "mass"})
-
-    def __init__(self, path: Path):
-        _, Sdf, Usd, UsdGeom, _, _, _, _ = _pxr()
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise ExportError(f"{self.path}: USD export not found; run 'real2sim export --engine usd' first")
-        try:
-            layer = Sdf.Layer.Find(str(self.path))
-            if layer is not None:
-                layer.Reload(force=True)  # the layer registry may still hold an older version of this file
-            self.stage = Usd.Stage.Open(str(self.path))
-        except Exception as exc:  # pxr raises Tf.ErrorException
-            raise ExportError(f"{self.path}: USD refused to open the stage ({exc})") from exc
-        if self.stage is None:
-            raise ExportError(f"{self.path}: USD refused to open the stage")
-        world = self.stage.GetPrimAtPath("/World")
-        if not world.IsValid():
-            raise ExportError(f"{self.path}: prim /World is missing; re-export the scene")
-        if not self.stage.GetPrimAtPath("/World/PhysicsScene").IsValid():
-            raise ExportError(f"{self.path}: prim /World/PhysicsScene is missing; re-export the scene")
-        self._objects: dict[str, object] = {}
-        for child in world.GetChildren():
-            oid = child.GetCustomDataByKey(ID_KEY)
-            if oid is None or child.GetName() in RESERVED:
-                continue
-            if not child.GetChild("Visual").IsValid():
-                raise ExportError(f"{self.path}: object prim {child.GetPath()} has no Visual mesh; re-export the scene")
-            self._objects[str(oid)] = child
-        self._robot_prim = None
-        rp = self.stage.GetPrimAtPath("/World/Robot")
-        if rp.IsValid() and rp.GetCustomDataByKey(ROBOT_KEY):
-            self._robot_prim = rp
-            self._links = {str(c.GetCustomDataByKey(ID_KEY)): c for c in rp.GetChildren() if c.GetCustomDataByKey(ID_KEY)}
-            self._joints = {str(c.GetCustomDataByKey(ID_KEY)): c for c in rp.GetChild("Joints").GetChildren()}
-            self.capabilities = frozenset(self.capabilities | {"robot"})
-        self._cameras: dict[str, object] = {}
-        cams = self.stage.GetPrimAtPath("/World/Cameras")
-        for child in cams.GetChildren() if cams.IsValid() else []:
-            if child.IsA(UsdGeom.Camera):
-                self._cameras[str(child.GetCustomDataByKey(ID_KEY) or child.GetName())] = child
-
-    def _object(self, oid: str):
-        try:
-            return self._objects[oid]
-        except KeyError:
-            raise UnknownNameError("object", oid, self._objects) from None
-
-    def object_ids(self) -> list[str]:
-        return list(self._objects)
-
-    # -- robot (static: the authored configuration) ------------------------------------------
-    def robot_name(self) -> str:
-        self.require("robot")
-        return str(self._robot_prim.GetCustomDataByKey(ROBOT_KEY))
-
-    def robot_joint_names(self) -> list[str]:
-        self.require("robot")
-        return list(self._robot_prim.GetAttribute("real2sim:joint_names").Get())
-
-    def robot_qpos(self) -> np.ndarray:
-        return np.array([self._joints[n].GetAttribute("real2sim:position").Get() for n in self.robot_joint_names()])
-
-    def link_pose(self, link: str) -> np.ndarray:
-        self.require("robot")
-        if link not in self._links:
-            raise UnknownNameError("robot link", link, self._links)
-        return _world_matrix(self._links[link])
-
-    def robot_base_pose(self) -> np.ndarray:
-        return _world_matrix(self._robot_prim)
-
-    def object_pose(self, oid: str) -> np.ndarray:
-        return _world_matrix(self._object(oid))
-
-    def mass_properties(self, oid: str) -> tuple[float, np.ndarray, np.ndarray]:
-        self.require("mass")
-        from pxr import UsdPhysics
-
-        prim = self._object(oid)
-        if not prim.HasAPI(UsdPhysics.MassAPI):
-            raise ExportError(f"{self.path}: {prim.GetPath()} has no UsdPhysics.MassAPI (is '{oid}' a fixed object?)")
-        api = UsdPhysics.MassAPI(prim)
-        mass = float(api.GetMassAttr().Get())
-        com = np.array(api.GetCenterOfMassAttr().Get(), float)
-        d = np.array(api.GetDiagonalInertiaAttr().Get(), float)
-        q = api.GetPrincipalAxesAttr().Get()
-
-        R = quat_wxyz_to_matrix([q.GetReal(), *q.GetImaginary()])
-        return mass, com, R @ np.diag(d) @ R.T
-
-    def camera_params(self, camera: str) -> dict:
-        """The USD camera's own attributes, its (4, 4) world transform and resolution."""
-        try:
-            prim = self._cameras[camera]
-        except KeyError:
-            raise UnknownNameError("camera", camera, self._cameras) from None
-        from pxr import UsdGeom
-
-        c = UsdGeom.Camera(prim)
-        res = prim.GetAttribute("real2sim:resolution").Get()
-        if res is None:
-            raise ExportError(f"{self.path}: camera {prim.GetPath()} lacks 'real2sim:resolution'; re-export the scene")
-        out = {k: float(getattr(c, f"Get{k[0].upper()}{k[1:]}Attr")().Get()) for k in
-               ("focalLength", "horizontalAperture", "verticalAperture", "horizontalApertureOffset", "verticalApertureOffset")}
-        out.update(width=int(res[0]), height=int(res[1]), T_world_camera_gl=_world_matrix(prim))
-        return out
-
-    def project(self, camera: str, points) -> np.ndarray:
-        """World points -> OpenCV pixels through the USD camera (film window / focal length, OpenGL axes)."""
-        self.require("project")
-        p = self.camera_params(camera)
-        pc = transform_points(np.linalg.inv(p["T_world_camera_gl"]), np.asarray(points, float).reshape(-1, 3))
-        x = pc[:, 0] / -pc[:, 2]  # on the plane at distance 1 in front (-Z)
-        y = pc[:, 1] / -pc[:, 2]
-        f, ha, va = p["focalLength"], p["horizontalAperture"], p["verticalAperture"]
-        w, h = p["width"], p["height"]
-        u = (x * f - (p["horizontalApertureOffset"] - ha / 2)) * w / ha - 0.5
-        v = ((p["verticalApertureOffset"] + va / 2) - y * f) * h / va - 0.5
-        return np.column_stack([u, v])
-
-    # step() and render() are inherited: they raise UnsupportedCapability (no physics or renderer here).
-
-    def close(self) -> None:
-        self.stage = None

@@ -1,247 +1,23 @@
-"""MJCF exporter (MuJoCo) and the MuJoCo view of a loaded export.
-
-Visual and collision geometry live in separate default classes: ``visual`` geoms
-(group 2) never collide (``contype=0 conaffinity=0``); ``collision`` geoms (group 3)
-are convex hulls or primitives. Mass and inertia are written explicitly from the
-bundle so MuJoCo, SAPIEN and USD share the same numbers.
-"""
+"""The MuJoCo view of an MJCF export: physics, rendering, robot state (a :class:`LoadedScene`)."""
 from __future__ import annotations
 
 import logging
 import os
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.bundle import Bundle, replace_dir_atomically
 from real2sim.core.errors import (
     ExportError,
     UnknownNameError,
     UnsupportedCapability,
     require,
 )
-from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
-from real2sim.engines.base import Exporter, ExportResult, LoadedScene
-from real2sim.engines.common import content_addressed_copy, fmt, require_ready
+from real2sim.core.geometry import camera_pose_to_convention, make_pose, matrix_to_quat_wxyz
+from real2sim.engines.base import LoadedScene
 from real2sim.robots import get_robot
-from real2sim.robots.scene import ROBOT_PREFIX as P
-from real2sim.robots.scene import robot_setup
 
 log = logging.getLogger(__name__)
-MAIN_FILE = "scene.xml"
-
-
-def _sub(parent, tag, **attrs) -> ET.Element:
-    return ET.SubElement(parent, tag, {k.rstrip("_"): str(v) for k, v in attrs.items() if v is not None})
-
-
-class MjcfExporter(Exporter):
-    """Writes ``exports/mjcf/scene.xml`` with ``meshes/`` and ``textures/`` (content-addressed names)."""
-
-    name = "mjcf"
-
-    def export(self, bundle: Bundle, out_dir: Path | None = None) -> ExportResult:
-        require_ready(bundle)
-        out_dir = Path(out_dir or self.out_dir(bundle))
-        with replace_dir_atomically(out_dir) as tmp:
-            root = self._build(bundle, tmp)
-            ET.indent(root, space="  ")
-            (tmp / MAIN_FILE).write_text(ET.tostring(root, encoding="unicode") + "\n")
-            self.load(tmp).close()  # the engine must accept it before it replaces the old export
-        files = sorted(p for p in out_dir.rglob("*") if p.is_file())
-        return ExportResult("mjcf", out_dir / MAIN_FILE, files)
-
-    def _build(self, bundle: Bundle, out: Path) -> ET.Element:
-        m = bundle.manifest
-        root = ET.Element("mujoco", model=m.name)
-        _sub(root, "compiler", angle="radian", meshdir="meshes", texturedir="textures", autolimits="true",
-             inertiafromgeom="false")
-        _sub(root, "option", timestep=fmt([m.physics.timestep]), gravity=fmt(m.physics.gravity), cone="elliptic",
-             impratio="10")
-        w = max([c.width for c in m.cameras.values()] + [640])
-        h = max([c.height for c in m.cameras.values()] + [480])
-        vis = _sub(root, "visual")
-        _sub(vis, "global", offwidth=w, offheight=h)
-        _sub(vis, "headlight", ambient="0.35 0.35 0.35", diffuse="0.3 0.3 0.3", specular="0 0 0")
-        _sub(vis, "map", znear="0.01")
-        default = _sub(root, "default")
-        _sub(_sub(default, "default", class_="visual"), "geom", contype=0, conaffinity=0, group=2)
-        _sub(_sub(default, "default", class_="collision"), "geom", group=3, condim=4, solref="0.005 1",
-             rgba="0.9 0.4 0.2 0.5")
-        asset = _sub(root, "asset")
-        world = _sub(root, "worldbody")
-        for i, light in enumerate(m.lights):
-            d = np.asarray(light.direction, float)
-            _sub(world, "light", name=f"light_{i}", directional="true", pos=fmt(-d / np.linalg.norm(d)),
-                 dir=fmt(d / np.linalg.norm(d)), diffuse=fmt(light.color), specular="0.1 0.1 0.1", castshadow="false")
-        for name, spec in m.cameras.items():
-            self._camera(world, name, spec)
-        seen_assets: set[str] = set()
-        for oid, obj in m.objects.items():
-            self._object(bundle, world, asset, out, oid, obj, seen_assets)
-        if m.robot is not None:
-            _add_robot(root, asset, world, out, m.robot)
-        return root
-
-    @staticmethod
-    def _camera(world, name, spec) -> None:
-        cam = spec.camera()
-        T = cam.pose_in("opengl")
-        # MuJoCo's principalpixel (px, py) puts the principal point at centre - (px, py) in image
-        # pixels (measured by rendering); the OpenCV centre of a w-pixel image is (w - 1) / 2.
-        dx, dy = cam.principal_offset_px()
-        pixel = 1e-5  # sensor pixel pitch (m); only the ratios matter
-        _sub(world, "camera", name=name, mode="fixed", pos=fmt(T[:3, 3]), quat=fmt(matrix_to_quat_wxyz(T[:3, :3])),
-             resolution=f"{cam.width} {cam.height}", sensorsize=fmt([cam.width * pixel, cam.height * pixel]),
-             focalpixel=fmt([cam.fx, cam.fy]), principalpixel=fmt([-dx, -dy]))
-
-    def _object(self, bundle, world, asset, out, oid, obj, seen) -> None:
-        p, q = obj.pose.position, obj.pose.quaternion_wxyz
-        body = _sub(world, "body", name=oid, pos=fmt(p), quat=fmt(q))
-        if not obj.fixed:
-            _sub(body, "freejoint", name=oid)
-            I = np.asarray(obj.inertial.inertia)
-            _sub(body, "inertial", pos=fmt(obj.inertial.com), mass=fmt([obj.inertial.mass], 12),
-                 fullinertia=fmt([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]], 15))
-        mat = self._material(bundle, asset, out, oid, obj, seen)
-        mesh = self._mesh_asset(asset, out, bundle.path(obj.visual.mesh), seen, visual=True)
-        _sub(body, "geom", name=f"{oid}_visual", class_="visual", type="mesh", mesh=mesh, material=mat)
-        friction = f"{obj.friction:g} 0.005 0.0001"
-        col = obj.collision
-        if col.kind == "hulls":
-            for i, hull in enumerate(col.hulls):
-                name = self._mesh_asset(asset, out, bundle.path(hull), seen, visual=False)
-                _sub(body, "geom", name=f"{oid}_collision_{i:03d}", class_="collision", type="mesh", mesh=name,
-                     friction=friction)
-        elif col.kind in ("box", "cylinder", "sphere"):
-            _sub(body, "geom", name=f"{oid}_collision_000", class_="collision", type=col.kind, size=fmt(col.size),
-                 pos=fmt(col.pose.position), quat=fmt(col.pose.quaternion_wxyz), friction=friction)
-
-    @staticmethod
-    def _mesh_asset(asset, out, src: Path, seen, visual: bool) -> str:
-        fname = content_addressed_copy(src, out / "meshes")
-        name = f"mesh_{Path(fname).stem}"
-        if name not in seen:
-            seen.add(name)
-            # visual meshes need not be closed: 'shell' inertia avoids MuJoCo's volume check
-            _sub(asset, "mesh", name=name, file=fname, inertia="shell" if visual else None)
-        return name
-
-    @staticmethod
-    def _material(bundle, asset, out, oid, obj, seen) -> str:
-        name = f"mat_{oid}"
-        if obj.visual.texture:
-            tfile = content_addressed_copy(bundle.path(obj.visual.texture), out / "textures")
-            tname = f"tex_{Path(tfile).stem}"
-            if tname not in seen:
-                seen.add(tname)
-                _sub(asset, "texture", name=tname, type="2d", file=tfile)
-            _sub(asset, "material", name=name, texture=tname, specular="0.1", shininess="0.1")
-        else:
-            _sub(asset, "material", name=name, rgba=fmt(obj.visual.rgba), specular="0.1", shininess="0.1")
-        return name
-
-    def load(self, out_dir: Path) -> "MujocoScene":
-        return MujocoScene(Path(out_dir) / MAIN_FILE)
-
-
-def _robot_urdf_mjcf(urdf: Path) -> ET.Element:
-    """The URDF converted by MuJoCo's own URDF importer, as MJCF XML (every link kept as a body)."""
-    mujoco = require("mujoco", "mujoco")
-    text = urdf.read_text()
-    ext = ('<mujoco><compiler strippath="false" fusestatic="false" discardvisual="false" '
-           'balanceinertia="true"/></mujoco>')
-    i = text.index("<link")
-    import warnings
-
-    try:
-        with warnings.catch_warnings():  # source OBJ UV warnings: the copies we write are cleaned
-            warnings.simplefilter("ignore")
-            spec = mujoco.MjSpec.from_string(text[:i] + ext + "\n" + text[i:])
-            return ET.fromstring(spec.to_xml())
-    except ValueError as exc:
-        raise ExportError(f"{urdf}: MuJoCo refused the robot URDF: {exc}") from exc
-
-
-def _robot_mesh_copy(src: Path, dst_dir: Path) -> str:
-    """Content-addressed copy of a robot mesh; OBJ files lose texture coordinates and materials
-    (robot colours come from the appearance; partial UVs make MuJoCo warn)."""
-    import hashlib
-    import re
-
-    if src.suffix.lower() != ".obj":
-        return content_addressed_copy(src, dst_dir)
-    text = src.read_text(errors="replace")
-    text = re.sub(r"(?m)^(vt|mtllib|usemtl)\b.*\n?", "", text)
-    text = re.sub(r"(?m)^(f\s.*)$", lambda m: re.sub(r"(\d+)/\d*(/?)", lambda g: g.group(1) + ("//" if g.group(2) else ""),
-                                                       m.group(1)), text)
-    name = hashlib.sha256(text.encode()).hexdigest()[:16] + ".obj"
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    if not (dst_dir / name).exists():
-        (dst_dir / name).write_text(text)
-    return name
-
-
-def _add_robot(root, asset, world, out: Path, spec) -> None:
-    """Graft the robot (URDF via MuJoCo's importer) under ``worldbody`` with position actuators.
-
-    Names get the ``robot/`` prefix; bodies are gravity-compensated (``gravcomp=1``, as SIMPLER
-    balances passive forces); robot geoms do not collide with each other (contype 2, conaffinity 1)
-    but do with objects; the integrator becomes ``implicitfast`` so that large drive damping is stable.
-    """
-
-    rs = robot_setup(spec)
-    r = rs.robot
-    rx = _robot_urdf_mjcf(rs.urdf)
-    root.find("option").set("integrator", "implicitfast")
-    default = root.find("default")
-    _sub(_sub(default, "default", class_="robot_visual"), "geom", contype=0, conaffinity=0, group=2)
-    _sub(_sub(default, "default", class_="robot_collision"), "geom", group=3, contype=2, conaffinity=1, condim=4,
-         rgba="0.2 0.6 0.9 0.5")
-    meshes = {}
-    for m_el in rx.find("asset").findall("mesh"):
-        fname = _robot_mesh_copy(Path(m_el.get("file")), out / "meshes")
-        name = f"{P}{m_el.get('name')}"
-        meshes[m_el.get("name")] = name
-        attrs = {"name": name, "file": fname}
-        if m_el.get("scale"):
-            attrs["scale"] = m_el.get("scale")
-        _sub(asset, "mesh", inertia="shell", **attrs)
-    base = rx.find("worldbody").find("body")
-    links = []
-    for body in base.iter("body"):
-        link = body.get("name")
-        links.append(link)
-        body.set("name", P + link)
-        body.set("gravcomp", "1")
-        rgba = rs.robot.link_rgba(link, rs.appearance)
-        mat = f"{P}mat_{link}"
-        _sub(asset, "material", name=mat, rgba=fmt(rgba), specular="0.3", shininess="0.3")
-        for g in body.findall("geom"):
-            visual = g.get("contype") == "0" and g.get("conaffinity") == "0"
-            for k in ("contype", "conaffinity", "group", "density"):
-                g.attrib.pop(k, None)
-            g.set("class", "robot_visual" if visual else "robot_collision")
-            if visual:
-                g.set("material", mat)
-            if g.get("mesh"):
-                g.set("mesh", meshes[g.get("mesh")])
-        for j in body.findall("joint"):
-            j.set("name", P + j.get("name"))
-            j.set("armature", fmt([r.armature]))
-            j.attrib.pop("actuatorfrcrange", None)
-    p, q = rs.base[:3, 3], matrix_to_quat_wxyz(rs.base[:3, :3])
-    base.set("pos", fmt(p))
-    base.set("quat", fmt(q))
-    world.append(base)
-    act = _sub(root, "actuator")
-    for name, kp, kv in zip(r.joint_names, rs.stiffness, rs.damping):
-        _sub(act, "general", name=P + name, joint=P + name, gaintype="fixed", gainprm=fmt([kp]), biastype="affine",
-             biasprm=fmt([0.0, -kp, -kv]))
-    custom = _sub(root, "custom")
-    _sub(custom, "text", name="real2sim:robot", data=r.name)
-    _sub(custom, "numeric", name="real2sim:robot_qpos", data=fmt(rs.qpos))
 
 
 class MujocoScene(LoadedScene):
@@ -261,9 +37,10 @@ class MujocoScene(LoadedScene):
         self.data = mujoco.MjData(self.model)
         mujoco.mj_forward(self.model, self.data)
         self._renderers: dict = {}
-        caps = {"physics", "mass", "project"}
+        self._fast = False
+        caps = {"physics", "mass", "project", "preview"}
         if os.environ.get("MUJOCO_GL", "egl") in ("egl", "osmesa", "glfw"):
-            caps |= {"render", "depth", "appearance"}
+            caps |= {"render", "depth", "appearance", "segmentation"}
         self._appearance0 = self._appearance_state()
         self._robot = None
         self._init_robot()
@@ -366,6 +143,47 @@ class MujocoScene(LoadedScene):
         self.data.qpos[qa + 3:qa + 7] = matrix_to_quat_wxyz(T[:3, :3])
         self.data.qvel[da:da + 6] = 0.0
         self._mj.mj_forward(self.model, self.data)
+
+    # -- preview --------------------------------------------------------------------------
+    def place_object(self, oid: str, pose) -> None:
+        self.require("preview")
+        b = self._body(oid)
+        T = np.asarray(pose, float)
+        if self.model.body_jntnum[b] > 0:
+            self.set_object_pose(oid, T)
+            return
+        self.model.body_pos[b] = T[:3, 3]  # a fixed body: its pose lives in the model
+        self.model.body_quat[b] = matrix_to_quat_wxyz(T[:3, :3])
+        self._mj.mj_kinematics(self.model, self.data)
+
+    def set_camera_pose(self, camera: str, T_world_camera) -> None:
+        self.require("preview")
+        c = self._camera_id(camera)
+        T = camera_pose_to_convention(np.asarray(T_world_camera, float), "opengl")
+        self.model.cam_pos[c] = T[:3, 3]
+        self.model.cam_quat[c] = matrix_to_quat_wxyz(T[:3, :3])
+        self._mj.mj_kinematics(self.model, self.data)
+        self._mj.mj_camlight(self.model, self.data)
+
+    def set_robot_base_pose(self, T_world_base) -> None:
+        self.require("preview")
+        self.require("robot")
+        T = np.asarray(T_world_base, float)
+        self.model.body_pos[self._base_body] = T[:3, 3]
+        self.model.body_quat[self._base_body] = matrix_to_quat_wxyz(T[:3, :3])
+        self._mj.mj_kinematics(self.model, self.data)
+
+    def set_fast_rendering(self, fast: bool = True) -> None:
+        self.require("preview")
+        self._fast = bool(fast)
+        for r in self._renderers.values():
+            self._apply_render_flags(r)
+
+    def _apply_render_flags(self, r) -> None:
+        flags = r.scene.flags
+        for f in (self._mj.mjtRndFlag.mjRND_SHADOW, self._mj.mjtRndFlag.mjRND_REFLECTION,
+                  self._mj.mjtRndFlag.mjRND_SKYBOX):
+            flags[f] = 0 if self._fast else 1
 
     def reset_state(self) -> None:
         self._mj.mj_resetData(self.model, self.data)  # qpos0 = exported poses; clears warm starts
@@ -474,6 +292,8 @@ class MujocoScene(LoadedScene):
         key = (int(w), int(h))
         if key not in self._renderers:
             self._renderers[key] = self._mj.Renderer(self.model, height=int(h), width=int(w))
+            if self._fast:
+                self._apply_render_flags(self._renderers[key])
         r = self._renderers[key]
         r.disable_depth_rendering()
         r.disable_segmentation_rendering()
