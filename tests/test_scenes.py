@@ -7,7 +7,8 @@ import pytest
 
 from real2sim import collision
 from real2sim.pipeline import build, export_bundle
-from real2sim.pipeline.recipe import SCENES_DIR, bundle_from_recipe
+from real2sim.pipeline.recipe import bundle_from_recipe
+from real2sim.scenes import BUILTIN_DIR as SCENES_DIR
 
 RECIPES = sorted(SCENES_DIR.glob("*/recipe.json"))
 

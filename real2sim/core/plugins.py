@@ -17,8 +17,10 @@ from importlib import metadata
 log = logging.getLogger(__name__)
 
 
-def load_entry_points(group: str, kind: type | tuple[type, ...] | None = None) -> list:
-    """Objects advertised under entry-point ``group`` (sorted by entry-point name, so the order is stable)."""
+def load_entry_points(group: str, kind: type | tuple[type, ...] | None = None) -> list[tuple[str, object]]:
+    """``(entry-point name, object)`` advertised under ``group``, sorted by name (a stable order).
+
+    With ``kind``, an entry point naming a callable that is not of that type is called to get one."""
     out = []
     for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
         try:
@@ -30,5 +32,5 @@ def load_entry_points(group: str, kind: type | tuple[type, ...] | None = None) -
         except Exception as exc:  # noqa: BLE001 - a broken pack is reported and skipped
             log.warning("entry point '%s' in group '%s' (%s) could not be loaded: %s", ep.name, group, ep.value, exc)
             continue
-        out.append(obj)
+        out.append((ep.name, obj))
     return out

@@ -30,6 +30,7 @@ from real2sim.core.meshes import load_mesh
 from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
 from real2sim.engines import engine_for, get_exporter, simulator_names
 from real2sim.evaluation import crosscheck
+from real2sim.evaluation.envs.env import resolve_task
 from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
@@ -42,6 +43,8 @@ POLICIES = ("scripted", "scripted:noise=0.03", "random")
 @dataclass
 class DemoReport:
     out_dir: Path
+    task: str = ""
+    """The task evaluated (the scene's first unless chosen)."""
     stage_seconds: dict[str, float] = field(default_factory=dict)
     exports: dict[str, str] = field(default_factory=dict)
     pose_error_mm: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -59,16 +62,31 @@ class DemoReport:
     render_notes: dict[str, str] = field(default_factory=dict)
 
 
-# The rough placement the demo starts from (metres, radians): what alignment must undo.
+# The rough placement the demo starts from on the bundled scene (metres, radians): what alignment must undo.
 MISPLACEMENT = {"cube": (0.018, -0.012, 0.17), "domino": (-0.015, 0.014, -0.15), "bracket": (0.012, 0.015, 0.12),
                 "mug": (-0.014, -0.01, 0.2), "can": (0.015, 0.01, 0.0)}
 
 
-def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes: int = 6, task: str = "lift_cube",
-             on_stage: Callable[[str], None] | None = None) -> DemoReport:
-    """Run the demo into ``out_dir``; ``on_stage(name)`` is called as each stage starts (for progress bars).
+def misplacement(bundle: Bundle) -> dict[str, tuple[float, float, float]]:
+    """(dx, dy, dyaw) per dynamic object: :data:`MISPLACEMENT` where it names the object, else 1-1.8 cm and up to
+    0.17 rad drawn from a generator seeded by the object's id (the same every run)."""
+    out = {}
+    for oid in sorted(bundle.dynamic_objects()):
+        if oid in MISPLACEMENT:
+            out[oid] = MISPLACEMENT[oid]
+            continue
+        rng = np.random.default_rng(int.from_bytes(oid.encode()[:8].ljust(8, b"\0"), "little"))
+        r, a = rng.uniform(0.010, 0.018), rng.uniform(0, 2 * np.pi)
+        out[oid] = (round(r * np.cos(a), 4), round(r * np.sin(a), 4), round(rng.uniform(-0.17, 0.17), 3))
+    return out
 
-    Re-running on an existing demo bundle skips every unchanged stage.
+
+def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes: int = 6, task: str | None = None,
+             on_stage: Callable[[str], None] | None = None) -> DemoReport:
+    """Run the demo on a registered scene into ``out_dir``; ``on_stage(name)`` is called as each stage starts.
+
+    ``task``: a task of the scene's recipe (default: its first). Re-running on an existing demo bundle skips every
+    unchanged stage.
     """
 
     out_dir = Path(out_dir)
@@ -86,10 +104,11 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
 
     truth = timed("ground truth", lambda: _truth(out_dir / "ground_truth", scene, cfg, cache))
     bundle = timed("capture", lambda: _capture(out_dir, scene, truth))
-    rep.pose_error_mm = {oid: {"before": round(_add_s_mm(bundle, truth, oid), 2)} for oid in MISPLACEMENT}
+    moved = misplacement(truth)
+    rep.pose_error_mm = {oid: {"before": round(_add_s_mm(bundle, truth, oid), 2)} for oid in moved}
     timed("build", lambda: pipeline.build(bundle, cfg, cache_dir=cache))
     bundle = Bundle.load(bundle.root)
-    for oid in MISPLACEMENT:
+    for oid in moved:
         rep.pose_error_mm[oid]["after"] = round(_add_s_mm(bundle, truth, oid), 2)
     rep.build = {k: bundle.manifest.stages[k].metrics for k in ("plate", "alignment", "texture", "collision", "inertial")
                  if k in bundle.manifest.stages}
@@ -106,7 +125,8 @@ def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes:
     pic = bundle.reports_dir() / f"demo_{'_vs_'.join(simulator_names()[:2])}.png"
     Image.fromarray(img).save(pic)
     rep.pictures["engines"] = bundle.rel(pic)
-    csvs = timed("evaluate", lambda: _evaluate(bundle, task, episodes, rep))
+    rep.task = resolve_task(bundle.manifest, task)[0]
+    csvs = timed("evaluate", lambda: _evaluate(bundle, rep.task, episodes, rep))
     timed("metrics", lambda: _metrics(bundle, csvs, rep))
     for stage, name in (("plate", "plate.png"), ("segment", "segment.png")):
         if (bundle.reports_dir() / name).is_file():
@@ -151,13 +171,14 @@ def _capture(out_dir: Path, scene: str, truth: Bundle) -> Bundle:
     b = _fresh_or_existing(out_dir, scene)
     if b.manifest.capture.frames:
         return b  # an earlier run made it; alignment has already moved the objects
-    for oid, (dx, dy, dyaw) in MISPLACEMENT.items():  # resting on the table, but misplaced
+    moved = misplacement(b)
+    for oid, (dx, dy, dyaw) in moved.items():  # resting on the table, but misplaced
         T = truth.object(oid).pose.matrix()
         T[:3, 3] += [dx, dy, 0.0]
         T[:3, :3] = euler_xyz_to_matrix(0.0, 0.0, dyaw) @ T[:3, :3]
         b.object(oid).pose = Pose.from_matrix(T)
     b.save()
-    synthesize_capture(b, truth, SyntheticCaptureConfig(masked=tuple(MISPLACEMENT), noise_std=2.0, gain=0.95))
+    synthesize_capture(b, truth, SyntheticCaptureConfig(masked=tuple(moved), noise_std=2.0, gain=0.95))
     return Bundle.load(b.root)
 
 
@@ -171,7 +192,7 @@ def _add_s_mm(bundle: Bundle, truth: Bundle, oid: str) -> float:
     return float(cKDTree(true_pts).query(placed)[0].mean() * 1000)
 
 
-def _evaluate(bundle: Bundle, task: str, episodes: int, rep: DemoReport) -> dict[str, Path]:
+def _evaluate(bundle: Bundle, task: str | None, episodes: int, rep: DemoReport) -> dict[str, Path]:
     """Graded scripted policies in every simulator (state observations: fast); returns simulator -> sim CSV."""
 
     csvs = {}

@@ -88,7 +88,7 @@ def _registry() -> dict[str, EngineSpec]:
     global _REGISTRY
     if _REGISTRY is None:
         reg = {s.name: s for s in BUILTIN}
-        for spec in load_entry_points(ENTRY_POINT_GROUP, EngineSpec):
+        for _, spec in load_entry_points(ENTRY_POINT_GROUP, EngineSpec):
             if spec.name in reg:
                 log.warning("engine '%s' from an installed package replaces the built-in one", spec.name)
             reg[spec.name] = spec

@@ -24,7 +24,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.camera import Camera
-from real2sim.core.errors import BundleError, ManifestError, UnknownNameError
+from real2sim.core.errors import BundleError, ManifestError
 from real2sim.core.geometry import look_at_opencv
 from real2sim.core.manifest import (
     CameraSpec,
@@ -38,18 +38,15 @@ from real2sim.core.manifest import (
 from real2sim.core.meshes import load_mesh
 from real2sim.core.stages import mark_changed
 from real2sim.robots import get_robot
+from real2sim.scenes import scene_recipe
 
 log = logging.getLogger(__name__)
-SCENES_DIR = Path(__file__).resolve().parents[1] / "scenes"
 OBJECT_KEYS = {"mesh", "texture", "rgba", "pose", "fixed", "density", "mass", "friction", "restitution"}
 
 
 def builtin_recipe(name: str = "tabletop") -> Path:
-
-    known = sorted(p.parent.name for p in SCENES_DIR.glob("*/recipe.json"))
-    if name not in known:
-        raise UnknownNameError("bundled scene", name, known)
-    return SCENES_DIR / name / "recipe.json"
+    """``recipe.json`` of a registered scene (bundled or from an installed pack)."""
+    return scene_recipe(name)
 
 
 def camera_from_recipe(r: _Reader, d: dict, where: str) -> Camera:

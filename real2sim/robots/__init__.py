@@ -5,18 +5,26 @@
 >>> urdf = robot_urdf(r)               # resolved, cached, self-contained URDF
 
 Adding a robot: write ``real2sim/robots/<name>.py`` defining ``ROBOT = RobotDef(...)`` and add
-its module name to ``ROBOT_MODULES``.
+its module name to ``ROBOT_MODULES``; or, from an installed package, advertise a :class:`RobotDef` (or a callable
+returning one) under the ``real2sim.robots`` entry-point group::
+
+    [project.entry-points."real2sim.robots"]
+    my_arm = "my_pack.robots:MY_ARM"
 """
 from __future__ import annotations
 
 import importlib
+import logging
 from functools import lru_cache
 from pathlib import Path
 
 from real2sim.core.errors import UnknownNameError
+from real2sim.core.plugins import load_entry_points
 from real2sim.robots.spec import RobotDef, cache_dir, resolve_urdf
 
 ROBOT_MODULES = ("widowx250s", "panda")
+ENTRY_POINT_GROUP = "real2sim.robots"
+log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=None)
@@ -24,6 +32,10 @@ def _all() -> dict[str, RobotDef]:
     out = {}
     for mod in ROBOT_MODULES:
         r = importlib.import_module(f"{__name__}.{mod}").ROBOT
+        out[r.name] = r
+    for _, r in load_entry_points(ENTRY_POINT_GROUP, RobotDef):
+        if r.name in out:
+            log.warning("robot '%s' from an installed package replaces the built-in one", r.name)
         out[r.name] = r
     return out
 

@@ -6,6 +6,7 @@ See :mod:`segmentation.core` for the backends and :mod:`segmentation.propagate` 
 from __future__ import annotations
 
 from real2sim.core.errors import SegmentationError
+from real2sim.core.plugins import load_entry_points
 from real2sim.segmentation.core import BACKENDS, Prompt, register_backend, segment
 from real2sim.segmentation.difference import (
     DifferenceConfig,
@@ -22,9 +23,14 @@ from real2sim.segmentation.propagate import (
 from real2sim.segmentation.sam import SamBackend, sam
 from real2sim.segmentation.stage import segment_stage
 
+ENTRY_POINT_GROUP = "real2sim.segmenters"
+"""Installed packs add backends here: ``name = "my_pack.seg:segment"`` with ``segment(image, prompt, plate=None)``."""
+
 register_backend("difference", difference)
 register_backend("grabcut", grabcut)
 register_backend("sam", sam)
+for _name, _backend in load_entry_points(ENTRY_POINT_GROUP):  # installed packs: fn(image, prompt, plate=None) -> mask
+    register_backend(_name, _backend)
 
 __all__ = ["BACKENDS", "Prompt", "SegmentationError", "register_backend", "segment", "difference",
            "difference_mask", "DifferenceConfig", "grabcut", "GrabCutConfig", "propagate", "propagate_many", "Propagation",

@@ -18,6 +18,7 @@ from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 from real2sim.pipeline import build, export_bundle
 from real2sim.pipeline.check import check_bundle
 from real2sim.pipeline.recipe import add_object
+from real2sim.scenes import list_scenes
 from real2sim.segmentation.robot_fit import robot_fit_stage
 from real2sim.segmentation.robot_masks import robot_masks_stage
 
@@ -39,7 +40,8 @@ def cmd_demo(args) -> int:
         def on_stage(name):
             prog.update(task, description=f"demo: {name}", completed=STAGES.index(name))
 
-        rep = run_demo(Path(args.out), workers=args.workers, episodes=args.episodes, on_stage=on_stage)
+        rep = run_demo(Path(args.out), scene=args.scene, workers=args.workers, episodes=args.episodes, task=args.task,
+                       on_stage=on_stage)
         prog.update(task, completed=len(STAGES))
     t = Table(title=f"real2sim demo -> {rep.out_dir}")
     t.add_column("stage")
@@ -57,17 +59,17 @@ def cmd_demo(args) -> int:
                   f"texture min PSNR {b.get('texture', {}).get('min_psnr_db')} dB")
     for k, v in rep.exports.items():
         con.print(f"export {k:7s} {v}")
-    con.print(f"drop test MuJoCo vs SAPIEN: worst position {worst(rep.drop_position_mm):.2f} mm, "
+    con.print(f"drop test {' vs '.join(rep.success) or 'engines'}: worst position {worst(rep.drop_position_mm):.2f} mm, "
               f"worst angle {worst(rep.drop_angle_deg):.2f} deg (limits 5 mm / 5 deg)")
     con.print("camera projection vs bundle (max px): " + ", ".join(f"{k} {v:.4f}" for k, v in rep.projection_px.items()))
-    e = Table(title="success rate on lift_cube (state observations)")
+    e = Table(title=f"success rate on {rep.task} (state observations)")
     e.add_column("policy")
     for engine in rep.success:
         e.add_column(engine, justify="right")
     for policy in next(iter(rep.success.values()), {}):
         e.add_row(policy, *[f"{rep.success[eng][policy]:.2f}" for eng in rep.success])
     con.print(e)
-    con.print(f"ranking agreement SAPIEN vs MuJoCo: MMRV {rep.mmrv}, Pearson r {rep.pearson}")
+    con.print(f"ranking agreement {' vs '.join(reversed(list(rep.success)))}: MMRV {rep.mmrv}, Pearson r {rep.pearson}")
     for k, v in rep.pictures.items():
         con.print(f"picture ({k}): {rep.out_dir / v}")
     con.print(f"review it in the browser: real2sim review {rep.out_dir}   (serves http://127.0.0.1:7860)")
@@ -249,7 +251,9 @@ def make_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"real2sim {__version__}")
     ap.add_argument("-v", "--verbose", action="count", default=0)
     sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="run the journey on the bundled tabletop scene")
+    p = sub.add_parser("demo", help="run the journey on a bundled (or installed) scene with no input")
+    p.add_argument("--scene", default="tabletop", choices=list_scenes(), help="scene recipe (default: tabletop)")
+    p.add_argument("--task", default=None, help="task of the scene to evaluate (default: its first)")
     p.add_argument("--out", default="demo_out", help="bundle directory to write (default: ./demo_out)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--episodes", type=int, default=6, help="episodes per policy and engine")
@@ -302,7 +306,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="re-run stages even if unchanged")
     _add_collision_args(p)
     p.set_defaults(fn=cmd_build)
-    p = sub.add_parser("export", help="export to MJCF, USD and SAPIEN; each is loaded back in its engine")
+    p = sub.add_parser("export", help="export to every registered engine (or --engine); each export is loaded back in its engine")
     p.add_argument("dir")
     p.add_argument("--engine", action="append", choices=engine_names(), help="repeatable; default all")
     p.add_argument("--force", action="store_true")
