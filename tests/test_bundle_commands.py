@@ -50,7 +50,7 @@ def test_calibrate_refuses_swapped_or_too_few_points(tmp_path, capsys):
     before = (b.root / "scene.json").read_bytes()
     (tmp_path / "few.json").write_text(json.dumps({"pixels": [[1, 2], [3, 4], [5, 6]], "world": [[0, 0, 0], [1, 0, 0], [0, 1, 0]]}))
     assert main(["calibrate", str(b.root), "--points", str(tmp_path / "few.json")]) == 2
-    assert "at least 4" in capsys.readouterr().out
+    assert "at least 4" in capsys.readouterr().err
     assert (b.root / "scene.json").read_bytes() == before
 
 

@@ -107,8 +107,8 @@ def test_bad_prompts_file_names_the_entity_and_field_and_writes_nothing(tmp_path
     (tmp_path / "p.json").write_text(json.dumps({"cube": {"points": [[10, 10]], "colour": "red"}}))
     args = ["init", str(tmp_path / "scene"), "--frames", str(frames), "--prompts", str(tmp_path / "p.json")]
     assert main(args) == 2
-    assert "'cube' has unknown field(s) ['colour']" in " ".join(capsys.readouterr().out.split())
+    assert "'cube' has unknown field(s) ['colour']" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "scene").exists()
     (tmp_path / "p.json").write_text(json.dumps({"cube": {"points": [[10, 10]], "frame": 5}}))
     assert main(args) == 2
-    assert "the clip has frames 0..1" in " ".join(capsys.readouterr().out.split())
+    assert "the clip has frames 0..1" in " ".join(capsys.readouterr().err.split())

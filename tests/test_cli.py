@@ -61,7 +61,7 @@ def test_collide_names_a_bad_file(tmp_path):
     bad.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     proc = run("collide", str(bad), "--out", str(tmp_path / "o"), tmp_path=tmp_path, check=False)
     assert proc.returncode == 2
-    assert "flat.obj" in proc.stdout
+    assert "flat.obj" in proc.stderr
 
 
 def test_build_then_export_from_the_command_line(tmp_path):
@@ -78,7 +78,7 @@ def test_build_then_export_from_the_command_line(tmp_path):
 def test_bad_bundle_gives_a_clear_error(tmp_path):
     proc = run("build", str(tmp_path / "missing"), tmp_path=tmp_path, check=False)
     assert proc.returncode == 2
-    assert "not a directory" in proc.stdout
+    assert "not a directory" in proc.stderr and "error" in proc.stderr and not proc.stdout  # errors go to stderr
 
 
 def test_add_object_to_a_bundle(tmp_path):
@@ -91,7 +91,7 @@ def test_add_object_to_a_bundle(tmp_path):
     obj = Bundle.load(b.root).object("cube2")
     assert obj.pose.position[2] == pytest.approx(0.0225) and obj.density == 500  # resting on the table
     proc = run("add-object", str(b.root), "cube2", "--mesh", str(mesh), tmp_path=tmp_path, check=False)
-    assert proc.returncode == 2 and "already in" in proc.stdout
+    assert proc.returncode == 2 and "already in" in proc.stderr
 
 
 def test_add_task_validates_and_records(tmp_path):
@@ -104,6 +104,6 @@ def test_add_task_validates_and_records(tmp_path):
     assert Bundle.load(b.root).manifest.tasks["lift_mug"].success["object"] == "mug"
     bad = run("add-task", str(b.root), "x", "--instruction", "x", "--success", '{"type": "lifted", "object": "mugg"}',
               tmp_path=tmp_path, check=False)
-    assert bad.returncode == 2 and "did you mean 'mug'" in bad.stdout
+    assert bad.returncode == 2 and "did you mean 'mug'" in bad.stderr
     bad = run("add-task", str(b.root), "x", "--instruction", "x", "--success", '{"type": "lift"}', tmp_path=tmp_path, check=False)
-    assert bad.returncode == 2 and "lifted" in bad.stdout
+    assert bad.returncode == 2 and "lifted" in bad.stderr

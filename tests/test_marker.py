@@ -151,7 +151,7 @@ def test_cli_wrong_id_names_the_ids_found_and_keeps_the_bundle(tmp_path, capsys)
     b = _bundle(tmp_path, cam)
     before = (b.root / "scene.json").read_bytes()
     assert _cli(b, tmp_path / "marker.png", 8, 0.10, (0.1, 0.05, 0.0)) == 2
-    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    out = " ".join(capsys.readouterr().err.split())  # errors go to stderr; rich wraps long lines
     assert "marker.png" in out and "id 8" in out and "found id(s) 3, 7" in out and "Did you mean 7?" in out
     assert (b.root / "scene.json").read_bytes() == before
     assert not (b.root / "reports" / "calibration.json").exists()
@@ -166,15 +166,15 @@ def test_cli_no_marker_names_the_image_and_the_dictionary_it_may_be(tmp_path, ca
     before = (b.root / "scene.json").read_bytes()
     write_rgb(tmp_path / "blank.png", np.full((480, 640, 3), 128, np.uint8))
     assert _cli(b, tmp_path / "blank.png", 0, 0.1, (0, 0, 0)) == 2
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().err.split())
     assert "blank.png: no ArUco marker of DICT_4X4_50 found" in out and "white border" in out
     # a 5x5 marker, looked for as 4x4: the error says which dictionary it is
     write_rgb(tmp_path / "five.png", _render(cam, [(12, 0.1, marker_pose_flat(0.1, 0.05, 0.0))], "DICT_5X5_100"))
     assert _cli(b, tmp_path / "five.png", 12, 0.1, (0.1, 0.05, 0.0)) == 2
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().err.split())
     assert "five.png" in out and "DICT_5X5_1000" in out and "ids 12" in out
     assert _cli(b, tmp_path / "five.png", 12, 0.1, (0.1, 0.05, 0.0), "--marker-dictionary", "DICT_5X5_10") == 2
-    assert "did you mean" in capsys.readouterr().out
+    assert "did you mean" in capsys.readouterr().err
     assert (b.root / "scene.json").read_bytes() == before
     # and with the right dictionary it works
     assert _cli(b, tmp_path / "five.png", 12, 0.1, (0.1, 0.05, 0.0), "--marker-dictionary", "DICT_5X5_100") == 0
@@ -186,7 +186,7 @@ def test_cli_marker_needs_its_id_size_and_place(tmp_path, capsys):
     from real2sim.apps.cli import main
 
     assert main(["calibrate", str(b.root), "--marker", "m.png", "--marker-id", "3"]) == 2
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().err.split())
     assert "--marker-size, --marker-at" in out
     with pytest.raises(SystemExit):
         main(["calibrate", str(b.root), "--marker", "m.png", "--marker-at", "0.1,0.2"])

@@ -66,7 +66,7 @@ def test_sysid_cli_writes_gains_plot_and_bundle(tmp_path):
     import argparse
     import json
 
-    from real2sim.apps.cli.robots import add_parsers
+    from real2sim.apps.cli.robot import add_parsers
     from real2sim.core.bundle import Bundle
     from real2sim.engines.sandbox import robot_only_bundle
 

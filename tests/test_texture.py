@@ -242,7 +242,7 @@ def _add_frame(bundle, img, masks: dict, camera="main"):
 def test_align_and_texture_stages_via_cli(mujoco_truth, tmp_path):
     import shutil
 
-    from real2sim.apps.cli.texture import main
+    from real2sim.apps.cli import main
     from real2sim.core.bundle import Bundle
     from real2sim.core.manifest import Pose
     from real2sim.render.align import pose_error
@@ -285,7 +285,7 @@ def test_align_and_texture_stages_via_cli(mujoco_truth, tmp_path):
 def test_bad_input_keeps_previous_pose_and_texture(tabletop, tmp_path):
     import shutil
 
-    from real2sim.apps.cli.texture import main
+    from real2sim.apps.cli import main
     from real2sim.core.bundle import Bundle
 
     root = tmp_path / "scene"
@@ -432,7 +432,7 @@ def test_robot_appearance_from_mujoco_frame(tmp_path):
     GAIN x the originals, written into robot.appearance, and the MJCF export uses them."""
     from conftest import give_simple_collision
 
-    from real2sim.apps.cli.texture import main
+    from real2sim.apps.cli import main
     from real2sim.core.camera import Camera
     from real2sim.core.geometry import look_at_opencv
     from real2sim.core.manifest import CameraSpec, Pose, RobotSpec

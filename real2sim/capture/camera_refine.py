@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -289,8 +290,24 @@ def _decide(rep: dict, min_gain: float) -> tuple[bool, str]:
                    "away); previous camera pose kept")
 
 
-def refine_camera_stage(bundle: Bundle, camera: str = "main", force: bool = False, dof: int = 6,
-                        max_evals: int = 400, min_gain: float = MIN_GAIN):
+@dataclass
+class RefineCameraConfig:
+    """Settings of ``real2sim refine-camera``."""
+
+    camera: str = "main"
+    """Bundle camera whose pose is refined."""
+    dof: int = 6
+    """6: move and turn the camera; 3: only turn it (its position is measured). One frame of a gripper pins where
+    the robot lands in the image, not the whole pose (docs/journey.md)."""
+    max_evals: int = 400
+    """Loss evaluations of the coarse-to-fine search."""
+    min_gain: float = MIN_GAIN
+    """Keep the old pose unless the mean IoU improves by this much."""
+
+
+def refine_camera_stage(bundle: Bundle, camera: str = RefineCameraConfig.camera, force: bool = False,
+                        dof: int = RefineCameraConfig.dof, max_evals: int = RefineCameraConfig.max_evals,
+                        min_gain: float = RefineCameraConfig.min_gain):
     """Refine camera ``camera`` against the robot masks and write it into the manifest. Returns (record, ran).
 
     Writes ``reports/camera_refine.json`` and ``reports/camera_refine.png``. The previous pose is kept when the

@@ -34,8 +34,8 @@ class CollisionConfig:
     """Per-object time limit of the CoACD subprocess; it is killed after this."""
     primitive_iou: float = 0.97
     """'auto' accepts a box/cylinder/sphere when its occupancy IoU with the mesh is at least this."""
-    workers: int = 1
-    """Objects decomposed in parallel by :func:`collision.decompose_many`."""
+    workers: int = 2
+    """Objects decomposed in parallel (each CoACD run is its own process); does not change the result."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

@@ -32,7 +32,7 @@ STAGE_STATUSES = ("pending", "done", "stale", "failed")
 COLLISION_KINDS = ("pending", "none", "hulls", "box", "cylinder", "sphere")
 
 
-class _Reader:
+class FieldReader:
     """Reads typed values out of nested dicts, raising ManifestError with the field path."""
 
     def __init__(self, path: str):
@@ -111,7 +111,7 @@ class Pose:
         return cls([round(float(x), 9) for x in p], [round(float(x), 9) for x in q])
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "Pose":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "Pose":
         r.obj(d, where, {"position", "quaternion_wxyz"}, {"position", "quaternion_wxyz"})
         q = r.vector(d["quaternion_wxyz"], f"{where}.quaternion_wxyz", 4)
         if abs(np.linalg.norm(q) - 1.0) > 1e-3:
@@ -142,7 +142,7 @@ class CameraSpec:
                    [float(x) for x in cam.distortion], float(cam.near), float(cam.far))
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "CameraSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "CameraSpec":
         names = {f.name for f in fields(cls)}
         r.obj(d, where, names, {"width", "height", "K", "T_world_camera"})
         K = r.matrix(d["K"], f"{where}.K", 3, 3)
@@ -167,7 +167,7 @@ class VisualSpec:
     rgba: list[float] = field(default_factory=lambda: [0.7, 0.7, 0.7, 1.0])
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "VisualSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "VisualSpec":
         r.obj(d, where, {"mesh", "texture", "rgba"}, {"mesh"})
         rgba = r.vector(d.get("rgba", [0.7, 0.7, 0.7, 1.0]), f"{where}.rgba", 4, lo=0.0)
         if max(rgba) > 1.0:
@@ -191,7 +191,7 @@ class CollisionSpec:
     pose: Pose = field(default_factory=Pose)
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "CollisionSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "CollisionSpec":
         r.obj(d, where, {"kind", "hulls", "size", "pose"}, {"kind"})
         kind = r.string(d["kind"], f"{where}.kind", COLLISION_KINDS)
         hulls = d.get("hulls", [])
@@ -219,7 +219,7 @@ class InertialSpec:
     inertia: list[list[float]]
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "InertialSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "InertialSpec":
         r.obj(d, where, {"mass", "com", "inertia"}, {"mass", "com", "inertia"})
         I = r.matrix(d["inertia"], f"{where}.inertia", 3, 3)
         if not np.allclose(I, I.T, atol=1e-9) or np.linalg.eigvalsh(I).min() <= 0:
@@ -243,7 +243,7 @@ class ObjectSpec:
     source: str = ""
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "ObjectSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "ObjectSpec":
         names = {f.name for f in fields(cls)}
         r.obj(d, where, names, {"pose", "visual"})
         mass = d.get("mass")
@@ -269,7 +269,7 @@ class LightSpec:
     color: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0])
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "LightSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "LightSpec":
         r.obj(d, where, {"direction", "color"})
         return cls(r.vector(d.get("direction", [0.3, 0.2, -1.0]), f"{where}.direction", 3),
                    r.vector(d.get("color", [1.0, 1.0, 1.0]), f"{where}.color", 3, lo=0.0))
@@ -283,7 +283,7 @@ class PhysicsSpec:
     gravity: list[float] = field(default_factory=lambda: [0.0, 0.0, -9.81])
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "PhysicsSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "PhysicsSpec":
         r.obj(d, where, {"timestep", "gravity"})
         return cls(r.number(d.get("timestep", 0.002), f"{where}.timestep", 0.0, 0.1, strict_lo=True),
                    r.vector(d.get("gravity", [0.0, 0.0, -9.81]), f"{where}.gravity", 3))
@@ -301,7 +301,7 @@ class StageRecord:
     message: str = ""
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "StageRecord":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "StageRecord":
         names = {f.name for f in fields(cls)}
         r.obj(d, where, names, {"status"})
         for k in ("config", "metrics"):
@@ -329,7 +329,7 @@ class RobotSpec:
     source: str = ""
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "RobotSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "RobotSpec":
         names = {f.name for f in fields(cls)}
         r.obj(d, where, names, {"name"})
         def vec_or_none(key, lo=None):
@@ -371,7 +371,7 @@ class TaskSpec:
     init: dict = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "TaskSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "TaskSpec":
         r.obj(d, where, {"instruction", "success", "time_limit_s", "init"}, {"instruction", "success"})
 
         def check(pred, w):
@@ -401,7 +401,7 @@ class FrameSpec:
     joint_positions: list[float] | None = None
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "FrameSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "FrameSpec":
         r.obj(d, where, {"image", "timestamp", "camera", "joint_positions"}, {"image"})
         jp = d.get("joint_positions")
         if jp is not None:
@@ -440,7 +440,7 @@ class CaptureSpec:
         return self.mask_states.get(key, {}).get(entity, "prompt")
 
     @classmethod
-    def parse(cls, r: _Reader, d: Any, where: str) -> "CaptureSpec":
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "CaptureSpec":
         r.obj(d, where, {"source", "frames", "plate", "plate_confidence", "masks", "mask_states"})
         frames = d.get("frames", [])
         if not isinstance(frames, list):
@@ -499,7 +499,7 @@ class Manifest:
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "scene.json") -> "Manifest":
-        r = _Reader(path)
+        r = FieldReader(path)
         names = {f.name for f in fields(cls)}
         r.obj(d, "", names, {"schema_version", "name"})
         version = d["schema_version"]

@@ -36,7 +36,7 @@ from real2sim.collision.stage import collision_stage, inertial_stage
 from real2sim.core.bundle import Bundle, atomic_write_json
 from real2sim.core.imaging import iou, psnr, read_mask, ssim
 from real2sim.core.imaging import read_rgb_float as read_rgb
-from real2sim.core.manifest import TaskSpec, _Reader
+from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.objio import write_obj
 from real2sim.engines import engine_for, get_exporter, simulator_names
 from real2sim.evaluation.envs.runner import evaluate, write_sim_csv
@@ -155,7 +155,7 @@ def _tasks(bundle: Bundle, r: float = 0.02) -> None:
                                                      "yellow_cube": {"xy": box(y), "yaw": [-0.3, 0.3]}},
                                          "min_separation": 0.06}},
     }
-    rd = _Reader("bridge tasks")
+    rd = FieldReader("bridge tasks")
     bundle.manifest.tasks = {k: TaskSpec.parse(rd, v, f"tasks.{k}") for k, v in tasks.items()}
 
 

@@ -41,6 +41,20 @@ POLICIES = ("scripted", "scripted:noise=0.03", "random")
 
 
 @dataclass
+class DemoConfig:
+    """What ``real2sim demo`` runs (its flags and defaults)."""
+
+    scene: str = "tabletop"
+    """Scene recipe: a bundled scene or one from an installed pack (real2sim.scenes)."""
+    task: str | None = None
+    """Task of the scene to evaluate (default: the scene's first)."""
+    workers: int = 2
+    """Objects decomposed in parallel (CoACD runs in subprocesses)."""
+    episodes: int = 6
+    """Episodes per policy and engine."""
+
+
+@dataclass
 class DemoReport:
     out_dir: Path
     task: str = ""
@@ -81,7 +95,8 @@ def misplacement(bundle: Bundle) -> dict[str, tuple[float, float, float]]:
     return out
 
 
-def run_demo(out_dir: Path, scene: str = "tabletop", workers: int = 2, episodes: int = 6, task: str | None = None,
+def run_demo(out_dir: Path, scene: str = DemoConfig.scene, workers: int = DemoConfig.workers,
+             episodes: int = DemoConfig.episodes, task: str | None = DemoConfig.task,
              on_stage: Callable[[str], None] | None = None) -> DemoReport:
     """Run the demo on a registered scene into ``out_dir``; ``on_stage(name)`` is called as each stage starts.
 

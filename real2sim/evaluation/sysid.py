@@ -307,9 +307,28 @@ class SysIdResult:
                                                "initial_train_loss", "evaluations")}
 
 
+@dataclass
+class SysIdConfig:
+    """How gains are fitted (``real2sim sysid``)."""
+
+    share: str = "per_joint"
+    """'per_joint': one stiffness/damping pair per arm joint; 'arm': one pair shared by the whole arm."""
+    rounds: int = 3
+    """Narrowing rounds of simulated annealing."""
+    iters_per_round: int = 60
+    """Annealing iterations per round."""
+    span: float = 4.0
+    """Search range around the start gains (a factor, each way)."""
+    heldout_fraction: float = 0.2
+    """Fraction of episodes held out (scored, not fitted)."""
+    seed: int = 0
+    """Random seed: the same episodes and seed give the same gains."""
+
+
 def fit_gains(episodes: list[Episode], robot, action_space: str = "ee_delta", heldout: list[Episode] | None = None,
-              engine: str | None = None, share: str = "per_joint", rounds: int = 3, iters_per_round: int = 60,
-              span: float = 4.0, workers: int = 1, seed: int = 0, default_k=None, default_d=None) -> SysIdResult:
+              engine: str | None = None, share: str = SysIdConfig.share, rounds: int = SysIdConfig.rounds,
+              iters_per_round: int = SysIdConfig.iters_per_round, span: float = SysIdConfig.span, workers: int = 1,
+              seed: int = SysIdConfig.seed, default_k=None, default_d=None) -> SysIdResult:
     """Simulated annealing over normalised gains, ``rounds`` narrowing rounds; deterministic for a seed."""
 
     r = get_robot(robot)
@@ -394,7 +413,8 @@ def plot_paths(path, real: list[np.ndarray], sim: list[np.ndarray], title: str =
     return path
 
 
-def run_sysid(trajectories, robot, out: Path | None = None, bundle_dir: Path | None = None, heldout_fraction: float = 0.2,
+def run_sysid(trajectories, robot, out: Path | None = None, bundle_dir: Path | None = None,
+              heldout_fraction: float = SysIdConfig.heldout_fraction,
               workers: int | None = None, action_space: str | None = None, **kw) -> SysIdResult:
     """Load, fit, report: writes gains JSON (``out``), and with a bundle its robot section + reports/sysid.{json,png}."""
 

@@ -28,12 +28,12 @@ from real2sim.core.errors import BundleError, ManifestError
 from real2sim.core.geometry import look_at_opencv
 from real2sim.core.manifest import (
     CameraSpec,
+    FieldReader,
     LightSpec,
     ObjectSpec,
     PhysicsSpec,
     RobotSpec,
     TaskSpec,
-    _Reader,
 )
 from real2sim.core.meshes import load_mesh
 from real2sim.core.stages import mark_changed
@@ -49,7 +49,7 @@ def builtin_recipe(name: str = "tabletop") -> Path:
     return scene_recipe(name)
 
 
-def camera_from_recipe(r: _Reader, d: dict, where: str) -> Camera:
+def camera_from_recipe(r: FieldReader, d: dict, where: str) -> Camera:
     r.obj(d, where, {"width", "height", "fx", "fy", "cx", "cy", "eye", "target", "up"},
           {"width", "height", "fx", "fy", "cx", "cy", "eye", "target"})
     K = np.array([[r.number(d["fx"], f"{where}.fx", 0, strict_lo=True), 0, r.number(d["cx"], f"{where}.cx")],
@@ -67,7 +67,7 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
         data = json.loads(recipe_path.read_text())
     except json.JSONDecodeError as exc:
         raise ManifestError(str(recipe_path), f"<line {exc.lineno}>", f"is not valid JSON ({exc.msg})") from exc
-    r = _Reader(str(recipe_path))
+    r = FieldReader(str(recipe_path))
     r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects", "robot", "tasks"},
           {"name", "objects"})
     robot = _import_robot(r, data["robot"]) if data.get("robot") is not None else None  # refuse before writing
@@ -89,7 +89,7 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
     return bundle
 
 
-def _import_object(bundle: Bundle, r: _Reader, base: Path, oid: str, od: dict) -> ObjectSpec:
+def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dict) -> ObjectSpec:
     where = f"objects.{oid}"
     r.obj(od, where, OBJECT_KEYS, {"mesh", "pose"})
     src = base / r.string(od["mesh"], f"{where}.mesh")
@@ -115,7 +115,7 @@ def _import_object(bundle: Bundle, r: _Reader, base: Path, oid: str, od: dict) -
     return spec
 
 
-def _import_robot(r: _Reader, d: dict):
+def _import_robot(r: FieldReader, d: dict):
     """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones)."""
 
     spec = RobotSpec.parse(r, d, "robot")
@@ -151,7 +151,7 @@ def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None
                                           "quaternion_wxyz": [float(x) for x in quaternion_wxyz]}, **props}
     if texture is not None:
         entry["texture"] = str(Path(texture).resolve())
-    r = _Reader("add-object")
+    r = FieldReader("add-object")
     bundle.manifest.objects[oid] = _import_object(bundle, r, Path("/"), oid, entry)
     mark_changed(bundle, "object_meshes", "object_poses")
     bundle.save()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from real2sim.apps.cli.console import console
 from real2sim.capture.calibrate import calibrate_extrinsics, calibrate_intrinsics, calibrate_marker, marker_pose_flat
 from real2sim.capture.frames import read_frames
 from real2sim.capture.plate import PlateConfig, make_plate
@@ -22,7 +23,6 @@ log = logging.getLogger(__name__)
 
 
 def cmd_init(args) -> int:
-    from rich.console import Console
 
     summary = capture_scene(Path(args.dir), args.frames, camera=args.camera, points=getattr(args, "points", None),
                             prompts=getattr(args, "prompts", None), robot=args.robot,
@@ -30,7 +30,7 @@ def cmd_init(args) -> int:
                             plate=not getattr(args, "no_plate", False), overwrite=getattr(args, "force", False),
                             name=getattr(args, "name", None), stride=getattr(args, "stride", 1),
                             max_frames=getattr(args, "max_frames", None), episode=getattr(args, "episode", 0))
-    _print_capture_summary(Console(), Path(args.dir), summary)
+    _print_capture_summary(console(), Path(args.dir), summary)
     return 0
 
 
@@ -81,7 +81,6 @@ def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
 
 
 def cmd_plate(args) -> int:
-    from rich.console import Console
 
     src = read_frames(args.frames)
     masks, names = None, None
@@ -92,11 +91,11 @@ def cmd_plate(args) -> int:
     write_rgb(Path(args.out), plate)
     if args.confidence:
         write_gray(Path(args.confidence), conf)
-    Console().print(f"{args.out}: plate from {rep['frames_used']} frames in {rep['seconds']:.2f} s; "
+    console().print(f"{args.out}: plate from {rep['frames_used']} frames in {rep['seconds']:.2f} s; "
                     f"{rep['coverage_many']:.1%} seen in many frames, {rep['coverage_few']:.1%} in few, "
                     f"{rep['inpainted_fraction']:.1%} inpainted ({rep['inpaint_method']})")
     for w in rep["warnings"]:
-        Console().print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
+        console().print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
     return 0
 
 
@@ -124,7 +123,6 @@ def _marker_at(text: str) -> tuple[float, ...]:
 
 
 def cmd_calibrate(args) -> int:
-    from rich.console import Console
 
     marker = getattr(args, "marker", None)
     if marker:
@@ -136,7 +134,7 @@ def cmd_calibrate(args) -> int:
         if args.points:
             raise CaptureError("give either --points (clicked pairs) or --marker for the camera pose, not both")
     bundle = Bundle.load(Path(args.dir))
-    con = Console()
+    con = console()
     if args.checkerboard:
         rep = calibrate_intrinsics(bundle, Path(args.checkerboard), args.pattern, args.square, args.camera)
         con.print(f"intrinsics from {rep['images']} checkerboard images: RMS {rep['rms_px']:.3f} px")
@@ -173,7 +171,6 @@ def _calibrate_marker(con, bundle, args) -> None:
 def cmd_table(args) -> int:
     import json
 
-    from rich.console import Console
 
     bundle = Bundle.load(Path(args.dir))
     charuco = None
@@ -194,7 +191,7 @@ def cmd_table(args) -> int:
     finally:
         for q, lv in zip(quiet, levels):
             q.setLevel(lv)
-    con = Console()
+    con = console()
     rep = json.loads((bundle.root / "reports" / "table.json").read_text())
     if not ran:
         con.print(f"{bundle.root}: table stage unchanged (same inputs and table height); --force re-runs it")

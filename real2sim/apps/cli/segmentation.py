@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from real2sim.apps.cli.console import console
 from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import ImageError, SegmentationError
 from real2sim.core.imaging import read_rgb
@@ -41,7 +42,6 @@ def cmd_segment(args) -> int:
 
     import numpy as np
     from PIL import Image
-    from rich.console import Console
 
     image = _read_rgb(Path(args.image), "image")
     plate = _read_rgb(Path(args.plate), "plate") if args.plate else None
@@ -57,14 +57,13 @@ def cmd_segment(args) -> int:
     buf = io.BytesIO()
     Image.fromarray(np.where(mask, 255, 0).astype(np.uint8), mode="L").save(buf, format="PNG")
     atomic_write_bytes(Path(args.out), buf.getvalue())
-    Console().print(f"{args.out}: {int(mask.sum())} px ({mask.mean():.2%} of the image) in {dt:.2f} s")
+    console().print(f"{args.out}: {int(mask.sum())} px ({mask.mean():.2%} of the image) in {dt:.2f} s")
     return 0 if mask.any() else 1
 
 
 def cmd_masks(args) -> int:
     import json
 
-    from rich.console import Console
 
     bundle = Bundle.load(Path(args.dir))
     stored = bundle.root / "masks" / "prompts.json"
@@ -74,7 +73,7 @@ def cmd_masks(args) -> int:
     prompts[args.entity] = {"frame": args.frame, "prompt": Prompt(pts, labels, args.box).to_dict(),
                             "propagate": not args.no_propagate}  # earlier entities keep their own choice
     rec = segment_stage(bundle, prompts, backend=args.backend)
-    con = Console()
+    con = console()
     con.print(f"{rec.message}; masks recorded in {bundle.root / 'scene.json'} (capture.masks)")
     con.print(f"contact sheet: {bundle.root / 'reports' / 'segment.png'}")
     if rec.metrics.get("flagged_frames"):

@@ -35,7 +35,7 @@ from real2sim.core.errors import (
     require,
 )
 from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
-from real2sim.core.manifest import TaskSpec, _Reader
+from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.meshes import load_mesh
 from real2sim.engines import engine_for, get_engine, get_exporter, simulator_names
 from real2sim.evaluation.envs import tasks as T
@@ -98,7 +98,7 @@ def resolve_task(manifest, task):
     if isinstance(task, TaskSpec):
         return "custom", task
     if isinstance(task, dict):
-        return task.get("id", "custom"), TaskSpec.parse(_Reader("<task>"), {k: v for k, v in task.items() if k != "id"}, "task")
+        return task.get("id", "custom"), TaskSpec.parse(FieldReader("<task>"), {k: v for k, v in task.items() if k != "id"}, "task")
     if not manifest.tasks:
         raise Real2SimError(f"bundle '{manifest.name}' defines no tasks. Fix: add a 'tasks' entry to scene.json "
                             "(see docs/evaluation.md) or pass a task dict")

@@ -35,6 +35,26 @@ _CACHE: dict = {}  # per process: env config key -> env (engines and renderers a
 
 
 @dataclass
+class EvalOptions:
+    """How an evaluation runs (the options of ``real2sim eval`` and the defaults of :func:`evaluate`)."""
+
+    episodes: int = 10
+    """Episodes per policy (seeds seed .. seed + episodes - 1)."""
+    workers: int = 1
+    """Local processes, each with its own env reused across episodes (or Ray CPUs with --ray)."""
+    backend: str | None = None
+    """Simulator (default: the engine registry's first that simulates)."""
+    obs_mode: str = "composited"
+    """'composited' (real plate + simulated foreground, what SIMPLER's visual matching shows), 'render' or 'state'."""
+    out_dir: str = "results"
+    """Results folder (episodes.jsonl, sim.csv); a re-run resumes from it."""
+    seed: int = 0
+    """First episode seed."""
+    videos: bool = False
+    """Write one mp4 per episode under OUT/videos."""
+
+
+@dataclass
 class EvalConfig:
     bundle_dir: str
     policy: str
@@ -215,9 +235,10 @@ def _worker_init() -> None:
     logging.basicConfig(level=logging.WARNING)
 
 
-def evaluate(bundle_dir, task: str | None, policy: str, episodes: int, workers: int = 1, backend: str | None = None,
-             ray=None, videos: bool = False, out_dir="results", seed: int = 0, obs_mode: str = "composited",
-             obs_size=None, progress: Callable[[int, int, dict], None] | None = None,
+def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOptions.episodes,
+             workers: int = EvalOptions.workers, backend: str | None = EvalOptions.backend, ray=None,
+             videos: bool = EvalOptions.videos, out_dir=EvalOptions.out_dir, seed: int = EvalOptions.seed,
+             obs_mode: str = EvalOptions.obs_mode, obs_size=None, progress: Callable[[int, int, dict], None] | None = None,
              env_kwargs: dict | None = None) -> EvalSummary:
     """Run ``episodes`` seeded episodes (seeds ``seed .. seed + episodes - 1``), resuming from ``out_dir``.
 

@@ -1,0 +1,89 @@
+"""Bundle commands: ``real2sim check``, ``add-object`` and ``add-task``."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from real2sim.apps.cli.console import say
+from real2sim.core.bundle import Bundle
+from real2sim.core.errors import ManifestError
+from real2sim.core.manifest import FieldReader, TaskSpec
+from real2sim.pipeline.check import check_bundle
+from real2sim.pipeline.recipe import add_object
+
+
+def cmd_check(args) -> int:
+    findings = check_bundle(Path(args.dir), load_meshes=not args.quick)
+    for f in findings:
+        say(("[red]" if f.level == "error" else "[yellow]") + str(f), markup=True)
+    errors = sum(f.level == "error" for f in findings)
+    say(f"{args.dir}: {errors} error(s), {len(findings) - errors} warning(s)")
+    return 1 if errors else 0
+
+
+def cmd_add_object(args) -> int:
+    bundle = Bundle.load(Path(args.dir))
+    props = {k: getattr(args, k) for k in ("density", "mass", "friction") if getattr(args, k) is not None}
+    if args.fixed:
+        props["fixed"] = True
+    obj = add_object(bundle, args.id, Path(args.mesh), Path(args.texture) if args.texture else None,
+                     [float(v) for v in args.position.split(",")] if args.position else None, **props)
+    say(f"added '{args.id}' at {obj.pose.position} ({obj.visual.mesh}); "
+        f"next: real2sim masks {args.dir} --entity {args.id} --point X,Y, then real2sim build {args.dir}")
+    return 0
+
+
+def cmd_add_task(args) -> int:
+    bundle = Bundle.load(Path(args.dir))
+    try:
+        success = json.loads(args.success)
+        init = json.loads(args.init) if args.init else {}
+    except json.JSONDecodeError as exc:
+        raise ManifestError("add-task", "--success/--init", f"is not valid JSON ({exc})",
+                            'quote it, e.g. --success \'{"type": "lifted", "object": "cube", "height": 0.04}\'') from exc
+    spec = TaskSpec.parse(FieldReader("add-task"), {"instruction": args.instruction, "success": success,
+                          "time_limit_s": args.time_limit, "init": init}, f"tasks.{args.id}")
+    for oid in _objects_named(success):
+        bundle.object(oid)  # unknown object ids suggest close ones
+    bundle.manifest.tasks[args.id] = spec
+    bundle.save()
+    say(f"task '{args.id}' added: {args.instruction!r}; evaluate with: real2sim eval {args.dir} --task {args.id} "
+        "--policy scripted")
+    return 0
+
+
+def _objects_named(pred: dict) -> list[str]:
+    names = [pred[k] for k in ("object", "support", "container", "target") if isinstance(pred.get(k), str)]
+    for t in pred.get("terms", []):
+        names += _objects_named(t)
+    return names
+
+
+def add_parsers(subparsers) -> None:
+    p = subparsers.add_parser("check", help="validate a scene bundle")
+    p.add_argument("dir")
+    p.add_argument("--quick", action="store_true", help="do not load meshes")
+    p.set_defaults(fn=cmd_check)
+
+    p = subparsers.add_parser("add-object", help="add an object (a mesh, optionally textured) to a bundle")
+    p.add_argument("dir")
+    p.add_argument("id", help="object id ([A-Za-z0-9_-])")
+    p.add_argument("--mesh", required=True, help="OBJ, STL, PLY, GLB or DAE, in metres")
+    p.add_argument("--texture", help="texture image for the mesh's UVs")
+    p.add_argument("--position", help="x,y,z in metres (default: resting on the table centre)")
+    p.add_argument("--density", type=float, help="kg/m^3 (default 1000)")
+    p.add_argument("--mass", type=float, help="kg (overrides density)")
+    p.add_argument("--friction", type=float)
+    p.add_argument("--fixed", action="store_true", help="static (e.g. a shelf)")
+    p.set_defaults(fn=cmd_add_object)
+
+    p = subparsers.add_parser("add-task", help="add an evaluation task (instruction, success predicate, init)")
+    p.add_argument("dir")
+    p.add_argument("id")
+    p.add_argument("--instruction", required=True, help="language instruction given to the policy")
+    p.add_argument("--success", required=True,
+                   help='JSON predicate, e.g. \'{"type": "lifted", "object": "cube", "height": 0.04}\'')
+    p.add_argument("--init", help='JSON randomisation, e.g. \'{"objects": {"cube": {"xy": [[0.1, -0.1], [0.15, -0.05]]}}}\'')
+    p.add_argument("--time-limit", type=float, default=TaskSpec.time_limit_s, dest="time_limit",
+                   help=f"seconds (default {TaskSpec.time_limit_s})")
+    p.set_defaults(fn=cmd_add_task)

@@ -1,0 +1,105 @@
+"""Robot commands: ``real2sim robots``, ``fit-robot``, ``robot-masks``, ``refine-camera`` and ``sysid``."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from real2sim.apps.cli.console import say
+from real2sim.apps.cli.options import add_config_options, config_from_args
+from real2sim.capture.camera_refine import RefineCameraConfig, refine_camera_stage
+from real2sim.core.bundle import Bundle
+from real2sim.engines import engine_names
+from real2sim.evaluation.sysid import SysIdConfig, run_sysid
+from real2sim.robots import get_robot, list_robots, robot_urdf
+from real2sim.segmentation.robot_fit import robot_fit_stage
+from real2sim.segmentation.robot_masks import robot_masks_stage
+
+
+def cmd_robots(args) -> int:
+    for name in list_robots():
+        r = get_robot(name)
+        line = f"{r.name:12s} dof {r.dof}  aliases {', '.join(r.aliases)}  EE {r.ee_link}  {r.description}"
+        if args.resolve:
+            line += f"\n    urdf: {robot_urdf(r)}"
+        say(line)
+    return 0
+
+
+def cmd_fit_robot(args) -> int:
+    bundle = Bundle.load(Path(args.dir))
+    rec, ran = robot_fit_stage(bundle, args.frame, force=args.force)
+    q = bundle.manifest.capture.frames[args.frame].joint_positions
+    say(f"robot joints {'fitted' if ran else 'unchanged'} for frame {args.frame}: silhouette IoU "
+        f"{rec.metrics.get('iou_start')} -> {rec.metrics.get('iou_fitted')}; q = {q}  {rec.message}")
+    return 0
+
+
+def cmd_robot_masks(args) -> int:
+    rec, ran = robot_masks_stage(Bundle.load(Path(args.dir)), force=args.force)
+    say(f"robot masks {'written' if ran else 'unchanged'}: {rec.metrics}")
+    return 0
+
+
+def cmd_refine_camera(args) -> int:
+    cfg = config_from_args(RefineCameraConfig, args)
+    rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), force=args.force, **dataclasses.asdict(cfg))
+    say(f"refine-camera{'' if ran else ' (inputs unchanged, last run)'}: {rec.message} {rec.metrics}")
+    return 0
+
+
+def cmd_sysid(args) -> int:
+    cfg = config_from_args(SysIdConfig, args)
+    res = run_sysid(Path(args.trajectories), args.robot, action_space=args.action_space,
+                    out=Path(args.out) if args.out else None, bundle_dir=Path(args.bundle) if args.bundle else None,
+                    workers=args.workers, engine=args.engine, **dataclasses.asdict(cfg))
+    say(f"sysid {res.robot}: train loss {res.initial_train_loss:.5f} -> {res.train_loss:.5f} "
+        f"({res.evaluations} evaluations); held-out loss "
+        + (f"{res.heldout_loss:.5f}" if res.heldout_loss is not None else "n/a (too few episodes)"))
+    say("stiffness: " + ", ".join(f"{x:.1f}" for x in res.stiffness))
+    say("damping:   " + ", ".join(f"{x:.2f}" for x in res.damping))
+    if args.out:
+        say(f"gains written to {args.out}")
+    if args.bundle:
+        say(f"gains written into {args.bundle}/scene.json (robot); plot: {args.bundle}/reports/sysid.png")
+    if not args.out and not args.bundle:
+        say(json.dumps(res.to_json()))
+    return 0
+
+
+def add_parsers(subparsers) -> None:
+    p = subparsers.add_parser("robots", help="list the registered robots")
+    p.add_argument("--resolve", action="store_true", help="also build and show each resolved URDF")
+    p.set_defaults(fn=cmd_robots)
+
+    p = subparsers.add_parser("fit-robot", help="fit the robot's joints in a frame to its pixels (frame minus plate)")
+    p.add_argument("dir")
+    p.add_argument("--frame", type=int, default=0)
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_fit_robot)
+
+    p = subparsers.add_parser("robot-masks", help="masks of the robot rendered from the simulator at each frame's joints")
+    p.add_argument("dir")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_robot_masks)
+
+    p = subparsers.add_parser("refine-camera", help="refine a camera's pose by aligning the robot rendered at the "
+                                                    "frames' joints to its masks")
+    p.add_argument("dir")
+    add_config_options(p, RefineCameraConfig, choices={"dof": [3, 6]})
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_refine_camera)
+
+    p = subparsers.add_parser("sysid", help="fit the robot's joint drive gains to recorded trajectories")
+    p.add_argument("--trajectories", required=True, help=".npz trajectory file or LeRobot dataset root (docs/sysid.md)")
+    p.add_argument("--action-space", choices=["ee_delta", "joint_pos"], default=None,
+                   help="action space of LeRobot actions (an .npz file records its own)")
+    p.add_argument("--robot", required=True, help="registry robot name (real2sim robots)")
+    p.add_argument("--out", help="write the fitted gains as JSON here")
+    p.add_argument("--bundle", help="scene bundle: gains go into its robot section, plot into reports/")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: min(episodes, cores))")
+    p.add_argument("--engine", default=None, choices=engine_names("physics"),
+                   help=f"engine that simulates (default: {engine_names('physics')[0]})")
+    add_config_options(p, SysIdConfig, flags={"iters_per_round": "--iters", "heldout_fraction": "--heldout"},
+                       choices={"share": ["per_joint", "arm"]})
+    p.set_defaults(fn=cmd_sysid)
