@@ -78,9 +78,6 @@ class _Page:
     def frame_slider(self) -> gr.Slider:
         return gr.Slider(0, max(self.nframes - 1, 1), value=0, step=1, label="Frame", interactive=self.nframes > 1)
 
-    def version_note(self, version: str) -> str:
-        return f"scene.json version `{version}`"
-
 
 @dataclass
 class _Overlay:
@@ -112,6 +109,10 @@ class _CameraRobot:
     robot_note: gr.Markdown
     base: list
     """base x, y, z (m), yaw (deg) number boxes."""
+
+
+def _version_note(version: str) -> str:
+    return f"scene.json version `{version}`"
 
 
 def _writer(request) -> str | None:
@@ -169,7 +170,7 @@ def _wire_reload(page: _Page, app: gr.Blocks, undo_btn, reload_btn, overview: li
     def load_all(cam, frame, mode, blend, oid, cam2):
         ver = srv.version()
         img, note = srv.picture(cam, frame, mode, blend)
-        return (ver, page.version_note(ver), *views.overview(srv.bundle()), img, note, img,
+        return (ver, _version_note(ver), *views.overview(srv.bundle()), img, note, img,
                 *_object_values(srv, oid), *_camera_values(srv, cam2), img, *views.robot_fields(srv.bundle()))
     app.load(load_all, inputs, outputs)
 
@@ -287,7 +288,7 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
             img, _ = view(cam, frame, mode, blend)
             return ver, err_md(str(exc)), img, img, gr.update(), gr.update()
         img, _ = view(cam, frame, mode, blend)
-        return nver, ok_md(msg), img, img, page.version_note(nver), gr.update()
+        return nver, ok_md(msg), img, img, _version_note(nver), gr.update()
 
     pose_inputs = [page.version, objects.select, *sliders, *overlay.inputs]
     pose_outputs = [page.version, page.status, objects.image, overlay.image, page.version_md, objects.text]
@@ -315,7 +316,7 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
             msg, nver, done = str(exc), ver, False
         img, _ = view(cam, frame, mode, blend)
         sl = _object_values(srv, oid)[:6] if done and oid else [gr.update()] * 6
-        return (nver, ok_md(msg) if done else err_md(msg), img, img, page.version_note(nver), gr.update(), *sl)
+        return (nver, ok_md(msg) if done else err_md(msg), img, img, _version_note(nver), gr.update(), *sl)
 
     def realign(ver, oid, cam, frame, mode, blend, request: gr.Request = None):
         return rerun("alignment", ver, oid, cam, frame, mode, blend, request)
@@ -482,7 +483,7 @@ def _wire_camera(page: _Page, overlay: _Overlay, tab: _CameraRobot) -> None:
             img, _ = view(cam, frame, mode, blend)
             return ver, err_md(str(exc)), img, gr.update()
         img, _ = view(cam, frame, mode, blend)
-        return nver, ok_md(msg), img, page.version_note(nver)
+        return nver, ok_md(msg), img, _version_note(nver)
 
     inputs = [page.version, tab.select, *tab.sliders, overlay.frame, overlay.mode, overlay.blend]
     outputs = [page.version, page.status, tab.image, page.version_md]
@@ -502,7 +503,7 @@ def _wire_robot(page: _Page, base: list, robot_btn) -> None:
                                             writer=_writer(request))
         except (Real2SimError, TypeError, ValueError) as exc:
             return ver, err_md(str(exc)), gr.update()
-        return res.version, ok_md(res.message), page.version_note(res.version)
+        return res.version, ok_md(res.message), _version_note(res.version)
     robot_btn.click(apply_robot, [page.version, *base], [page.version, page.status, page.version_md])
 
 
@@ -557,7 +558,7 @@ def _exporter(page: _Page):
         except Real2SimError as exc:
             files = views.export_files(srv.root)
             return (srv.version(), err_md(f"export failed: {exc}. The bundle is unchanged apart from the stage status; "
-                                          "previous exports are kept."), err_md(str(exc)), files, page.version_note(srv.version()))
+                                          "previous exports are kept."), err_md(str(exc)), files, _version_note(srv.version()))
         progress(0.9, desc="listing files")
         lines = views.export_lines(results, srv.root)
         srv.reset_preview()
@@ -565,7 +566,7 @@ def _exporter(page: _Page):
         failed = [n for n, r in results.items() if isinstance(r, Exception)]
         msg = (err_md(f"export failed for {', '.join(failed)} (the other engines exported; see below)") if failed
                else ok_md("export finished"))
-        return nver, msg, lines, views.export_files(srv.root), page.version_note(nver)
+        return nver, msg, lines, views.export_files(srv.root), _version_note(nver)
     return do_export
 
 
