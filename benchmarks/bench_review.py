@@ -27,8 +27,9 @@ def main(n: int = 30) -> None:
     from conftest import give_simple_collision
     from PIL import Image
 
-    from real2sim.apps.review import library as rv
-    from real2sim.apps.review.app import ReviewServer
+    from real2sim.apps.review import edits
+    from real2sim.apps.review.server import ReviewServer
+    from real2sim.core.bundle import Bundle
     from real2sim.core.manifest import FrameSpec
     from real2sim.engines import get_exporter
     from real2sim.pipeline import export_bundle
@@ -48,9 +49,9 @@ def main(n: int = 30) -> None:
         x0 = b.manifest.objects["cube"].pose.position
         slider, bare = [], []
         for i in range(n):
-            ver = rv.manifest_version(root)
+            ver = edits.manifest_version(root)
             t0 = time.perf_counter()
-            rv.set_object_pose(root, "cube", [x0[0] + 0.001 * (i + 1), x0[1], x0[2]], [0, 0, 0.1 * i / n],
+            edits.set_object_pose(root, "cube", [x0[0] + 0.001 * (i + 1), x0[1], x0[2]], [0, 0, 0.1 * i / n],
                                expected_version=ver)
             img, _ = srv.picture("main", 0, "composite", 0.5)
             slider.append(time.perf_counter() - t0)
@@ -61,19 +62,19 @@ def main(n: int = 30) -> None:
 
         for _ in range(n):
             t0 = time.perf_counter()
-            srv._on_render_thread(bare_render)
+            srv.on_render_thread(bare_render)
             bare.append(time.perf_counter() - t0)
 
         def naive_once():
             exp = get_exporter("mjcf")
             t0 = time.perf_counter()
-            exp.export(rv.Bundle.load(root), out_dir=Path(tmp) / "naive")
+            exp.export(Bundle.load(root), out_dir=Path(tmp) / "naive")
             sc = exp.load(Path(tmp) / "naive")
             sc.render("main")
             sc.close()
             return time.perf_counter() - t0
 
-        naive = [srv._on_render_thread(naive_once) for _ in range(3)]
+        naive = [srv.on_render_thread(naive_once) for _ in range(3)]
         srv.close()
 
     med = statistics.median

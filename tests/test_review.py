@@ -1,4 +1,4 @@
-"""Review-time edits (real2sim.apps.review.library): validation, atomic saves, undo, staleness, concurrent edits, preview."""
+"""Review-time edits (real2sim.apps.review: edits, preview, views): validation, atomic saves, undo, staleness, concurrent edits, preview."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from real2sim.apps.review import library as rv
+from real2sim.apps.review import edits, preview, views
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import ExportError
 from real2sim.pipeline.check import check_bundle
@@ -31,23 +31,23 @@ def test_set_object_pose_saves_marks_stale_and_undoes(exported):
     root = exported.root
     assert exported.manifest.stages["export"].status == "done"
     before = (root / "scene.json").read_bytes()
-    v0 = rv.manifest_version(root)
-    res = rv.set_object_pose(root, "cube", [0.05, -0.02, 0.0225], np.radians([0, 0, 90]), expected_version=v0)
-    assert res.version != v0 and res.version == rv.manifest_version(root)
+    v0 = edits.manifest_version(root)
+    res = edits.set_object_pose(root, "cube", [0.05, -0.02, 0.0225], np.radians([0, 0, 90]), expected_version=v0)
+    assert res.version != v0 and res.version == edits.manifest_version(root)
     assert res.stale == ["export"]
     p = pose(root, "cube")
     assert p["position"] == [0.05, -0.02, 0.0225]
     assert p["quaternion_wxyz"] == pytest.approx([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)], abs=1e-8)
     b = Bundle.load(root)
     assert b.manifest.stages["export"].status == "stale"
-    xyz, rpy = rv.pose_to_xyz_rpy(b.manifest.objects["cube"].pose)
+    xyz, rpy = edits.pose_to_xyz_rpy(b.manifest.objects["cube"].pose)
     assert rpy == pytest.approx([0, 0, np.pi / 2], abs=1e-8)
-    assert [h["edit"] for h in rv.history(root)] == [res.message]
-    rv.undo(root, res.version)
+    assert [h["edit"] for h in edits.history(root)] == [res.message]
+    edits.undo(root, res.version)
     assert (root / "scene.json").read_bytes() == before
-    assert rv.history(root) == []
-    with pytest.raises(rv.EditError, match="nothing to undo"):
-        rv.undo(root)
+    assert edits.history(root) == []
+    with pytest.raises(edits.EditError, match="nothing to undo"):
+        edits.undo(root)
 
 
 @pytest.mark.parametrize("position,rpy,match", [
@@ -62,48 +62,48 @@ def test_set_object_pose_saves_marks_stale_and_undoes(exported):
 def test_bad_values_are_refused_and_nothing_is_written(recipe_bundle, position, rpy, match):
     root = recipe_bundle.root
     before = (root / "scene.json").read_bytes()
-    with pytest.raises(rv.EditError, match=match):
-        rv.set_object_pose(root, "cube", position, rpy)
+    with pytest.raises(edits.EditError, match=match):
+        edits.set_object_pose(root, "cube", position, rpy)
     assert (root / "scene.json").read_bytes() == before
-    assert rv.history(root) == []
+    assert edits.history(root) == []
 
 
 def test_unknown_names_and_missing_robot(recipe_bundle):
     root = recipe_bundle.root
-    with pytest.raises(rv.EditError, match="did you mean 'cube'"):
-        rv.set_object_pose(root, "cub", [0, 0, 0], [0, 0, 0])
-    with pytest.raises(rv.EditError, match="unknown camera"):
-        rv.set_camera_pose(root, "side", [0, 0, 1], [0, 0, 0])
+    with pytest.raises(edits.EditError, match="did you mean 'cube'"):
+        edits.set_object_pose(root, "cub", [0, 0, 0], [0, 0, 0])
+    with pytest.raises(edits.EditError, match="unknown camera"):
+        edits.set_camera_pose(root, "side", [0, 0, 1], [0, 0, 0])
     recipe_bundle.manifest.robot = None  # the bundled scene has a WidowX; a bundle without one:
     recipe_bundle.save()
-    with pytest.raises(rv.EditError, match="has no robot.*--robot"):
-        rv.set_robot_base_pose(root, [0, 0, 0], [0, 0, 0])
-    with pytest.raises(rv.EditError, match="not close to unit"):
-        rv.set_object_pose(root, "cube", [0, 0, 0], quaternion_wxyz=[0, 0, 0, 0.01])
+    with pytest.raises(edits.EditError, match="has no robot.*--robot"):
+        edits.set_robot_base_pose(root, [0, 0, 0], [0, 0, 0])
+    with pytest.raises(edits.EditError, match="not close to unit"):
+        edits.set_object_pose(root, "cube", [0, 0, 0], quaternion_wxyz=[0, 0, 0, 0.01])
 
 
 def test_concurrent_edit_is_refused(recipe_bundle):
     root = recipe_bundle.root
-    v_tab1 = v_tab2 = rv.manifest_version(root)
-    rv.set_object_pose(root, "cube", [0.1, 0, 0.0225], [0, 0, 0], expected_version=v_tab1)
-    with pytest.raises(rv.ConcurrentEditError, match="changed since this page loaded it"):
-        rv.set_object_pose(root, "cube", [-0.1, 0, 0.0225], [0, 0, 0], expected_version=v_tab2)
+    v_tab1 = v_tab2 = edits.manifest_version(root)
+    edits.set_object_pose(root, "cube", [0.1, 0, 0.0225], [0, 0, 0], expected_version=v_tab1)
+    with pytest.raises(edits.ConcurrentEditError, match="changed since this page loaded it"):
+        edits.set_object_pose(root, "cube", [-0.1, 0, 0.0225], [0, 0, 0], expected_version=v_tab2)
     assert pose(root, "cube")["position"] == [0.1, 0, 0.0225]
-    with pytest.raises(rv.ConcurrentEditError):
-        rv.undo(root, v_tab2)
+    with pytest.raises(edits.ConcurrentEditError):
+        edits.undo(root, v_tab2)
 
 
 def test_own_quick_edits_are_not_concurrent(recipe_bundle):
     """A tab's slider events may carry the version from before its own previous edit: not a conflict."""
     root = recipe_bundle.root
-    v0 = rv.manifest_version(root)
-    rv.set_object_pose(root, "cube", [0.1, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-a")
-    rv.set_object_pose(root, "cube", [0.11, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-a")
+    v0 = edits.manifest_version(root)
+    edits.set_object_pose(root, "cube", [0.1, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-a")
+    edits.set_object_pose(root, "cube", [0.11, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-a")
     assert pose(root, "cube")["position"] == [0.11, 0, 0.0225]
-    with pytest.raises(rv.ConcurrentEditError):
-        rv.set_object_pose(root, "cube", [0.2, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-b")
-    with pytest.raises(rv.ConcurrentEditError):
-        rv.set_object_pose(root, "cube", [0.2, 0, 0.0225], [0, 0, 0], expected_version=v0)
+    with pytest.raises(edits.ConcurrentEditError):
+        edits.set_object_pose(root, "cube", [0.2, 0, 0.0225], [0, 0, 0], expected_version=v0, writer="tab-b")
+    with pytest.raises(edits.ConcurrentEditError):
+        edits.set_object_pose(root, "cube", [0.2, 0, 0.0225], [0, 0, 0], expected_version=v0)
     assert pose(root, "cube")["position"] == [0.11, 0, 0.0225]
 
 
@@ -116,7 +116,7 @@ def test_parallel_writers_never_lose_an_edit(recipe_bundle):
     def work(oid, k):
         try:
             for i in range(5):
-                rv.set_object_pose(root, oid, [0.01 * i, 0.1 * k, 0.05], [0, 0, 0])
+                edits.set_object_pose(root, oid, [0.01 * i, 0.1 * k, 0.05], [0, 0, 0])
         except Exception as exc:  # pragma: no cover
             errors.append(exc)
 
@@ -135,19 +135,19 @@ def test_slider_drag_coalesces_into_one_undo_step(recipe_bundle):
     root = recipe_bundle.root
     before = pose(root, "cube")
     for i in range(6):
-        rv.set_object_pose(root, "cube", [0.01 * i, 0, 0.0225], [0, 0, 0])
-    rv.set_object_pose(root, "can", [0.2, 0.2, 0.061], [0, 0, 0])
-    assert len(rv.history(root)) == 2
-    rv.undo(root)
-    rv.undo(root)
+        edits.set_object_pose(root, "cube", [0.01 * i, 0, 0.0225], [0, 0, 0])
+    edits.set_object_pose(root, "can", [0.2, 0.2, 0.061], [0, 0, 0])
+    assert len(edits.history(root)) == 2
+    edits.undo(root)
+    edits.undo(root)
     assert pose(root, "cube") == before
 
 
 def test_camera_pose_round_trip_and_staleness(exported):
     root = exported.root
     T0 = np.array(exported.manifest.cameras["main"].T_world_camera)
-    xyz, rpy = rv.camera_xyz_rpy(T0)
-    res = rv.set_camera_pose(root, "main", np.array(xyz) + [0, 0, 0.05], rpy)
+    xyz, rpy = edits.camera_xyz_rpy(T0)
+    res = edits.set_camera_pose(root, "main", np.array(xyz) + [0, 0, 0.05], rpy)
     T1 = np.array(Bundle.load(root).manifest.cameras["main"].T_world_camera)
     assert np.allclose(T1[:3, :3], T0[:3, :3], atol=1e-8)
     assert T1[:3, 3] == pytest.approx(T0[:3, 3] + [0, 0, 0.05])
@@ -158,13 +158,13 @@ def test_preview_renderer_moves_bodies_without_reexport(exported):
     root = exported.root
     xml = root / "exports" / "mjcf" / "scene.xml"
     mtime = xml.stat().st_mtime_ns
-    pr = rv.PreviewRenderer(exported)
+    pr = preview.PreviewRenderer(exported)
     try:
         pr.sync(exported.manifest)
         img0 = pr.render("main")
         m0 = pr.mask("main", ["cube"])
         assert img0.shape == (480, 640, 3) and m0.sum() > 100
-        rv.set_object_pose(root, "cube", np.add(exported.manifest.objects["cube"].pose.position, [0.05, 0, 0]), [0, 0, 0])
+        edits.set_object_pose(root, "cube", np.add(exported.manifest.objects["cube"].pose.position, [0.05, 0, 0]), [0, 0, 0])
         b = Bundle.load(root)
         pr.sync(b.manifest)
         img1, m1 = pr.render("main"), pr.mask("main", ["cube"])
@@ -174,12 +174,12 @@ def test_preview_renderer_moves_bodies_without_reexport(exported):
         T = pr.scene.object_pose("cube")
         assert T[:3, 3] == pytest.approx(b.manifest.objects["cube"].pose.position, abs=1e-9)
         # the table is fixed (no free joint): it moves through body_pos
-        rv.set_object_pose(root, "table", [0, 0, -0.1], [0, 0, 0])
+        edits.set_object_pose(root, "table", [0, 0, -0.1], [0, 0, 0])
         pr.sync(Bundle.load(root).manifest)
         assert pr.scene.object_pose("table")[2, 3] == pytest.approx(-0.1)
         # the camera moves too
-        xyz, rpy = rv.camera_xyz_rpy(b.manifest.cameras["main"].T_world_camera)
-        rv.set_camera_pose(root, "main", np.add(xyz, [0, 0.1, 0]), rpy)
+        xyz, rpy = edits.camera_xyz_rpy(b.manifest.cameras["main"].T_world_camera)
+        edits.set_camera_pose(root, "main", np.add(xyz, [0, 0.1, 0]), rpy)
         b = Bundle.load(root)
         pr.sync(b.manifest)
         cam = b.manifest.cameras["main"].camera()
@@ -188,7 +188,7 @@ def test_preview_renderer_moves_bodies_without_reexport(exported):
         # the robot base follows an edit before any re-export
         base0 = pr.scene.robot_base_pose()[:3, 3].copy()
         r = b.manifest.robot
-        rv.set_robot_base_pose(root, np.add(r.base_pose.position, [0.0, 0.04, 0.0]), [0, 0, 0])
+        edits.set_robot_base_pose(root, np.add(r.base_pose.position, [0.0, 0.04, 0.0]), [0, 0, 0])
         pr.sync(Bundle.load(root).manifest)
         assert pr.scene.robot_base_pose()[:3, 3] == pytest.approx(base0 + [0.0, 0.04, 0.0], abs=1e-9)
     finally:
@@ -201,8 +201,8 @@ def test_preview_exports_when_missing_or_says_what_to_run(tmp_path, exportable_b
 
     bare = bundle_from_recipe(builtin_recipe("tabletop"), tmp_path / "bare")
     with pytest.raises(ExportError, match="real2sim build"):
-        rv.PreviewRenderer(bare)
-    pr = rv.PreviewRenderer(exportable_bundle)
+        preview.PreviewRenderer(bare)
+    pr = preview.PreviewRenderer(exportable_bundle)
     try:
         assert pr.exported_now and (exportable_bundle.root / "exports" / "mjcf" / "scene.xml").is_file()
     finally:
@@ -212,19 +212,19 @@ def test_preview_exports_when_missing_or_says_what_to_run(tmp_path, exportable_b
 def test_compose_overlay_modes():
     render = np.zeros((4, 6, 3), np.uint8)
     real = np.full((4, 6, 3), 200, np.uint8)
-    assert (rv.compose_overlay(render, None) == render).all()
-    assert (rv.compose_overlay(render, real, 0.0) == real).all()
-    assert (rv.compose_overlay(render, real, 1.0) == render).all()
-    assert (rv.compose_overlay(render, real, 0.5) == 100).all()
+    assert (preview.compose_overlay(render, None) == render).all()
+    assert (preview.compose_overlay(render, real, 0.0) == real).all()
+    assert (preview.compose_overlay(render, real, 1.0) == render).all()
+    assert (preview.compose_overlay(render, real, 0.5) == 100).all()
     mask = np.zeros((4, 6), bool)
     mask[1, 2] = True
-    comp = rv.compose_overlay(render, real, 1.0, "composite", mask)
+    comp = preview.compose_overlay(render, real, 1.0, "composite", mask)
     assert comp[1, 2].tolist() == [0, 0, 0] and comp[0, 0].tolist() == [200, 200, 200]
-    heat = rv.compose_overlay(render, real, mode="difference")
+    heat = preview.compose_overlay(render, real, mode="difference")
     assert heat.shape == (4, 6, 3) and heat[..., 0].min() == 255
-    assert rv.difference_heatmap(real, real).max() == 0
+    assert preview.difference_heatmap(real, real).max() == 0
     # a real image of another size is resized to the render
-    assert rv.compose_overlay(render, np.zeros((8, 12, 3), np.uint8), 0.5).shape == (4, 6, 3)
+    assert preview.compose_overlay(render, np.zeros((8, 12, 3), np.uint8), 0.5).shape == (4, 6, 3)
 
 
 def test_real_image_falls_back_frame_then_plate(recipe_bundle):
@@ -233,17 +233,17 @@ def test_real_image_falls_back_frame_then_plate(recipe_bundle):
     from real2sim.core.manifest import FrameSpec
 
     b = recipe_bundle
-    img, note = rv.real_image(b)
+    img, note = preview.real_image(b)
     assert img is None and "real2sim init" in note
     (b.root / "background").mkdir()
     Image.fromarray(np.full((480, 640, 3), 7, np.uint8)).save(b.root / "background" / "plate.png")
     b.manifest.capture.plate = "background/plate.png"
-    img, note = rv.real_image(b)
+    img, note = preview.real_image(b)
     assert img[0, 0, 0] == 7 and "plate" in note
     (b.root / "capture" / "frames").mkdir(parents=True)
     Image.fromarray(np.full((480, 640, 3), 9, np.uint8)).save(b.root / "capture" / "frames" / "000000.png")
     b.manifest.capture.frames = [FrameSpec("capture/frames/000000.png")]
-    img, note = rv.real_image(b, frame=5)
+    img, note = preview.real_image(b, frame=5)
     assert img[0, 0, 0] == 9 and "frame 0" in note
 
 
@@ -251,17 +251,17 @@ def test_masks_accept_reject_and_undo(recipe_bundle):
     root = recipe_bundle.root
     m = np.zeros((48, 64), bool)
     m[10:20, 5:15] = True
-    rv.set_mask(root, "000000", "cube", m)
+    edits.set_mask(root, "000000", "cube", m)
     b = Bundle.load(root)
     assert b.manifest.capture.masks == {"000000": {"cube": "masks/000000/cube.png"}}
-    assert (rv.read_rgb(root / "masks/000000/cube.png")[..., 0] > 127).sum() == 100
-    with pytest.raises(rv.EditError, match="empty"):
-        rv.set_mask(root, "000000", "cube", np.zeros((4, 4), bool))
-    with pytest.raises(rv.EditError, match="alphanumeric"):
-        rv.set_mask(root, "../x", "cube", m)
-    rv.remove_mask(root, "000000", "cube")
+    assert (preview.read_rgb(root / "masks/000000/cube.png")[..., 0] > 127).sum() == 100
+    with pytest.raises(edits.EditError, match="empty"):
+        edits.set_mask(root, "000000", "cube", np.zeros((4, 4), bool))
+    with pytest.raises(edits.EditError, match="alphanumeric"):
+        edits.set_mask(root, "../x", "cube", m)
+    edits.remove_mask(root, "000000", "cube")
     assert Bundle.load(root).manifest.capture.masks == {}
-    rv.undo(root)
+    edits.undo(root)
     assert Bundle.load(root).manifest.capture.masks["000000"]["cube"] == "masks/000000/cube.png"
 
 
@@ -269,17 +269,17 @@ def test_collision_glb_and_stats(exportable_bundle):
     import trimesh
 
     for oid in ("cube", "mug", "can"):
-        path = rv.collision_glb(exportable_bundle, oid)
+        path = views.collision_glb(exportable_bundle, oid)
         assert path == exportable_bundle.root / "reports" / f"collision_{oid}.glb"
         scene = trimesh.load(path)
         assert len(scene.geometry) == 2  # visual + one hull / primitive
-    assert rv.collision_stats(exportable_bundle, "cube") == {}  # no collision report in this fixture
+    assert views.collision_stats(exportable_bundle, "cube") == {}  # no collision report in this fixture
 
 
 def test_overview_helpers(exported):
-    rows = rv.stage_table(exported)
+    rows = views.stage_table(exported)
     assert [r[0] for r in rows] == ["export"] and rows[0][1] == "done"
-    missing = rv.missing_pieces(exported)
+    missing = views.missing_pieces(exported)
     assert any("real2sim init" in m for m in missing)
     assert not any("stage 'export'" in m for m in missing)
     assert any("stage 'collision' is not run" in m for m in missing)
@@ -287,8 +287,8 @@ def test_overview_helpers(exported):
 
 def test_edits_keep_the_bundle_valid(exported):
     root = exported.root
-    rv.set_object_pose(root, "mug", [0.1, 0.1, 0.0], np.radians([10, -20, 30]))
-    rv.set_camera_pose(root, "main", [0.6, 0.2, 0.4], np.radians([-120, 0, 100]))
+    edits.set_object_pose(root, "mug", [0.1, 0.1, 0.0], np.radians([10, -20, 30]))
+    edits.set_camera_pose(root, "main", [0.6, 0.2, 0.4], np.radians([-120, 0, 100]))
     errors = [f for f in check_bundle(root) if f.level == "error"]
     assert not errors, errors
 
@@ -299,7 +299,7 @@ def test_export_failing_midway_keeps_bundle_and_previous_export(exported):
     root = exported.root
     hull = next(h for o in exported.manifest.objects.values() for h in o.collision.hulls)
     exported.path(hull).unlink()
-    rv.set_object_pose(root, "cube", [0.0, 0.0, 0.0225], [0, 0, 0])  # makes the export input change
+    edits.set_object_pose(root, "cube", [0.0, 0.0, 0.0225], [0, 0, 0])  # makes the export input change
     with pytest.raises(ExportError, match="hull_000.obj"):
         export_bundle(Bundle.load(root), engines=("mjcf",))
     b = Bundle.load(root)
@@ -308,7 +308,7 @@ def test_export_failing_midway_keeps_bundle_and_previous_export(exported):
 
 
 def test_real2sim_import_does_not_import_gradio():
-    code = "import sys, real2sim, real2sim.apps.review.library, real2sim.apps.cli.review; assert 'gradio' not in sys.modules, 'gradio imported'"
+    code = "import sys, real2sim, real2sim.apps.review, real2sim.apps.cli.review; assert 'gradio' not in sys.modules, 'gradio imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -328,7 +328,6 @@ def test_cli_parser_registers_review():
 def test_rerun_alignment_for_one_object_is_undoable(tmp_path):
     """A misplaced object is re-fitted to its mask from the review page, and the fit can be undone."""
     from real2sim import collision
-    from real2sim.apps.review import library as rv
     from real2sim.demos.synthetic import SyntheticCaptureConfig, synthesize_capture
     from real2sim.pipeline import build, export_bundle
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
@@ -340,30 +339,30 @@ def test_rerun_alignment_for_one_object_is_undoable(tmp_path):
     export_bundle(truth, engines=("mjcf",))
     work = bundle_from_recipe(builtin_recipe(), tmp_path / "work")
     synthesize_capture(work, truth, SyntheticCaptureConfig(masked=("domino",)))
-    moved = rv.set_object_pose(work.root, "domino", [0.05, 0.02, 0.01], [0.0, np.pi / 2, 0.0])
-    res = rv.rerun_object_stage(work.root, "alignment", "domino", expected_version=moved.version)
+    moved = edits.set_object_pose(work.root, "domino", [0.05, 0.02, 0.01], [0.0, np.pi / 2, 0.0])
+    res = edits.rerun_object_stage(work.root, "alignment", "domino", expected_version=moved.version)
     from real2sim import Bundle
 
     got = Bundle.load(work.root).object("domino").pose.position
     assert np.linalg.norm(np.subtract(got, truth.object("domino").pose.position)) < 0.003, res.message
-    rv.undo(work.root, expected_version=res.version)
+    edits.undo(work.root, expected_version=res.version)
     assert Bundle.load(work.root).object("domino").pose.position == pytest.approx([0.05, 0.02, 0.01])
-    with pytest.raises(rv.EditError, match="no mask"):
-        rv.rerun_object_stage(work.root, "texture", "cube")
+    with pytest.raises(edits.EditError, match="no mask"):
+        edits.rerun_object_stage(work.root, "texture", "cube")
 
 
 def test_an_event_sent_before_an_undo_does_not_redo_the_undone_edit(exported):
     """ABA: undo restores the old content; an event the page sent before it, carrying the old version, is refused."""
     root = exported.root
     p0 = list(exported.manifest.objects["cube"].pose.position)
-    v0 = rv.manifest_version(root)
-    r1 = rv.set_object_pose(root, "cube", np.add(p0, [0.02, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
+    v0 = edits.manifest_version(root)
+    r1 = edits.set_object_pose(root, "cube", np.add(p0, [0.02, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
     # a drag: the next event still carries v0 (sent before the first answer came back): the same page may go on
-    r2 = rv.set_object_pose(root, "cube", np.add(p0, [0.03, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
+    r2 = edits.set_object_pose(root, "cube", np.add(p0, [0.03, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
     assert r2.version != r1.version != v0
-    rv.undo(root, expected_version=r2.version, writer="tab")
+    edits.undo(root, expected_version=r2.version, writer="tab")
     assert Bundle.load(root).manifest.objects["cube"].pose.position == pytest.approx(p0)
-    assert rv.manifest_version(root) != v0  # same content as before the drag, a new version
-    with pytest.raises(rv.ConcurrentEditError):
-        rv.set_object_pose(root, "cube", np.add(p0, [0.03, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
+    assert edits.manifest_version(root) != v0  # same content as before the drag, a new version
+    with pytest.raises(edits.ConcurrentEditError):
+        edits.set_object_pose(root, "cube", np.add(p0, [0.03, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
     assert Bundle.load(root).manifest.objects["cube"].pose.position == pytest.approx(p0)

@@ -46,14 +46,14 @@ def make_review_bundle(root: Path):
     from conftest import give_simple_collision
     from PIL import Image
 
-    from real2sim.apps.review import library as rv
+    from real2sim.apps.review import preview
     from real2sim.core.manifest import FrameSpec
     from real2sim.pipeline import export_bundle
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), root))
     export_bundle(b, engines=("mjcf",))
-    pr = rv.PreviewRenderer(b)
+    pr = preview.PreviewRenderer(b)
     pr.sync(b.manifest)
     img = pr.render("main")
     pr.close()
@@ -250,7 +250,7 @@ def test_camera_slider_moves_camera(server, browser):
 
 
 def test_undo_restores_previous_pose(server, browser):
-    from real2sim.apps.review import library as rv
+    from real2sim.apps.review import edits
 
     root, url = server
     page = open_page(browser, url)
@@ -265,7 +265,7 @@ def test_undo_restores_previous_pose(server, browser):
     page.locator("#undo").click()
     status_text(page, "undid: object cube")
     assert pose(root, "cube") == before
-    assert rv.history(root)  # the earlier edit is still undoable
+    assert edits.history(root)  # the earlier edit is still undoable
     page.close()
 
 
@@ -376,9 +376,9 @@ def test_only_bundle_files_are_served(server):
 
 
 def test_click_resegments(server, browser):
-    import real2sim.apps.review.app as ar
+    from real2sim.apps.review import masks
 
-    if ar._seg_module() is None:
+    if masks.seg_module() is None:
         page = open_page(browser, server[1])
         goto_tab(page, "Masks")
         page.wait_for_function("() => document.querySelector('#mask_note').innerText.includes('unavailable')",
