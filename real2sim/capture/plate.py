@@ -62,6 +62,8 @@ class PlateConfig:
     """Use at most this many frames (evenly spaced, always including the reference)."""
     detect_pixels: int = 20000
     """Regions are found and told apart at a resolution of about this many pixels (any input size)."""
+    detect_fraction: float = 0.125
+    """... and at most this fraction of the frames' pixels (at least 4000): small frames stay fast."""
     detect_scale: float = 0.0
     """Fixed resolution factor for that instead (0: from ``detect_pixels``)."""
     fg_sigmas: float = 4.0
@@ -436,7 +438,7 @@ def plate_picture(first: np.ndarray, foreground: np.ndarray, plate: np.ndarray, 
     """first frame | its foreground mask | plate | confidence, one row (uint8 RGB)."""
 
     return tiles([first, overlay(first, foreground), plate, confidence],
-                 ["first frame", "foreground", "plate", "confidence (255 many/128 few/0 inpainted)"], cols=4)
+                 ["first frame", "foreground", "plate", "confidence (255 sure/128 undecided/0 inpainted)"], cols=4)
 
 
 def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable | None = None, force: bool = False):

@@ -453,7 +453,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     import cv2
 
     n, h, w, _ = frames.shape
-    size = (detect_size(h, w, cfg.detect_pixels) if not cfg.detect_scale else
+    size = (detect_size(h, w, min(cfg.detect_pixels, max(4000, int(cfg.detect_fraction * h * w)))) if not cfg.detect_scale else
             (max(16, int(round(w * cfg.detect_scale))), max(16, int(round(h * cfg.detect_scale)))))
     small = shrink(frames, size)
     valid_s = None if valid is None else shrink(valid.astype(np.uint8)[..., None].repeat(3, -1) * 255, size)[..., 0] > 127
