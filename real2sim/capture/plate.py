@@ -1,26 +1,27 @@
 """Background plate: the scene without the robot (or anything else that moves), from many frames.
 
-Algorithm (``make_plate``):
+Algorithm (``make_plate``; the estimator is :mod:`real2sim.capture.plate_background`):
 
-1. **Exposure**: webcams change gain while a dark robot moves (up to 13 % in ``bridge_real_1.mp4``).
+1. **Checks**: frames of one size (else an error naming the frame), a fixed camera (else refused with the
+   evidence), no all-black or saturated frames (warned about by index and left out).
+2. **Exposure**: webcams change gain while a dark robot moves (up to 13 % in ``bridge_real_1.mp4``).
    Every frame gets a per-channel gain that maps its background to the reference frame's
    (robust median of ratios, refined on pixels that agree).
-2. **Moving foreground** (when no masks are given): at reduced resolution, a per-pixel *mode*
-   background (the largest set of frames whose colours agree within ``mode_tolerance``; the
-   static background agrees with itself, a moving robot's colours spread) is more robust than
-   the median when the robot covers a pixel in more than half of the frames. Each frame's
-   deviation from it, thresholded, opened, closed, hole-filled, small blobs dropped, upsampled
-   and dilated (``dilate_px``, for motion blur and shadows) is the frame's foreground.
-3. **Masked temporal median**: per pixel, the median (by luminance, colours from the same
-   frame) over the frames where the pixel is background, then averaged with those background
-   samples within ``average_tolerance`` of it (a trimmed mean: less noise, same robustness).
-4. Pixels that no frame saw are **inpainted** (Telea by default, ``"patchmatch"``, or a callable).
+3. **Background**: the per-pixel temporal median is the anchor (the naive baseline is the floor). Regions where a
+   frame deviates from it by more than the noise allows are told apart region by region: a thing in front of the
+   background (its outline is an edge in the frame), or a *ghost*: the anchor itself holds a thing that lingered
+   in most frames (its outline is an edge in the anchor) and the frame shows what is behind it. Behind ghosts the
+   anchor becomes the median of the frames that show the background. Then the frames within the noise-adapted
+   tolerance of the anchor are averaged.
+4. **Given masks** (objects, the robot) are honoured: their pixels are never background samples; pixels that no
+   frame shows are **inpainted** (Telea by default, ``"patchmatch"``, or a callable).
 
 Confidence codes (``plate_confidence.png``, uint8):
 
 ====  ===================================================================
-255   seen as background in >= ``many_frames`` frames
-128   seen in 1 .. ``many_frames`` - 1 frames (less noise averaging; a robot part that sat still may leak)
+255   seen as background in >= ``many_frames`` frames, agreeing with most of the frames that could show it
+128   undecided: seen in fewer frames, or most frames disagree, or regions over it could not be told apart
+      (foreground or background): look at it, give a mask or more frames
 0     no frame saw it: inpainted
 ====  ===================================================================
 """
@@ -34,9 +35,10 @@ import numpy as np
 
 from real2sim.capture.init import load_frames
 from real2sim.capture.inpaint import PatchMatchConfig, inpaint
+from real2sim.capture.plate_background import confidence_map, estimate_background
 from real2sim.core.bundle import hash_jsonable
 from real2sim.core.errors import CaptureError
-from real2sim.core.imaging import read_mask, to_uint8, write_gray, write_rgb
+from real2sim.core.imaging import disk, read_mask, to_uint8, write_gray, write_rgb
 from real2sim.core.pictures import overlay, tiles
 from real2sim.core.stages import files_hash, run_stage
 
@@ -53,33 +55,57 @@ class PlateConfig:
     """Frame whose exposure (and, where seen, content) the plate matches; the sim is overlaid on it."""
     exposure_compensation: bool = True
     """Estimate a per-frame per-channel gain to the reference frame before combining frames."""
+    tone_curves: bool = True
+    """After the gains, map every frame's levels onto the median's by a per-channel monotone curve (webcam tone
+    mapping is not a pure gain); the plate is mapped back to the reference frame's tone."""
     max_frames: int = 64
     """Use at most this many frames (evenly spaced, always including the reference)."""
-    detect_scale: float = 0.25
-    """Resolution factor at which the moving foreground is detected (speed; masks are upsampled)."""
-    mode_tolerance: float = 0.07
-    """Colour distance (max over channels, [0, 1] units) within which frames count as agreeing."""
-    fg_threshold: float = 0.09
-    """A pixel deviating from the mode background by more than this (max channel) is foreground."""
+    detect_pixels: int = 20000
+    """Regions are found and told apart at a resolution of about this many pixels (any input size)."""
+    detect_fraction: float = 0.125
+    """... and at most this fraction of the frames' pixels (at least 4000): small frames stay fast."""
+    detect_scale: float = 0.0
+    """Fixed resolution factor for that instead (0: from ``detect_pixels``)."""
+    fg_sigmas: float = 4.0
+    """A pixel deviating from the anchor by more than this many noise sigmas (max channel) is part of a region."""
+    fg_threshold: float = 0.02
+    """... and by at least this much ([0, 1] units): the floor of the noise-adapted threshold."""
     open_px: int = 1
-    """Opening radius (detection resolution) that removes speckle noise from the foreground."""
-    close_px: int = 3
-    """Closing radius (detection resolution) that joins broken foreground parts."""
+    """Opening radius (detection resolution) that removes speckle noise from the regions."""
+    close_px: int = 1
+    """Closing radius (detection resolution) that joins broken parts of a region."""
     fill_holes: bool = True
-    """Fill enclosed holes of foreground blobs (a robot part matching the background colour)."""
+    """Fill enclosed holes of regions (a robot part matching the background colour)."""
     min_blob_frac: float = 0.0004
-    """Foreground blobs smaller than this fraction of the image are dropped (noise, flicker)."""
-    ghost_ratio: float = 1.5
-    """A foreground blob whose outline is this many times stronger an edge in the background estimate than in
-    the frame is a ghost (an object that sat still most of the time); 0 disables ghost suppression."""
+    """Regions smaller than this fraction of the image are dropped (noise, flicker)."""
+    mode_anchor: bool = False
+    """Where the median is not backed by a majority of frames, anchor on the largest set of frames that agree with
+    each other instead (a moving robot spreads its colours; the background agrees with itself). Off by default:
+    +0.75 dB on the real Bridge clip but up to -1.4 dB on synthetic clips where a thing rests for a while
+    (benchmarks/bench_capture_plates.py)."""
+    ghost_ratio: float = 2.0
+    """A region is background behind a ghost when the anchor's contrast across its outline is this many times the
+    frame's (and foreground the other way round); between the two it is undecided."""
+    undecided_fraction: float = 0.15
+    """Pixels covered by undecided regions in at least this fraction of the frames (and 2) get confidence 128."""
+    average_sigmas: float = 3.0
+    """Samples within this many noise sigmas of the anchor (edges: plus ``jitter_px`` times the gradient) are averaged."""
+    jitter_px: float = 0.3
+    """Sub-pixel jitter (px) allowed for at edges when deciding which samples agree."""
+    average_tolerance: float = 0.02
+    """... and at least this much ([0, 1] units)."""
+    majority: float = 0.3
+    """Pixels where fewer than this fraction of the usable frames agree with the plate get confidence 128."""
+    dark_level: int = 12
+    """A frame whose 99th-percentile level is below this is 'all black' (warned about and left out)."""
+    saturated_fraction: float = 0.9
+    """A frame with more than this fraction of pixels at 250+ in every channel is saturated (left out)."""
     dilate_px: int = 6
-    """Foreground is grown by this many full-resolution pixels (motion blur, shadows, edges)."""
-    average_tolerance: float = 0.05
-    """Background samples within this of the per-pixel median are averaged into the plate."""
+    """Given masks are grown by ``dilate_px // 3`` pixels (their edges, motion blur)."""
     detect_with_masks: bool = False
-    """With masks given, also detect the moving foreground and exclude the union (the bundle stage sets this)."""
+    """With masks given, also tell regions apart in what the masks leave (the bundle stage sets this)."""
     many_frames: int = 5
-    """Pixels seen in at least this many frames get confidence 255, fewer 128."""
+    """Pixels seen in at least this many frames can get confidence 255."""
     inpaint: str = "telea"
     """'telea', 'ns' or 'patchmatch' for pixels no frame saw (``make_plate(inpainter=fn)`` overrides)."""
     inpaint_radius: int = 5
@@ -98,22 +124,18 @@ class PlateResult:
     plate: np.ndarray
     confidence: np.ndarray
     foreground: np.ndarray = field(repr=False)
-    """``(n, h, w) bool`` foreground per frame used (detected or given)."""
+    """``(n, h, w) bool`` per frame: not used as background (foreground, given mask, or a left-out frame)."""
     seen_count: np.ndarray = field(repr=False)
-    """``(h, w) int`` number of frames in which each pixel was background."""
+    """``(h, w) int`` number of frames averaged into each pixel."""
     gains: np.ndarray = field(repr=False)
-    """``(n, 3)`` exposure gains applied."""
+    """``(n, 3)`` exposure gains applied (frames used)."""
     report: dict = field(default_factory=dict)
-
-
-def _luma(x: np.ndarray) -> np.ndarray:
-    return x[..., 0] * 0.299 + x[..., 1] * 0.587 + x[..., 2] * 0.114
 
 
 def estimate_gains(frames: np.ndarray, ref: int, fg: np.ndarray | None = None) -> np.ndarray:
     """``(n, 3)`` per-channel gains mapping each uint8 frame onto frame ``ref`` (robust to a moving robot)."""
     n = frames.shape[0]
-    step = max(1, int(np.sqrt(frames.shape[1] * frames.shape[2] / 20000)))
+    step = max(1, int(np.sqrt(frames.shape[1] * frames.shape[2] / 6000)))
     sub = frames[:, ::step, ::step].astype(np.float32) / 255.0
     R = sub[ref]
     gains = np.ones((n, 3), np.float32)
@@ -146,182 +168,37 @@ def apply_gains(frames: np.ndarray, gains: np.ndarray) -> np.ndarray:
     return out
 
 
-def _chanmax(d: np.ndarray) -> np.ndarray:
-    """Max over the leading channel axis of a planar ``(3, ...)`` array."""
-    return np.maximum(np.maximum(d[0], d[1]), d[2])
-
-
-def mode_background(planar: np.ndarray, tolerance: float, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per-pixel mode of planar frames ``(3, n, h, w)`` float32: the mean of the largest set of frames agreeing
-    within ``tolerance`` (max channel distance). ``allowed`` ``(n, h, w) bool`` restricts the frames per pixel.
-    Returns (background ``(3, h, w)``, size of the agreeing set ``(h, w)``)."""
-    n = planar.shape[1]
-    best = np.full(planar.shape[2:], -1, np.int32)
-    best_i = np.zeros(planar.shape[2:], np.int64)
-    for i in range(n):
-        agree = _chanmax(np.abs(planar - planar[:, i:i + 1])) < tolerance
-        if allowed is not None:
-            agree &= allowed
-        cnt = agree.sum(0, dtype=np.int32)
-        if allowed is not None:
-            cnt = np.where(allowed[i], cnt, -1)
-        better = cnt > best
-        best = np.where(better, cnt, best)
-        best_i = np.where(better, i, best_i)
-    centre = np.take_along_axis(planar, np.broadcast_to(best_i[None, None], (3, 1) + best_i.shape), 1)[:, 0]
-    agree = _chanmax(np.abs(planar - centre[:, None])) < tolerance
-    if allowed is not None:
-        agree &= allowed
-    bg = (planar * agree[None]).sum(1) / np.maximum(agree.sum(0), 1)[None]
-    return bg.astype(np.float32), best
-
-
-def _disk(r: int):
-    import cv2
-
-    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
-
-
-def _fill_holes(m: np.ndarray) -> np.ndarray:
-    import cv2
-
-    h, w = m.shape
-    pad = np.zeros((h + 2, w + 2), np.uint8)
-    pad[1:-1, 1:-1] = m
-    flood = pad.copy()
-    ff = np.zeros((h + 4, w + 4), np.uint8)
-    cv2.floodFill(flood, ff, (0, 0), 1)
-    return (m > 0) | (flood[1:-1, 1:-1] == 0)
-
-
-def clean_mask(m: np.ndarray, open_px: int, close_px: int, fill_holes: bool, min_area: int) -> np.ndarray:
-    """Morphological clean-up of a binary mask: open, close, fill holes, drop small components."""
-    import cv2
-
-    m8 = np.asarray(m, np.uint8)
-    if open_px > 0:
-        m8 = cv2.morphologyEx(m8, cv2.MORPH_OPEN, _disk(open_px))
-    if close_px > 0:
-        m8 = cv2.morphologyEx(m8, cv2.MORPH_CLOSE, _disk(close_px))
-    if fill_holes:
-        m8 = _fill_holes(m8).astype(np.uint8)
-    if min_area > 0:
-        n, lab, stats, _ = cv2.connectedComponentsWithStats(m8, connectivity=8)
-        keep = np.zeros(n, bool)
-        keep[1:] = stats[1:, cv2.CC_STAT_AREA] >= min_area
-        m8 = keep[lab].astype(np.uint8)
-    return m8 > 0
-
-
-def _grad(img_hw3: np.ndarray) -> np.ndarray:
-    import cv2
-
-    g = cv2.cvtColor(np.ascontiguousarray(img_hw3), cv2.COLOR_RGB2GRAY)
-    return np.hypot(cv2.Sobel(g, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(g, cv2.CV_32F, 0, 1, ksize=3))
-
-
-def find_ghosts(small: np.ndarray, bg: np.ndarray, masks: np.ndarray, ratio: float) -> np.ndarray:
-    """``(h, w) bool`` pixels where the background estimate shows an object that other frames do not.
-
-    A foreground blob whose outline is a strong edge in the background estimate but not in the frame is a
-    *ghost*: the object sat there in most frames (so the mode picked it) and this frame shows what is behind it.
-    """
-    import cv2
-
-    gb = _grad(bg)
-    ghost = np.zeros(bg.shape[:2], bool)
-    k = _disk(1)
-    for t in range(small.shape[0]):
-        n, lab = cv2.connectedComponents(masks[t].astype(np.uint8), connectivity=8)
-        if n <= 1:
-            continue
-        gf = _grad(small[t])
-        for c in range(1, n):
-            comp = (lab == c).astype(np.uint8)
-            ring = (cv2.dilate(comp, k) - cv2.erode(comp, k)) > 0
-            if ring.sum() < 8:
-                continue
-            eb, ef = float(gb[ring].mean()), float(gf[ring].mean())
-            if eb > ratio * max(ef, 1e-6):
-                ghost |= comp > 0
-    return ghost
-
-
-def detect_foreground(frames: np.ndarray, cfg: PlateConfig) -> tuple[np.ndarray, dict]:
-    """``(n, h, w) bool`` moving foreground of uint8 frames (exposure already compensated), and a small report."""
-    import cv2
-
+def bad_frames(frames: np.ndarray, dark_level: int, saturated_fraction: float) -> dict[int, str]:
+    """Frames that show nothing: index -> 'all black' / 'saturated' for ``(n, h, w, 3) uint8`` frames."""
+    out = {}
     n, h, w, _ = frames.shape
-    s = float(cfg.detect_scale)
-    sw, sh = max(8, int(round(w * s))), max(8, int(round(h * s)))
-    small = np.stack([cv2.GaussianBlur(cv2.resize(f, (sw, sh), interpolation=cv2.INTER_AREA), (3, 3), 0) for f in frames])
-    planar = np.ascontiguousarray(small.transpose(3, 0, 1, 2), dtype=np.float32) / 255.0
-    bg, _ = mode_background(planar, cfg.mode_tolerance)
-    min_area = int(cfg.min_blob_frac * sw * sh)
-
-    def masks_for(bgp):
-        dev = _chanmax(np.abs(planar - bgp[:, None]))
-        raw = dev > cfg.fg_threshold
-        return raw, np.stack([clean_mask(r, cfg.open_px, cfg.close_px, cfg.fill_holes, min_area) for r in raw])
-
-    raw, m = masks_for(bg)
-    ghost_frac = 0.0
-    if cfg.ghost_ratio > 0:
-        bg_u8 = np.clip(bg.transpose(1, 2, 0) * 255 + 0.5, 0, 255).astype(np.uint8)
-        ghost = find_ghosts(small, bg_u8, m, cfg.ghost_ratio)
-        ghost_frac = float(ghost.mean())
-        if ghost.any():
-            # behind a ghost the background is what the *deviating* frames show: mode over those frames only
-            bg2, cnt2 = mode_background(planar, cfg.mode_tolerance, allowed=raw)
-            use = ghost & (cnt2 > 0)
-            bg = np.where(use[None], bg2, bg)
-            raw, m = masks_for(bg)
-    out = np.zeros((n, h, w), bool)
-    grow = _disk(cfg.dilate_px) if cfg.dilate_px > 0 else None
+    step = max(1, int(np.sqrt(h * w / 20000)))
     for t in range(n):
-        big = cv2.resize(m[t].astype(np.uint8), (w, h), interpolation=cv2.INTER_LINEAR) > 0
-        if grow is not None:
-            big = cv2.dilate(big.astype(np.uint8), grow) > 0
-        out[t] = big
-    return out, {"ghost_fraction": round(ghost_frac, 6)}
+        f = frames[t, ::step, ::step]
+        if (f >= dark_level).mean() < 0.01:
+            out[t] = "all black"
+        elif (f.min(-1) >= 250).mean() > saturated_fraction:
+            out[t] = "saturated"
+    return out
 
 
-def masked_median(frames: np.ndarray, background: np.ndarray, average_tolerance: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-pixel median over the uint8 frames where ``background`` is True (ordered by luminance, colour taken
-    from that frame), then the mean of the background samples within ``average_tolerance`` ([0, 1] units) of it.
-    Returns (plate ``(h, w, 3) uint8``, background count ``(h, w)``)."""
-    import cv2
-
-    n, h, w, _ = frames.shape
-    if n > 64:
-        raise ValueError("masked_median: at most 64 frames (PlateConfig.max_frames)")
-    count = background.sum(0, dtype=np.int32)
-    key = np.empty((n, h, w), np.int16)
-    for t in range(n):  # sort key: luminance * 64 + frame index; non-background sorts last
-        y = cv2.cvtColor(frames[t], cv2.COLOR_RGB2GRAY).astype(np.int16)
-        key[t] = np.where(background[t], y * 64 + t, 32767)
-    key.sort(axis=0, kind="stable")
-    k = np.maximum(count, 1)
-    mid = np.take_along_axis(key, ((k - 1) // 2)[None].astype(np.int64), 0)[0]
-    idx = np.where(count > 0, mid & 63, 0).astype(np.int64)
-    med = np.zeros((h, w, 3), np.uint8)
-    for t in np.unique(idx):
-        sel = idx == t
-        med[sel] = frames[t][sel]
-    if average_tolerance <= 0:
-        return med, count
-    tol = int(round(average_tolerance * 255))
-    acc = np.zeros((h, w, 3), np.float32)
-    cnt = np.zeros((h, w), np.float32)
-    for t in range(n):
-        d = cv2.absdiff(frames[t], med)
-        near = (np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) < tol) & background[t]
-        nf = near.astype(np.float32)
-        acc += frames[t] * nf[..., None]
-        cnt += nf
-    mean = acc / np.maximum(cnt, 1)[..., None]
-    out = np.where((cnt > 0)[..., None], np.clip(mean + 0.5, 0, 255), med).astype(np.uint8)
-    return out, count
+def stack_frames(frames, names: list[str] | None = None) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` from an array or a list of ``(h, w, 3)`` images; frames of another size are an error
+    naming the frame."""
+    if isinstance(frames, (list, tuple)):
+        if not frames:
+            raise CaptureError("make_plate: no frames")
+        s0 = np.shape(frames[0])
+        for i, f in enumerate(frames):
+            if np.shape(f) != s0:
+                nm = names[i] if names and i < len(names) else f"frame {i}"
+                raise CaptureError(f"make_plate: {nm} has shape {np.shape(f)} but frame 0 has {s0}; all frames of a "
+                                   "fixed camera must have one size. Remove or resize the odd frames")
+        frames = np.stack([np.asarray(f) for f in frames])
+    frames = np.asarray(frames)
+    if frames.ndim != 4 or frames.shape[-1] != 3 or frames.shape[0] < 1:
+        raise CaptureError(f"make_plate: frames must be (n, h, w, 3) uint8 with n >= 1, got shape {frames.shape}")
+    return frames if frames.dtype == np.uint8 else to_uint8(frames)
 
 
 def _select(n: int, ref: int, max_frames: int) -> np.ndarray:
@@ -387,126 +264,141 @@ def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 
 
 
 def make_plate(frames: np.ndarray, masks: np.ndarray | None = None, config: PlateConfig | None = None,
-               inpainter: Union[str, Callable, None] = None, mask_names: list[str] | None = None
-               ) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Background plate from ``(n, h, w, 3) uint8`` frames of a fixed camera.
+               inpainter: Union[str, Callable, None] = None, mask_names: list[str] | None = None,
+               frame_names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Background plate from ``(n, h, w, 3) uint8`` frames of a fixed camera (or a list of ``(h, w, 3)`` images).
 
     ``masks``: optional ``(n, h, w) bool`` foreground (True = not background) per frame; when absent the moving
     foreground is detected. ``inpainter``: overrides ``config.inpaint`` (a method name or a callable
-    ``fn(image uint8, hole bool) -> image uint8``). ``mask_names``: the masks' file names, for the warnings about
-    masks that cover everything or nothing. Returns ``(plate uint8 (h,w,3), confidence uint8 (h,w), report)``.
+    ``fn(image uint8, hole bool) -> image uint8``). ``mask_names`` / ``frame_names``: file names for the warnings and
+    errors (masks that cover everything or nothing, black or saturated frames, a frame of another size).
+    Returns ``(plate uint8 (h,w,3), confidence uint8 (h,w), report)``.
     """
-    res = make_plate_full(frames, masks, config, inpainter, mask_names)
+    res = make_plate_full(frames, masks, config, inpainter, mask_names, frame_names)
     return res.plate, res.confidence, res.report
 
 
+def _usable_frames(frames: np.ndarray, sel: np.ndarray, cfg: PlateConfig, frame_names: list[str] | None
+                   ) -> tuple[np.ndarray, int, list[str], list[int]]:
+    """``sel`` without all-black / saturated frames, the reference frame's index in it, warnings, frames left out."""
+    def name(i):
+        return frame_names[i] if frame_names and i < len(frame_names) else f"frame {i}"
+
+    bad = {int(sel[k]): why for k, why in bad_frames(frames[sel], cfg.dark_level, cfg.saturated_fraction).items()}
+    warnings = [f"{name(i)} is {why}: left out of the plate (a camera that was covered, off or blinded; "
+                "remove it from the clip)" for i, why in sorted(bad.items())]
+    good = np.array([i for i in sel if int(i) not in bad], int)
+    if good.size == 0:
+        raise CaptureError(f"make_plate: every frame is all black or saturated ({', '.join(name(i) for i in bad)}); "
+                           "check the camera's exposure and lens cap and capture again")
+    ref = cfg.reference_frame
+    if ref in bad:
+        new = int(good[np.argmin(np.abs(good - ref))])
+        warnings.append(f"the reference frame {name(ref)} is {bad[ref]}: {name(new)} is the reference instead "
+                        "(set PlateConfig.reference_frame / --reference-frame to a good frame)")
+        ref = new
+    return good, int(np.nonzero(good == ref)[0][0]), warnings, sorted(bad)
+
+
+def _given_foreground(masks, n: int, h: int, w: int, sel: np.ndarray, cfg: PlateConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(``(n, h, w) bool`` given masks checked, ``(len(sel), h, w) bool`` the selected ones grown by dilate_px // 3)."""
+    import cv2
+
+    masks = np.asarray(masks, bool)
+    if masks.shape != (n, h, w):
+        raise CaptureError(f"make_plate: masks have shape {masks.shape}, expected {(n, h, w)} (one per frame)")
+    fg = masks[sel]
+    if cfg.dilate_px > 0:
+        k = disk(max(1, cfg.dilate_px // 3))
+        fg = np.stack([cv2.dilate(m.astype(np.uint8), k) > 0 for m in fg])
+    return masks, fg
+
+
+def _mask_warnings(masks: np.ndarray, sel: np.ndarray, fg_frac: np.ndarray, mask_names, detect: bool) -> list[str]:
+    """Given masks that cover (almost) everything or nothing, by name."""
+    def name(i):
+        return mask_names[i] if mask_names and i < len(mask_names) else f"the mask of frame {i}"
+
+    out = [f"{name(i)} covers {f:.0%} of the image: that frame contributes nothing (white = foreground; is the mask "
+           "inverted?)" for i, f in zip(sel, fg_frac) if f > 0.98]
+    empty = [name(i) for i in sel if not masks[i].any()]
+    if len(empty) == len(sel):
+        out.append("the masks are empty (all black): " + ("the plate comes from the detected motion only" if detect
+                                                          else "the plate is a plain temporal median"))
+    elif empty and len(empty) <= 3:
+        out.append(f"{', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty (all black)")
+    return out
+
+
 def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config: PlateConfig | None = None,
-                    inpainter: Union[str, Callable, None] = None, mask_names: list[str] | None = None) -> PlateResult:
+                    inpainter: Union[str, Callable, None] = None, mask_names: list[str] | None = None,
+                    frame_names: list[str] | None = None) -> PlateResult:
     """Like :func:`make_plate` but returns a :class:`PlateResult` with the foreground and counts."""
     import time
 
     cfg = config or PlateConfig()
     t0 = time.perf_counter()
-    frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[-1] != 3 or frames.shape[0] < 1:
-        raise CaptureError(f"make_plate: frames must be (n, h, w, 3) uint8 with n >= 1, got shape {frames.shape}")
+    frames = stack_frames(frames, frame_names)
     n, h, w, _ = frames.shape
     if not 0 <= cfg.reference_frame < n:
         raise CaptureError(f"PlateConfig.reference_frame={cfg.reference_frame} but there are {n} frames; use 0..{n - 1}")
-    sel = _select(n, cfg.reference_frame, cfg.max_frames)
-    ref = int(np.nonzero(sel == cfg.reference_frame)[0][0])
-    if frames.dtype != np.uint8:
-        frames = to_uint8(frames)
+    sel, ref, warnings, left_out = _usable_frames(frames, _select(n, cfg.reference_frame, cfg.max_frames), cfg,
+                                                  frame_names)
     F = np.ascontiguousarray(frames[sel])
     motion = check_static_camera(F, ref)
     given = masks is not None
-    det: dict = {}
+    fg_given = None
     if given:
-        masks = np.asarray(masks, bool)
-        if masks.shape != (n, h, w):
-            raise CaptureError(f"make_plate: masks have shape {masks.shape}, expected {(n, h, w)} (one per frame)")
-        fg = masks[sel]
-        if cfg.dilate_px > 0:
-            import cv2
-
-            k = _disk(max(1, cfg.dilate_px // 3))
-            fg = np.stack([cv2.dilate(m.astype(np.uint8), k) > 0 for m in fg])
-    warnings = []
+        masks, fg_given = _given_foreground(masks, n, h, w, sel, cfg)
     gains = np.ones((len(sel), 3), np.float32)
     if cfg.exposure_compensation and len(sel) > 1:
-        gains = estimate_gains(F, ref, fg if given else None)
+        gains = estimate_gains(F, ref, fg_given)
         F = apply_gains(F, gains)
-    if not given or cfg.detect_with_masks:
-        given_fg = fg if given else None
-        if len(sel) > 1:
-            fg, det = detect_foreground(F, cfg)
-        else:
-            fg, det = np.zeros((1, h, w), bool), {}
-        if given_fg is not None:
-            fg = fg | given_fg
-    fg_frac = fg.reshape(len(sel), -1).mean(1)
-    if given:
-        def name(i):
-            return mask_names[i] if mask_names and i < len(mask_names) else f"the mask of frame {i}"
-
-        for i, f in zip(sel, fg_frac):
-            if f > 0.98:
-                warnings.append(f"{name(i)} covers {f:.0%} of the image: that frame contributes nothing "
-                                "(white = foreground; is the mask inverted?)")
-        empty = [name(i) for i in sel if not masks[i].any()]
-        if len(empty) == len(sel):
-            warnings.append("the masks are empty (all black): " + ("the plate comes from the detected motion only"
-                                                                    if cfg.detect_with_masks else
-                                                                    "the plate is a plain temporal median"))
-        elif empty and len(empty) <= 3:
-            warnings.append(f"{', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty (all black)")
-    bgm = ~fg
-    plate, count = masked_median(F, bgm, cfg.average_tolerance)
-    unseen = count == 0
-    fallback = np.zeros((h, w), bool)
-    if given and unseen.any():
-        # where a given mask sat in some frames and not in others (a carried-away object's place) but the detector
-        # found no stable background (shadows kept changing): the median of the frames free of the masks,
-        # marked as seen in few frames
-        free = ~(masks[sel])
-        fallback = unseen & free.any(0) & masks[sel].any(0)
-        if fallback.any():
-            alt, alt_count = masked_median(F, free & fallback[None], cfg.average_tolerance)
-            plate[fallback] = alt[fallback]
-            count = np.where(fallback, np.minimum(alt_count, max(1, cfg.many_frames - 1)), count)
-            unseen = count == 0
-    method = inpainter if inpainter is not None else cfg.inpaint
+    valid = None if fg_given is None else ~fg_given
+    est = estimate_background(F, valid, cfg, detect=not given or cfg.detect_with_masks, ref=ref)
+    n_avail = np.full((h, w), len(sel), np.int32) if valid is None else valid.sum(0, dtype=np.int32)
+    unseen = n_avail == 0
     if unseen.all():
         raise CaptureError("make_plate: every pixel is foreground in every frame; the masks cover everything. "
                            "Check the masks (True/255 = foreground) or give frames where the background shows")
+    fg = ~est.used
+    fg_frac = fg.reshape(len(sel), -1).mean(1)
+    if given:
+        warnings += _mask_warnings(masks, sel, fg_given.reshape(len(sel), -1).mean(1), mask_names, cfg.detect_with_masks)
+    method = inpainter if inpainter is not None else cfg.inpaint
+    plate = est.plate
     if unseen.any():
-
         plate = inpaint(plate, unseen, method, radius=cfg.inpaint_radius, patchmatch=PatchMatchConfig(seed=cfg.seed))
-    conf = np.where(count >= cfg.many_frames, CONF_MANY, np.where(count > 0, CONF_FEW, CONF_INPAINTED)).astype(np.uint8)
+    conf = confidence_map(est.count, est.undecided, n_avail, cfg.many_frames, cfg.majority)
     for msg in warnings:
         log.warning("plate: %s", msg)
     report = {
         "frames_total": int(n),
         "frames_used": int(len(sel)),
-        "reference_frame": int(cfg.reference_frame),
-        "foreground": "given masks" if given else "detected (mode background + morphology)",
-        "ghost_fraction": (det if not given else {}).get("ghost_fraction", 0.0),
+        "frames_left_out": left_out,
+        "reference_frame": int(sel[ref]),
+        "foreground": ("given masks" + (" + regions told apart" if cfg.detect_with_masks else "") if given
+                       else "regions told apart against the temporal median"),
+        **est.report,
         "coverage_many": round(float((conf == CONF_MANY).mean()), 6),
         "coverage_few": round(float((conf == CONF_FEW).mean()), 6),
         "inpainted_fraction": round(float(unseen.mean()), 6),
-        "unstable_background_fraction": round(float(fallback.mean()), 6),
         "inpaint_method": method if isinstance(method, str) else getattr(method, "__name__", "callable"),
         "foreground_fraction_mean": round(float(fg_frac.mean()), 6),
         "foreground_fraction_max": round(float(fg_frac.max()), 6),
         "exposure_gain_range": [round(float(gains.min()), 4), round(float(gains.max()), 4)],
-        "confidence_codes": {"255": f"seen in >= {cfg.many_frames} frames", "128": "seen in fewer frames", "0": "inpainted"},
+        "confidence_codes": {"255": f"seen in >= {cfg.many_frames} frames, agreeing with >= {cfg.majority:.0%} of them",
+                             "128": "undecided: seen in fewer frames, most frames disagree, or regions over it could "
+                                    "not be told apart (foreground or background)",
+                             "0": "no frame saw it: inpainted"},
         "warnings": warnings,
         **motion,
         "seconds": round(time.perf_counter() - t0, 3),
     }
     full_fg = np.zeros((n, h, w), bool)
+    full_fg[left_out] = True
     full_fg[sel] = fg
-    return PlateResult(plate, conf, full_fg, count, gains, report)
+    return PlateResult(plate, conf, full_fg, est.count, gains, report)
 
 
 def plain_median(frames: np.ndarray) -> np.ndarray:
@@ -546,7 +438,7 @@ def plate_picture(first: np.ndarray, foreground: np.ndarray, plate: np.ndarray, 
     """first frame | its foreground mask | plate | confidence, one row (uint8 RGB)."""
 
     return tiles([first, overlay(first, foreground), plate, confidence],
-                 ["first frame", "foreground", "plate", "confidence (255 many/128 few/0 inpainted)"], cols=4)
+                 ["first frame", "foreground", "plate", "confidence (255 sure/128 undecided/0 inpainted)"], cols=4)
 
 
 def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable | None = None, force: bool = False):
@@ -574,7 +466,7 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
             from dataclasses import replace
 
             run_cfg = replace(cfg, detect_with_masks=True)
-        res = make_plate_full(frames, masks, run_cfg, inpainter)
+        res = make_plate_full(frames, masks, run_cfg, inpainter, frame_names=[f.image for f in cap.frames])
         plate_p, conf_p = bundle.path("background/plate.png"), bundle.path("background/plate_confidence.png")
         write_rgb(plate_p, res.plate)
         write_gray(conf_p, res.confidence)

@@ -87,7 +87,7 @@ def cmd_plate(args) -> int:
     if args.masks:
         masks, names = _read_mask_dir(Path(args.masks), len(src.frames), src.frames.shape[1:3], src.names)
     cfg = PlateConfig(inpaint=args.inpaint, reference_frame=args.reference_frame)
-    plate, conf, rep = make_plate(src.frames, masks, cfg, mask_names=names)
+    plate, conf, rep = make_plate(src.frames, masks, cfg, mask_names=names, frame_names=src.names)
     write_rgb(Path(args.out), plate)
     if args.confidence:
         write_gray(Path(args.confidence), conf)
