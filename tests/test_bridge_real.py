@@ -8,6 +8,7 @@ MMRV between the engines.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,3 +106,17 @@ def test_ssim_and_psnr_helpers():
     c = a.copy()
     c[:, 40:] = 255 - c[:, 40:]
     assert ssim(a, c, mask[:, :]) > ssim(a, c) and psnr(a, c, mask) == float("inf")
+
+
+def test_relative_data_path_resolves_against_the_working_directory(tmp_path, monkeypatch, shared_data):
+    """``python -m real2sim.demos.bridge ../shared/data out/`` as docs/journey.md writes it: the cube meshes are
+    found (they used to be looked up relative to the recipe folder, OUT/inputs)."""
+    from real2sim.demos.bridge import _recipe
+    from real2sim.pipeline.recipe import bundle_from_recipe
+
+    monkeypatch.chdir(shared_data.parent)
+    (tmp_path / "inputs").mkdir()
+    recipe = _recipe(tmp_path / "inputs", Path(shared_data.name))  # e.g. 'data', relative to the working directory
+    bundle = bundle_from_recipe(recipe, tmp_path / "scene")
+    assert {"green_cube", "yellow_cube"} <= set(bundle.manifest.objects)
+    assert bundle.path(bundle.object("green_cube").visual.mesh).is_file()

@@ -3,9 +3,9 @@
 Every field is parsed by hand so that an error names the exact field path, the value
 found and the fix. Poses are stored as ``position`` (m) + ``quaternion_wxyz``.
 
-One manifest file holds the whole scene (objects and cameras included, where
-DESIGN.md sketches one ``object.json`` per object): a single atomic rename then
-commits any change, so no reader ever sees objects from two different saves.
+One manifest file holds the whole scene (objects and cameras included, rather than
+one ``object.json`` per object): a single atomic rename then commits any change, so
+no reader ever sees objects from two different saves.
 """
 from __future__ import annotations
 

@@ -128,7 +128,8 @@ def _recipe(inputs: Path, data: Path) -> Path:
     objects = {"table": {"mesh": "table.obj", "rgba": [0.55, 0.3, 0.15, 1.0], "fixed": True,
                          "pose": {"position": [0.45, 0.0, 0.0], "quaternion_wxyz": ident}}}
     for oid, folder in CUBES.items():  # rough placement; alignment finds the pose
-        objects[oid] = {"mesh": str(data / "objects" / folder / "textured.dae"), "density": 1000.0,
+        # absolute: a recipe resolves relative paths against its own folder, not the working directory
+        objects[oid] = {"mesh": str((data / "objects" / folder / "textured.dae").resolve()), "density": 1000.0,
                         "pose": {"position": [0.3, 0.0, 0.015], "quaternion_wxyz": ident}}
     recipe = {"name": "bridge_stack_cube", "table_height": 0.0,
               "description": "Bridge stack-cube frame: WidowX 250s, green and yellow 3 cm cubes on a table",
@@ -172,7 +173,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     from PIL import Image
 
     t_all = time.perf_counter()
-    data, out = Path(shared_data_dir), Path(out_dir)
+    data, out = Path(shared_data_dir).resolve(), Path(out_dir).resolve()
     for rel in (FRAME, PERSON_PLATE, *(f"objects/{f}/textured.dae" for f in CUBES.values())):
         if not (data / rel).is_file():
             raise FileNotFoundError(f"{data / rel} is missing: point shared_data_dir at the Bridge data folder "

@@ -577,8 +577,8 @@ def _evaluator(page: _Page):
         try:
             from real2sim.evaluation.envs.runner import evaluate  # needs gymnasium (optional)
         except ImportError as exc:
-            return err_md(f"evaluation is not available in this install (issue 6; {exc}). Export works; "
-                          "run `real2sim eval DIR` once it is installed")
+            return err_md(f"evaluation is not available in this install ({exc}). Export works; install the "
+                          "evaluation extra (pip install 'real2sim[envs]') and run `real2sim eval DIR`")
         try:
             n = int(episodes)
             if not 1 <= n <= 200:
