@@ -99,7 +99,7 @@ def calibrate_intrinsics(bundle: Bundle, images_dir: Path, pattern: tuple[int, i
 def _picture(bundle: Bundle, cam, px, world) -> str:
     from PIL import Image, ImageDraw
 
-    img = Image.open(bundle.path(bundle.manifest.capture.frames[0].image)).convert("RGB")
+    img = Image.fromarray(read_rgb(bundle.path(bundle.manifest.capture.frames[0].image)))
     draw = ImageDraw.Draw(img)
     proj = cam.project(world)
     for (u, v), (pu, pv) in zip(px, proj):

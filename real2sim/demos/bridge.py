@@ -35,6 +35,7 @@ from real2sim.capture.table import table_stage
 from real2sim.collision.stage import collision_stage, inertial_stage
 from real2sim.core.bundle import Bundle, atomic_write_json
 from real2sim.core.imaging import iou, psnr, read_mask, ssim
+from real2sim.core.imaging import read_rgb as read_rgb_u8
 from real2sim.core.imaging import read_rgb_float as read_rgb
 from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.objio import write_obj
@@ -196,8 +197,8 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     bundle = capture.init_bundle(bundle.root, data / FRAME, camera=inputs / "camera.json", robot=ROBOT, overwrite=True)
     m = bundle.manifest
     cam = m.cameras["main"].camera()
-    img = np.asarray(Image.open(data / FRAME).convert("RGB"))
-    person_plate = np.asarray(Image.open(data / PERSON_PLATE).convert("RGB"))
+    img = read_rgb_u8(data / FRAME)
+    person_plate = read_rgb_u8(data / PERSON_PLATE)
     step("init")
 
     # 2) cube masks: one click each, GrabCut (no plate)
@@ -231,7 +232,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     capture.plate_stage(bundle, capture.PlateConfig(inpaint=inpaint))
     bundle = Bundle.load(bundle.root)
     m = bundle.manifest
-    single = np.asarray(Image.open(bundle.path(m.capture.plate)).convert("RGB"))
+    single = read_rgb_u8(bundle.path(m.capture.plate))
     fg = rmask | np.logical_or.reduce(list(masks.values()))
     outside = ~dilate_square(fg | np.logical_or.reduce(list(ref.values())), 12)
     person_ok = round(psnr(person_plate, img, outside), 3)
@@ -305,7 +306,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     step("collision + export")
 
     # 8) visual gap of the first frame
-    used = np.asarray(Image.open(bundle.path(bundle.manifest.capture.plate)).convert("RGB"))
+    used = read_rgb_u8(bundle.path(bundle.manifest.capture.plate))
     rep["visual_gap"], rep["alignment_px"] = visual_gap(bundle, img, used, person_plate, masks, rmask,
                                                         bundle.reports_dir() / "bridge_gap.png")
     step("visual gap")

@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 
 from real2sim.apps.cli.console import console
+from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.capture.calibrate import calibrate_extrinsics, calibrate_intrinsics, calibrate_marker, marker_pose_flat
 from real2sim.capture.frames import read_frames
 from real2sim.capture.plate import PlateConfig, make_plate
@@ -86,7 +87,7 @@ def cmd_plate(args) -> int:
     masks, names = None, None
     if args.masks:
         masks, names = _read_mask_dir(Path(args.masks), len(src.frames), src.frames.shape[1:3], src.names)
-    cfg = PlateConfig(inpaint=args.inpaint, reference_frame=args.reference_frame)
+    cfg = config_from_args(PlateConfig, args)
     plate, conf, rep = make_plate(src.frames, masks, cfg, mask_names=names, frame_names=src.names)
     write_rgb(Path(args.out), plate)
     if args.confidence:
@@ -187,7 +188,7 @@ def cmd_table(args) -> int:
     try:
         _, ran = table_stage(bundle, method, objects=objects, board=args.board, pattern=args.pattern,
                              square=args.square, charuco=charuco, camera=args.camera,
-                             config=TableConfig(board_thickness_m=args.thickness), force=args.force)
+                             config=config_from_args(TableConfig, args), force=args.force)
     finally:
         for q, lv in zip(quiet, levels):
             q.setLevel(lv)
@@ -258,9 +259,8 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--masks", help="folder of foreground masks, one per frame (white = not background)")
     p.add_argument("--out", required=True, help="plate PNG to write")
     p.add_argument("--confidence", help="confidence PNG to write (255 many frames, 128 few, 0 inpainted)")
-    p.add_argument("--inpaint", default="telea", choices=["telea", "ns", "patchmatch"], help="fill for unseen pixels")
-    p.add_argument("--reference-frame", type=int, default=0, dest="reference_frame",
-                   help="frame whose exposure the plate matches")
+    add_config_options(p, PlateConfig, only=("inpaint", "reference_frame", "max_frames", "many_frames", "seed"),
+                       choices={"inpaint": ["telea", "ns", "patchmatch"]})
     p.set_defaults(fn=cmd_plate)
 
     p = subparsers.add_parser("table", help="table height (and tilt) from the objects resting on it or a board lying on it")
@@ -271,7 +271,8 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--charuco", type=_pattern, help="a ChArUco board of COLSxROWS squares instead of a checkerboard")
     p.add_argument("--marker", type=float, help="ChArUco marker side in metres")
     p.add_argument("--dictionary", default="DICT_5X5_100", help="ChArUco ArUco dictionary (default DICT_5X5_100)")
-    p.add_argument("--thickness", type=float, default=0.0, help="board thickness in metres (the table is below it)")
+    add_config_options(p, TableConfig, only=("board_thickness_m", "max_spread_m", "max_tilt_deg", "require_converged",
+                                             "grid_step_m"), flags={"board_thickness_m": "--thickness"})
     p.add_argument("--objects", help="object ids resting on the table, comma-separated (default: every masked object)")
     p.add_argument("--camera", default="main", help="bundle camera that took the board image (default main)")
     p.add_argument("--force", action="store_true", help="re-run even when nothing changed")
