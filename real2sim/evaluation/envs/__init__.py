@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from real2sim.core.bundle import Bundle
+
 log = logging.getLogger(__name__)
 ENTRY_POINT = "real2sim.evaluation.envs.env:Real2SimEnv"
 GENERIC_ID = "real2sim/Bundle-v0"
@@ -30,8 +32,6 @@ def register_bundle(bundle_dir, **defaults) -> str:
     """
     import gymnasium
 
-    from real2sim.core.bundle import Bundle
-
     name = Bundle.load(Path(bundle_dir)).manifest.name
     env_id = f"real2sim/{name}-v0"
     kwargs = {"bundle_dir": str(Path(bundle_dir).resolve()), **defaults}
@@ -49,7 +49,7 @@ except ImportError:  # pragma: no cover - gymnasium missing: envs raise Dependen
 
 
 def __getattr__(name):
-    if name in ("Real2SimEnv", "load_backend", "resolve_task"):
+    if name in ("Real2SimEnv", "load_backend", "resolve_task"):  # gymnasium (optional) only when asked for
         from real2sim.evaluation.envs import env
 
         return getattr(env, name)

@@ -11,19 +11,16 @@ from real2sim.evaluation.policies.remote import (
     RemotePolicyError,
     serve,
 )
+from real2sim.evaluation.policies.scripted import ScriptedPolicy
 
 _LAZY = {"Policy", "PolicySpecError", "RandomPolicy", "RemotePolicyAdapter", "ReplayPolicy", "make_policy", "parse_spec"}
 
 
 def __getattr__(name):
-    if name in _LAZY:
+    if name in _LAZY:  # base needs gymnasium (optional) through the env's action limits
         from real2sim.evaluation.policies import base
 
         return getattr(base, name)
-    if name == "ScriptedPolicy":
-        from real2sim.evaluation.policies.scripted import ScriptedPolicy
-
-        return ScriptedPolicy
     raise AttributeError(name)
 
 
