@@ -83,6 +83,7 @@ def main_grabcut():
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("grabcut_main", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["grabcut_main"] = mod
     spec.loader.exec_module(mod)
     return mod.grabcut
 

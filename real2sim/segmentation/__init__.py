@@ -24,7 +24,7 @@ from real2sim.segmentation.difference import (
     difference_mask,
     difference_result,
 )
-from real2sim.segmentation.grabcut import GrabCutConfig, grabcut
+from real2sim.segmentation.grabcut import GrabCutConfig, grabcut, grabcut_result
 from real2sim.segmentation.propagate import (
     PropagateConfig,
     Propagation,
@@ -38,14 +38,14 @@ ENTRY_POINT_GROUP = "real2sim.segmenters"
 """Installed packs add backends here: ``name = "my_pack.seg:segment"`` with ``segment(image, prompt, plate=None)``."""
 
 register_backend("difference", difference, difference_result)
-register_backend("grabcut", grabcut)
+register_backend("grabcut", grabcut, grabcut_result)
 register_backend("sam", sam)
 for _name, _backend in load_entry_points(ENTRY_POINT_GROUP):  # installed packs: fn(image, prompt, plate=None) -> mask
     register_backend(_name, _backend)
 
 __all__ = ["BACKENDS", "LOW_CONFIDENCE", "MaskResult", "Prompt", "SegmentationError", "register_backend", "segment",
            "segment_result", "difference", "difference_layers", "difference_result", "change_maps",
-           "difference_mask", "DifferenceConfig", "grabcut", "GrabCutConfig", "propagate", "propagate_many", "Propagation",
+           "difference_mask", "DifferenceConfig", "grabcut", "grabcut_result", "GrabCutConfig", "propagate", "propagate_many", "Propagation",
            "PropagateConfig",
            "SamBackend", "sam", "segment_stage"]
 

@@ -244,7 +244,9 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
     unchanged = False
     if backend == "auto" and used == "difference" and res.mask.sum() < 20:
         # the object is part of the plate (it never moved in the clip), or the click is on the background
-        log.info("segment(auto): nothing differs from the plate at the prompt in %s; falling back to grabcut", name)
+        where0 = ", ".join(f"({x:g}, {y:g})" for x, y in prompt.positives) or f"box {prompt.box}"
+        log.warning("segment(auto): nothing differs from the plate at %s in %s: the click is on the background, or the "
+                    "object is part of the plate (it never moved); segmenting it without the plate", where0, name)
         unchanged = True
         res = _run(resolve_backend("auto", None), image, prompt, plate)
         res.details["fallback"] = "nothing differs from the plate at the prompt"
