@@ -25,6 +25,11 @@ the spread inside), halved when a larger compact mask of another size holds it (
 see :func:`grabcut_result`.
 
 From a box: the box is GrabCut's rectangle (the same crop normalisation, shadow removal and confidence).
+
+Second cue (clicks): main@02b6871's GrabCut from a colour region grown at the click
+(:mod:`segmentation.grabcut_legacy`) runs too; its mask is taken when it scores better (agreement with one of the
+sizes' whole masks x outline contrast x convexity against the chosen mask's stability x contrast x convexity), or
+when the chosen mask may be a part of a larger object and the colour-region mask is that compact larger whole.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ import numpy as np
 from real2sim.core.imaging import component_at, disk, fill_holes, iou
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
+from real2sim.segmentation.grabcut_legacy import legacy_grabcut
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +80,8 @@ class GrabCutConfig:
     """Lightness ratio to the background of a shadow pixel (darker than this fraction: an object)."""
     remove_shadow: bool = True
     """Remove the cast shadow from the mask."""
+    legacy: bool = True
+    """Also run main@02b6871's colour-region GrabCut and take it when it scores better (a second cue)."""
     refine: bool = True
     """Reassign the outline's pixels by colour at full resolution."""
     seed: int = 0
@@ -265,6 +273,11 @@ def _finish(mask_c: np.ndarray, clicks_c, lab_c, cfg: GrabCutConfig):
     return fill_holes(m), sh & ~m
 
 
+def legacy_too_big(m: np.ndarray) -> bool:
+    """A legacy mask over a third of the image or along an image side is the background."""
+    return float(m.mean()) > 0.33 or _border_run(m) > 0.35
+
+
 def _border_run(m: np.ndarray) -> float:
     """Largest fraction of one image side that ``m`` runs along."""
     return float(max(m[0].mean(), m[-1].mean(), m[:, 0].mean(), m[:, -1].mean()))
@@ -383,7 +396,20 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     mask = component_at(mask, pos, radius=max(3, int(round(2 / crop.scale)))) if pos else _largest(mask)
     mask = fill_holes(mask)
     conf = float(np.clip(stab, 0, 1) * (0.4 + 0.6 * _contrast(lab, m_c))) * (0.5 if ambiguous else 1.0)
-    details = {"part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
+    picked = "sizes"
+    if pos and cfg.legacy and prompt.box is None:
+        # second cue: main@02b6871's colour-region GrabCut; the better-scored mask is taken
+        legacy = np.asarray(legacy_grabcut(image, prompt), bool)
+        if legacy.any() and not legacy_too_big(legacy):
+            lab_full = _lab(image)
+            agree = max([iou(legacy, f) for f, o in zip(full, ok) if o] or [0.0])
+            s_new = stab * (0.5 + _contrast(lab_full, mask)) * _solidity(mask) * (0.5 if ambiguous else 1.0)
+            s_old = agree * (0.5 + _contrast(lab_full, legacy)) * _solidity(legacy)
+            holds = (legacy & mask).sum() >= 0.85 * mask.sum() and legacy.sum() > 1.8 * mask.sum()
+            if s_old > s_new or (ambiguous and holds and _solidity(legacy) >= cfg.min_solidity):
+                mask, shadow, picked = legacy, np.zeros_like(legacy), "colour region"
+                conf = float(np.clip(agree, 0, 1) * (0.4 + 0.6 * _contrast(lab_full, legacy)))
+    details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried)}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
