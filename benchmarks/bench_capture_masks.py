@@ -176,7 +176,7 @@ if __name__ == "__main__":
     ap.add_argument("--families", default="", help="comma-separated subset of real," + ",".join(FAMILIES))
     ap.add_argument("--json", default="", help="write per-case rows here")
     ap.add_argument("--worst", type=int, default=8, help="list this many worst cases per default")
-    args = ap.parse_args()
+    args, _ = ap.parse_known_args()  # run_all.py passes its own filters
     logging.basicConfig(level=logging.ERROR)
     if not DATA.is_dir():
         print(f"skipped: {DATA} is absent")
