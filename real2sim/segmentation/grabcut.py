@@ -24,7 +24,8 @@ the box grows) times how clearly its outline separates colours (colour differenc
 the spread inside), halved when a larger compact mask of another size holds it (it may be a part: a lid, a label),
 see :func:`grabcut_result`.
 
-From a box: the box is GrabCut's rectangle (the same crop normalisation, shadow removal and confidence).
+From a box: main@02b6871's GrabCut in the box (unchanged; the robot's box of ``real2sim init`` relies on it), with
+its stability under a 5 % looser box as the confidence.
 
 Second cue (clicks): main@02b6871's GrabCut from a colour region grown at the click
 (:mod:`segmentation.grabcut_legacy`) runs too; its mask is taken when it scores better (agreement with one of the
@@ -344,6 +345,21 @@ def grabcut_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
         cv2.setNumThreads(threads)
 
 
+def _box_result(image: np.ndarray, prompt: Prompt) -> MaskResult:
+    """A box (with or without clicks): main@02b6871's GrabCut in the box (the robot's box in ``real2sim init``);
+    confidence = IoU with the mask from the box grown by 5 % on every side (a person draws boxes loosely)."""
+    h, w = image.shape[:2]
+    x0, y0, x1, y1 = prompt.box
+    if x0 <= 0 and y0 <= 0 and x1 >= w - 1 and y1 >= h - 1:
+        raise SegmentationError("grabcut: the box covers the whole image; GrabCut needs some background outside it")
+    mask = np.asarray(legacy_grabcut(image, prompt), bool)
+    g = 0.05 * max(x1 - x0, y1 - y0)
+    loose = Prompt(list(prompt.points), list(prompt.labels),
+                   (max(0.0, x0 - g), max(0.0, y0 - g), min(w - 1.0, x1 + g), min(h - 1.0, y1 + g)))
+    stab = iou(mask, np.asarray(legacy_grabcut(image, loose), bool))
+    return MaskResult(mask, float(stab), shadow=None, details={"picked": "box", "box_stability": round(stab, 3)})
+
+
 def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> MaskResult:
     h, w = image.shape[:2]
     S = float(np.sqrt(h * w))
@@ -351,15 +367,8 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     tried = []
     ambiguous = False
     if prompt.box is not None:
-        x0, y0, x1, y1 = prompt.box
-        bw, bh = x1 - x0, y1 - y0
-        if x0 <= 0 and y0 <= 0 and x1 >= w - 1 and y1 >= h - 1:
-            raise SegmentationError("grabcut: the box covers the whole image; GrabCut needs some background outside it")
-        m, sh, touch, crop, lab, _ = _run_box(image, prompt.box, prompt, 0.25 * max(bw, bh) + 2, cfg)
-        tried.append((m, sh, touch, crop, lab, 0.5 * max(bw, bh)))
-        chosen = 0
-        stab = 1.0
-    elif pos:
+        return _box_result(image, prompt)
+    if pos:
         cx, cy = np.mean([p[0] for p in pos]), np.mean([p[1] for p in pos])
         spread = max([abs(p[0] - cx) for p in pos] + [abs(p[1] - cy) for p in pos])
         full, ok = [], []
