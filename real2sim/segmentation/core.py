@@ -10,20 +10,28 @@ Backends (``BACKENDS``; add one with :func:`register_backend`):
   gives GrabCut its initial box and seeds). The default without a plate and without weights.
 - ``"sam"``: segment-anything's ``SamPredictor`` with a checkpoint the user supplies
   (``SamBackend(checkpoint=..., model_type="vit_b")``, or env ``REAL2SIM_SAM_CHECKPOINT``).
-- ``"auto"``: ``difference`` when a plate is given, else ``grabcut``; also ``grabcut`` when nothing differs from
-  the plate at the prompt (an object that never moved is part of a multi-frame plate).
+- ``"auto"``: ``difference`` when a plate is given; else ``sam`` when ``REAL2SIM_SAM_CHECKPOINT`` names a checkpoint
+  (and segment-anything is installed); else ``grabcut``. Also the no-plate choice when nothing differs from the
+  plate at the prompt (an object that never moved is part of a multi-frame plate).
+
+:func:`segment_result` gives the mask with a confidence in [0, 1] (and the cast shadow where the backend tells it
+apart); low-confidence masks and masks that look like the background are warned about, naming the frame.
 
 Images are ``(h, w, 3) uint8`` RGB; points are pixel (x, y) in OpenCV convention (top-left pixel centre (0, 0)).
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Protocol
 
 import numpy as np
 
 from real2sim.core.errors import SegmentationError, UnknownNameError
+from real2sim.core.imaging import iou
 
 log = logging.getLogger(__name__)
 
@@ -84,16 +92,46 @@ class Prompt:
                    None if d.get("box") is None else tuple(d["box"]))
 
 
+@dataclass
+class MaskResult:
+    """A mask with what a person needs to judge it."""
+
+    mask: np.ndarray
+    """``(h, w) bool`` the object."""
+    confidence: float
+    """In [0, 1]: how much the mask is to be trusted (backend-specific evidence, see each backend); masks under
+    :data:`LOW_CONFIDENCE` are warned about."""
+    shadow: np.ndarray | None = None
+    """``(h, w) bool`` the object's cast shadow, where the backend tells shadows apart (else None)."""
+    backend: str = ""
+    """The backend that made the mask."""
+    details: dict = field(default_factory=dict)
+    """Backend numbers (noise sigma, chosen scale, ...) and warnings, JSON-serialisable."""
+
+
+LOW_CONFIDENCE = 0.5
+"""Masks whose confidence is below this are warned about (and flagged in reports)."""
+
+
 class Backend(Protocol):
     def __call__(self, image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None) -> np.ndarray: ...
 
 
 BACKENDS: dict[str, Callable[..., np.ndarray]] = {}
+RESULT_BACKENDS: dict[str, Callable[..., MaskResult]] = {}
+"""Backends that also give a confidence (and maybe a shadow): ``fn(image, prompt, plate=None) -> MaskResult``."""
 
 
-def register_backend(name: str, fn: Callable[..., np.ndarray]) -> None:
-    """Add or replace a backend ``fn(image, prompt, plate=None) -> (h, w) bool``."""
+def register_backend(name: str, fn: Callable[..., np.ndarray],
+                     result_fn: Callable[..., MaskResult] | None = None) -> None:
+    """Add or replace a backend ``fn(image, prompt, plate=None) -> (h, w) bool``; ``result_fn`` (optional) gives
+    the same mask as a :class:`MaskResult` with a confidence. Without one, the confidence of a mask is its stability
+    under jittered clicks (:func:`jitter_confidence`)."""
     BACKENDS[name] = fn
+    if result_fn is not None:
+        RESULT_BACKENDS[name] = result_fn
+    else:
+        RESULT_BACKENDS.pop(name, None)
 
 
 def _as_rgb_u8(image, what: str) -> np.ndarray:
@@ -105,38 +143,135 @@ def _as_rgb_u8(image, what: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
+def check_exposure(image: np.ndarray, what: str) -> None:
+    """Refuse an all-black, all-white or flat frame ``(h, w, 3) uint8`` (nothing can be segmented in it)."""
+    small = image[::4, ::4]
+    lum = small.astype(np.float32).mean(-1)
+    if float(lum.max()) <= 8:
+        raise SegmentationError(f"{what} is all black (brightest pixel {lum.max():.0f}/255): a covered lens or a "
+                                "dropped frame; prompt another frame")
+    if float((small.min(-1) >= 250).mean()) > 0.95:
+        raise SegmentationError(f"{what} is saturated (over 95 % of it white): the exposure is far too high; "
+                                "prompt another frame or re-capture with a lower exposure")
+    if float(lum.std()) < 0.5:
+        raise SegmentationError(f"{what} is flat (one colour): nothing can be segmented in it; prompt another frame")
+
+
+def sam_configured() -> bool:
+    """True when ``REAL2SIM_SAM_CHECKPOINT`` names a file and segment-anything is installed (``auto`` uses SAM)."""
+    ck = os.environ.get("REAL2SIM_SAM_CHECKPOINT")
+    return bool(ck) and Path(ck).is_file() and importlib.util.find_spec("segment_anything") is not None
+
+
 def resolve_backend(backend: str, plate) -> str:
+    """``auto`` -> ``difference`` with a plate, else ``sam`` when a checkpoint is configured, else ``grabcut``."""
     if backend == "auto":
-        return "difference" if plate is not None else "grabcut"
+        if plate is not None:
+            return "difference"
+        return "sam" if sam_configured() and "sam" in BACKENDS else "grabcut"
     if backend not in BACKENDS:
         raise UnknownNameError("segmentation backend", backend, list(BACKENDS) + ["auto"])
     return backend
 
 
-def segment(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None, backend: str = "auto") -> np.ndarray:
-    """Mask ``(h, w) bool`` of the object the prompt points at (see module docstring)."""
+def jitter_clicks(mask: np.ndarray, prompt: Prompt, n: int = 2, seed: int = 0) -> list[Prompt]:
+    """``n`` prompts like ``prompt`` with each positive click moved by a quarter of the mask's inner radius
+    (boxes moved by 5 % of their size): what another person clicking the same object would give."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    out = []
+    r = 3.0
+    if mask.any():
+        r = max(2.0, 0.25 * float(cv2.distanceTransform(np.pad(mask, 1).astype(np.uint8), cv2.DIST_L2, 5).max()))
+    h, w = mask.shape
+    for k in range(n):
+        ang = 2 * np.pi * (k + rng.uniform(0, 1)) / n
+        pts = [(min(max(x + r * np.cos(ang), 0), w - 1), min(max(y + r * np.sin(ang), 0), h - 1)) if lab == 1 else (x, y)
+               for (x, y), lab in zip(prompt.points, prompt.labels)]
+        box = prompt.box
+        if box is not None:
+            bw, bh = box[2] - box[0], box[3] - box[1]
+            d = rng.uniform(-0.05, 0.05, 4) * [bw, bh, bw, bh]
+            box = tuple(float(v) for v in np.array(box) + d)
+        out.append(Prompt(pts, list(prompt.labels), box))
+    return out
+
+
+def jitter_confidence(fn, image, prompt: Prompt, plate, mask: np.ndarray, n: int = 2) -> float:
+    """Mean IoU of ``mask`` with the masks ``fn`` gives for jittered prompts (:func:`jitter_clicks`)."""
+    if not mask.any():
+        return 0.0
+    return float(np.mean([iou(np.asarray(fn(image, p, plate=plate), bool), mask) for p in jitter_clicks(mask, prompt, n)]))
+
+
+def _run(name: str, image, prompt: Prompt, plate) -> MaskResult:
+    if name in RESULT_BACKENDS:
+        res = RESULT_BACKENDS[name](image, prompt, plate=plate)
+    else:
+        m = np.asarray(BACKENDS[name](image, prompt, plate=plate), bool)
+        res = MaskResult(m, jitter_confidence(BACKENDS[name], image, prompt, plate, m), details={"confidence": "jitter"})
+    res.backend = name
+    res.mask = np.asarray(res.mask, bool)
+    return res
+
+
+def background_reason(mask: np.ndarray) -> str | None:
+    """Why ``mask`` looks like the background rather than an object (None when it does not)."""
+    h, w = mask.shape
+    frac = float(mask.mean())
+    borders = int(mask[0].mean() > 0.2) + int(mask[-1].mean() > 0.2) + int(mask[:, 0].mean() > 0.2) + int(mask[:, -1].mean() > 0.2)
+    if frac > 0.35 or (borders >= 2 and frac > 0.05) or borders >= 3:
+        return f"it covers {100 * frac:.0f}% of the image and runs along {borders} of its borders"
+    return None
+
+
+def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None, backend: str = "auto",
+                   name: str = "the image") -> MaskResult:
+    """:func:`segment` with the mask's confidence, shadow and notes. ``name`` (e.g. ``"frame 3, entity 'can'"``)
+    names the frame in errors and warnings."""
     image = _as_rgb_u8(image, "image")
+    check_exposure(image, name)
     if plate is not None:
         plate = _as_rgb_u8(plate, "plate")
         if plate.shape != image.shape:
-            raise SegmentationError(f"plate is {plate.shape[1]}x{plate.shape[0]} but the image is "
+            raise SegmentationError(f"plate is {plate.shape[1]}x{plate.shape[0]} but {name} is "
                                     f"{image.shape[1]}x{image.shape[0]}; use the plate made from this camera's frames")
     h, w = image.shape[:2]
     prompt.check_inside(w, h)
-    name = resolve_backend(backend, plate)
-    mask = np.asarray(BACKENDS[name](image, prompt, plate=plate), bool)
-    if backend == "auto" and name == "difference" and mask.sum() < 20:
-        # the object is part of the plate (it never moved in the clip): segment it by its own colours
-        log.info("segment(auto): nothing differs from the plate at the prompt; falling back to grabcut")
-        name = "grabcut"
-        mask = np.asarray(BACKENDS[name](image, prompt, plate=plate), bool)
-    if mask.shape != (h, w):
-        raise SegmentationError(f"backend {name!r} returned a mask of shape {mask.shape}, expected {(h, w)}")
-    frac = float(mask.mean())
-    if frac == 0.0:
-        log.warning("segment(%s): empty mask; try another click, a box, or another backend", name)
-    elif frac > 0.9:
-        log.warning("segment(%s): the mask covers %.0f%% of the image; the prompt probably missed the object", name, 100 * frac)
-    return mask
+    used = resolve_backend(backend, plate)
+    res = _run(used, image, prompt, plate)
+    unchanged = False
+    if backend == "auto" and used == "difference" and res.mask.sum() < 20:
+        # the object is part of the plate (it never moved in the clip), or the click is on the background
+        where0 = ", ".join(f"({x:g}, {y:g})" for x, y in prompt.positives) or f"box {prompt.box}"
+        log.warning("segment(auto): nothing differs from the plate at %s in %s: the click is on the background, or the "
+                    "object is part of the plate (it never moved); segmenting it without the plate", where0, name)
+        unchanged = True
+        res = _run(resolve_backend("auto", None), image, prompt, plate)
+        res.details["fallback"] = "nothing differs from the plate at the prompt"
+    if res.mask.shape != (h, w):
+        raise SegmentationError(f"backend {res.backend!r} returned a mask of shape {res.mask.shape}, expected {(h, w)}")
+    where = ", ".join(f"({x:g}, {y:g})" for x, y in prompt.positives) or f"box {prompt.box}"
+    if not res.mask.any():
+        log.warning("segment(%s): empty mask in %s at %s; try another click, a box, or another backend",
+                    res.backend, name, where)
+    else:
+        why = background_reason(res.mask)
+        if why:
+            extra = " (nothing there differs from the plate)" if unchanged else ""
+            log.warning("segment(%s): the mask in %s at %s looks like the background%s: %s; click inside the object "
+                        "or give a box", res.backend, name, where, extra, why)
+            res.details["background"] = why
+            res.confidence = min(res.confidence, 0.2)
+    res.confidence = float(np.clip(res.confidence, 0.0, 1.0))
+    if res.confidence < LOW_CONFIDENCE:
+        log.warning("segment(%s): low confidence %.2f for the mask in %s at %s; check it (reports/segment.png) and "
+                    "fix it with another click, a negative click or a box", res.backend, res.confidence, name, where)
+    return res
 
 
+def segment(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None, backend: str = "auto",
+            name: str = "the image") -> np.ndarray:
+    """Mask ``(h, w) bool`` of the object the prompt points at (see module docstring and :func:`segment_result`)."""
+    return segment_result(image, prompt, plate, backend, name).mask

@@ -1,70 +1,432 @@
-"""Frame-minus-plate differencing: the strongest backend when a clean plate exists."""
+"""Frame-minus-plate differencing that adapts to the image: the strongest backend when a clean plate exists.
+
+Steps (all thresholds come from the frame itself, every length scales with the image size):
+
+1. **Exposure**: the plate is mapped to the frame's exposure by a robust per-channel gain and offset (an
+   iteratively re-weighted fit over all pixels; the object is the minority, so it is rejected as outliers).
+2. **Shading model**: a cast shadow multiplies the plate by a smooth factor ``s < 1`` (near-constant chroma, the
+   plate's texture kept). Per pixel, ``s`` is the local least-squares ratio of frame to plate (a window of about
+   1 % of the image), and the **residual** ``frame - s * plate`` is what shading cannot explain: colour
+   (chroma) change and texture that is not the plate's. Lightness change is scored apart: a frame much brighter
+   than the plate (``s > 1``), or darker than a shadow can make it (``s < min_shade``), is an object too.
+3. **Noise**: the residuals' noise is estimated from the frame itself: robust (median-based) spread of the
+   residual over all pixels, binned by the plate's local gradient, so compression, blur and sub-pixel
+   misalignment at the plate's edges raise the threshold only where they act. Scores are residuals in units of
+   that noise.
+4. **Object evidence** ``O`` (residual beyond what a shadow's colour shift allows, brightening, deep darkening)
+   and **shadow evidence** ``S`` (darkening explained by shading) per pixel.
+5. **Hysteresis from the click**: strong change (``O > k_high``) near the click seeds the region, which grows
+   through connected weak change (``O > k_low``), so a low-contrast half of an object joins its high-contrast half;
+   shadow-only pixels never join. Holes are filled, speckles opened away (radius scaled with the object).
+6. **Shadow mask**: shadow evidence with the same hysteresis, touching the object, outside it: returned as its own
+   mask (:func:`difference_layers`), never part of the object.
+
+:func:`difference_mask` keeps the old meaning (every pixel that differs from the plate, shadows included unless
+``shadows=False``); :func:`difference` is the registered backend (the object mask at the prompt).
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, disk, fill_holes
-from real2sim.segmentation.colour import lab_image
-from real2sim.segmentation.core import Prompt, SegmentationError
+from real2sim.core.imaging import component_at, dilate, disk, fill_holes, iou
+from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class DifferenceConfig:
-    """Differencing parameters."""
+    """Differencing parameters. Thresholds are in units of the frame's own residual noise; lengths are fractions
+    of the image size (``sqrt(h * w)``), so one configuration serves 320x256 and 1280x720 alike."""
 
-    threshold: float = 30.0
-    """Lab distance (lightness weighted by ``l_weight``; OpenCV 8-bit Lab units) above which a pixel differs."""
-    l_weight: float = 0.5
-    """Weight of lightness: shadows and exposure change lightness more than hue."""
-    blur: int = 3
-    """Gaussian blur kernel (odd) applied to both images first (compression noise); 0 = none."""
-    open_px: int = 1
-    """Opening radius (speckle removal)."""
-    close_px: int = 2
-    """Closing radius (joins parts split by colours that happen to match the plate)."""
+    k_low: float = 4.0
+    """Weak change: object evidence above this many noise sigmas (the region grows through it)."""
+    k_high: float = 9.0
+    """Strong change: object evidence above this many noise sigmas (seeds the region)."""
+    min_shade: float = 0.35
+    """A pixel darker than this fraction of the plate is an object, not a shadow."""
+    shadow_hue_shift: float = 0.12
+    """Colour residual a shadow may have, as a fraction of its darkening or of its brightness, whichever is less
+    (shadows are lit by bluer ambient light)."""
+    blur_frac: float = 0.0015
+    """Least Gaussian blur sigma applied to both images first (compression, demosaicing), fraction of ``sqrt(h * w)``."""
+    target_noise: float = 2.0
+    """The blur grows with the frame's noise so that the blurred difference's noise is about this (8-bit levels)."""
+    max_blur_frac: float = 0.005
+    """Most blur (fraction of ``sqrt(h * w)``): boundaries must stay sharp."""
+    click_radius_frac: float = 0.02
+    """A click this close to change (fraction of ``sqrt(h * w)``) counts as on it."""
+    seed_frac: float = 0.1
+    """Strong change within this distance of the click (fraction of ``sqrt(h * w)``), in the weak region at the
+    click, seeds the region."""
+    reach_frac: float = 0.6
+    """Weak change joins the strong core up to this many times the core's size (``sqrt(area)``) away from it."""
+    leak_open_frac: float = 0.06
+    """Opening radius (fraction of the core's size) that removes thin leaks of the weak growth."""
+    appendage_frac: float = 0.2
+    """Parts of the mask thinner than this fraction of its inner radius (twice) are cut off."""
+    close_frac: float = 0.03
+    """Closing radius as a fraction of the object's size."""
+    noise_floor: float = 0.6
+    """Lowest noise sigma (8-bit levels): a synthetic noise-free frame must not make every quantisation step an object."""
+    exposure: bool = True
+    """Match the plate to the frame's exposure first (robust per-channel gain and offset)."""
+    extra: dict = field(default_factory=dict)
 
 
-def difference_mask(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None) -> np.ndarray:
-    """Every pixel that differs from the plate (all objects), cleaned by morphology."""
+@dataclass
+class ChangeMaps:
+    """Per-pixel change evidence of a frame against a plate (all ``(h, w) float32`` unless said)."""
+
+    object: np.ndarray
+    """Object evidence in noise sigmas."""
+    shadow: np.ndarray
+    """Shadow evidence (darkening explained by shading) in noise sigmas; 0 where the pixel is object-like."""
+    shade: np.ndarray
+    """Per-pixel frame/plate brightness ratio ``s``."""
+    sigma: float
+    """Median residual noise sigma (8-bit levels) over the image."""
+    gains: np.ndarray
+    """``(3, 2)`` per-channel gain and offset that map the plate to the frame's exposure."""
+    info: dict = field(default_factory=dict)
+    """Blur applied (``blur_px``) and sharpness matching (``sharpness_px``: plate blurred by it, negative: frame)."""
+
+
+def _scale(shape) -> float:
+    return float(np.sqrt(shape[0] * shape[1]))
+
+
+def exposure_fit(image: np.ndarray, plate: np.ndarray, iterations: int = 4) -> np.ndarray:
+    """``(3, 2)`` robust per-channel (gain, offset) with ``image ~ gain * plate + offset`` (float ``(h, w, 3)``
+    inputs; fitted on a subsample, outliers beyond 3 robust sigmas re-weighted away)."""
+    step = max(1, int(np.sqrt(image.shape[0] * image.shape[1] / 40000)))
+    a = image[::step, ::step].reshape(-1, 3).astype(np.float64)
+    b = plate[::step, ::step].reshape(-1, 3).astype(np.float64)
+    ok = (b.max(1) < 250) & (a.max(1) < 250) & (b.min(1) > 3)  # clipped pixels tell nothing about the gain
+    a, b = a[ok], b[ok]
+    out = np.tile([1.0, 0.0], (3, 1))
+    if len(a) < 100:
+        return out
+    w = np.ones(len(a), bool)
+    for _ in range(iterations):
+        res = np.empty_like(a)
+        for c in range(3):
+            A = np.stack([b[w, c], np.ones(w.sum())], 1)
+            g, o = np.linalg.lstsq(A, a[w, c], rcond=None)[0]
+            out[c] = (g, o)
+            res[:, c] = a[:, c] - (g * b[:, c] + o)
+        r = np.linalg.norm(res, axis=1)
+        sig = max(1.4826 * np.median(r) / 1.5, 0.5)
+        w = r < 3 * sig + 2
+        if w.sum() < 50:
+            break
+    g = out[:, 0]
+    if np.any(g < 0.3) or np.any(g > 3):  # not an exposure change: keep the plate as it is
+        return np.tile([1.0, 0.0], (3, 1))
+    return out
+
+
+def _raw_noise(I: np.ndarray, P: np.ndarray) -> float:
+    """Robust noise sigma (8-bit levels) of ``I - P`` (float ``(h, w, 3)``): the spread of the difference of
+    horizontal neighbours' differences (texture and smooth change cancel), median over channels."""
+    step = max(1, int(np.sqrt(I.shape[0] * I.shape[1] / 60000)))
+    d = (I - P)[::step]
+    dd = d[:, 1:] - d[:, :-1]
+    mad = np.median(np.abs(dd - np.median(dd, axis=(0, 1))), axis=(0, 1))
+    return float(np.median(1.4826 * mad / np.sqrt(2)))
+
+
+def _binned_sigma(values: np.ndarray, key: np.ndarray, floor: float, factor: float, bins: int = 12) -> np.ndarray:
+    """Noise sigma per pixel: robust spread (median of ``|values|`` / ``factor``) in quantile bins of ``key``,
+    non-decreasing in ``key``, interpolated per pixel. ``values``, ``key``: ``(h, w)``."""
+    step = max(1, int(np.sqrt(values.size / 60000)))
+    v, k = np.abs(values[::step, ::step]).ravel(), key[::step, ::step].ravel()
+    edges = np.quantile(k, np.linspace(0, 1, bins + 1))
+    centres, sig = [], []
+    for i in range(bins):
+        sel = (k >= edges[i]) & (k <= edges[i + 1])
+        if sel.sum() < 30:
+            continue
+        centres.append(float(np.median(k[sel])))
+        sig.append(float(np.median(v[sel]) / factor))
+    if not centres:
+        return np.full(values.shape, max(floor, float(np.median(v) / factor)), np.float32)
+    sig = np.maximum.accumulate(np.maximum(np.array(sig), floor))
+    return np.interp(key, centres, sig).astype(np.float32)
+
+
+def match_sharpness(I: np.ndarray, P: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Blur whichever of frame and plate (float ``(h, w, 3)``) is sharper so that both have the same blur (motion,
+    focus, a median plate): the Gaussian sigma (px, negative = the frame was blurred) that minimises the median
+    difference at the plate's edges (the 20 % of pixels with the strongest gradient)."""
+    import cv2
+
+    step = max(1, int(scale / 300))
+    gray = P[::step, ::step].mean(-1)
+    g = np.abs(np.diff(gray, axis=1, prepend=gray[:, :1])) + np.abs(np.diff(gray, axis=0, prepend=gray[:1]))
+    edges = g >= np.quantile(g, 0.8)
+    if not edges.any():
+        return I, P, 0.0
+    unit = scale / 550.0
+
+    def err(a, b):
+        return float(np.median(np.abs(a[::step, ::step] - b[::step, ::step]).sum(-1)[edges]))
+
+    best, best_b, out = err(I, P), 0.0, (I, P)
+    for b in (0.6, 1.0, 1.5, 2.2, 3.2):
+        sig = b * unit
+        Pb = cv2.GaussianBlur(P, (0, 0), sig)
+        e = err(I, Pb)
+        if e < 0.97 * best:
+            best, best_b, out = e, sig, (I, Pb)
+        Ib = cv2.GaussianBlur(I, (0, 0), sig)
+        e = err(Ib, P)
+        if e < 0.97 * best:
+            best, best_b, out = e, -sig, (Ib, P)
+    return out[0], out[1], best_b
+
+
+def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None) -> ChangeMaps:
+    """Object and shadow evidence of ``image`` against ``plate`` (both ``(h, w, 3) uint8``): see the module
+    docstring, steps 1-4."""
     import cv2
 
     cfg = cfg or DifferenceConfig()
-    if cfg.blur:
-        image = cv2.GaussianBlur(image, (cfg.blur, cfg.blur), 0)
-        plate = cv2.GaussianBlur(plate, (cfg.blur, cfg.blur), 0)
-    d = np.linalg.norm(lab_image(image, cfg.l_weight) - lab_image(plate, cfg.l_weight), axis=-1)
-    m = (d > cfg.threshold).astype(np.uint8)
-    if cfg.open_px:
-        m = cv2.morphologyEx(m, cv2.MORPH_OPEN, disk(cfg.open_px))
-    if cfg.close_px:
-        m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, disk(cfg.close_px))
-    return m > 0
+    S = _scale(image.shape)
+    I = image.astype(np.float32)
+    P = plate.astype(np.float32)
+    I, P, sharp = match_sharpness(I, P, S)
+    sb = max(cfg.blur_frac * S, min(_raw_noise(I, P) / (2 * np.sqrt(np.pi) * cfg.target_noise), cfg.max_blur_frac * S))
+    if sb >= 0.4:
+        I = cv2.GaussianBlur(I, (0, 0), sb)
+        P = cv2.GaussianBlur(P, (0, 0), sb)
+    gains = exposure_fit(I, P) if cfg.exposure else np.tile([1.0, 0.0], (3, 1))
+    P = P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32)
+    P = np.maximum(P, 1.0)
+    norm_p = np.linalg.norm(P, axis=-1)
+    ph = P / norm_p[..., None]
+    along = (I * ph).sum(-1)
+    lum_change = along - norm_p  # signed brightness change along the plate's colour (8-bit levels)
+    s_px = along / norm_p  # brightness ratio frame / plate
+    chroma = np.linalg.norm(I - along[..., None] * ph, axis=-1)  # colour change (2-d, across the plate's colour)
+    # noise, binned by the plate's gradient (edges: blur, compression, misalignment)
+    gray = P.mean(-1)
+    gx, gy = cv2.Sobel(gray, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(gray, cv2.CV_32F, 0, 1, ksize=3)
+    grad = cv2.GaussianBlur(np.sqrt(gx * gx + gy * gy), (0, 0), 1.0)
+    sig_c = _binned_sigma(chroma, grad, cfg.noise_floor, 1.1774)  # |2-d gaussian| has median 1.18 sigma
+    sig_l = _binned_sigma(lum_change, grad, cfg.noise_floor, 0.6745)
+    darkening = np.maximum(-lum_change, 0)
+    allowed = cfg.shadow_hue_shift * np.minimum(np.linalg.norm(I, axis=-1), darkening)
+    colour = np.maximum(chroma - allowed, 0) / sig_c
+    bright = np.maximum(lum_change, 0) / sig_l
+    deep = np.maximum(cfg.min_shade - s_px, 0) * norm_p / sig_l
+    obj = np.maximum(np.maximum(colour, bright), deep).astype(np.float32)
+    shadow = np.where(obj < cfg.k_low, darkening / sig_l, 0).astype(np.float32)
+    return ChangeMaps(obj, shadow, s_px.astype(np.float32), float(np.median(sig_c)), gains,
+                      {"blur_px": round(float(sb), 2), "sharpness_px": round(sharp, 2)})
+
+
+def _hysteresis(weak: np.ndarray, strong: np.ndarray) -> np.ndarray:
+    """Components of ``weak`` that contain a ``strong`` pixel (``(h, w) bool`` -> ``(h, w) bool``)."""
+    import cv2
+
+    n, lab = cv2.connectedComponents(weak.astype(np.uint8), connectivity=8)
+    keep = np.zeros(n, bool)
+    keep[np.unique(lab[strong & weak])] = True
+    keep[0] = False
+    return keep[lab]
+
+
+def difference_mask(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None,
+                    shadows: bool = True) -> np.ndarray:
+    """Every pixel that differs from the plate (all objects; their shadows too unless ``shadows=False``), with
+    hysteresis on the frame's own noise and a light opening. ``(h, w, 3) uint8`` x2 -> ``(h, w) bool``."""
+    cfg = cfg or DifferenceConfig()
+    image, plate = np.asarray(image), np.asarray(plate)
+    if image.dtype != np.uint8:
+        image = np.clip(np.rint(image * 255), 0, 255).astype(np.uint8)
+    if plate.dtype != np.uint8:
+        plate = np.clip(np.rint(plate * 255), 0, 255).astype(np.uint8)
+    ch = change_maps(image, plate, cfg)
+    score = np.maximum(ch.object, ch.shadow) if shadows else ch.object
+    m = _hysteresis(score > cfg.k_low, score > cfg.k_high)
+    import cv2
+
+    r = max(1, int(round(0.002 * _scale(image.shape))))
+    return cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, disk(r)) > 0
+
+
+def _box_mask(shape, box) -> np.ndarray:
+    h, w = shape
+    out = np.zeros((h, w), bool)
+    x0, y0, x1, y1 = box
+    out[max(0, int(np.floor(y0))):int(np.ceil(y1)) + 1, max(0, int(np.floor(x0))):int(np.ceil(x1)) + 1] = True
+    return out
+
+
+def _geodesic_grow(seed: np.ndarray, allowed: np.ndarray, reach: int) -> np.ndarray:
+    """Pixels of ``allowed`` within ``reach`` 8-connected steps of ``seed`` inside ``allowed`` (``(h, w) bool``)."""
+    import cv2
+
+    if not seed.any():
+        return seed
+    ys, xs = np.nonzero(allowed | seed)
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    a = (allowed | seed)[y0:y1, x0:x1].astype(np.uint8)
+    cur = seed[y0:y1, x0:x1].astype(np.uint8)
+    k = np.ones((3, 3), np.uint8)
+    for _ in range(reach):
+        nxt = cv2.dilate(cur, k) & a
+        if np.array_equal(nxt, cur):
+            break
+        cur = nxt
+    out = np.zeros_like(seed)
+    out[y0:y1, x0:x1] = cur > 0
+    return out
+
+
+def _grow_from_prompt(weak: np.ndarray, strong: np.ndarray, prompt: Prompt, radius: int,
+                      cfg: DifferenceConfig) -> np.ndarray:
+    """Hysteresis from the prompt: the strong change near the clicks (within ``seed_frac`` of the image size,
+    inside the weak region at the click) and the strong regions it touches, grown through weak change by at most
+    ``reach_frac`` of its size; thin leaks of that growth (a plate's misaligned edge, a neighbour) are opened away.
+    Box only: the largest strong region in the box, grown the same way. ``(h, w) bool`` in and out."""
+    import cv2
+
+    h, w = weak.shape
+    pos = prompt.positives
+    if pos:
+        comp = component_at(weak, pos, radius=radius)
+        near = np.zeros((h, w), np.uint8)
+        r0 = max(radius, int(round(cfg.seed_frac * _scale((h, w)))))
+        for x, y in pos:
+            cv2.circle(near, (int(round(x)), int(round(y))), r0, 1, -1)
+        seed = strong & comp & (near > 0)
+        core = _hysteresis(strong, seed)
+        if not core.any():
+            core = comp & (near > 0)
+    else:
+        n, lab, st, _ = cv2.connectedComponentsWithStats(strong.astype(np.uint8))
+        core = lab == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA])) if n > 1 else np.zeros((h, w), bool)
+    if not core.any():
+        return core
+    size = np.sqrt(core.sum())
+    grown = _geodesic_grow(core, weak, max(2, int(round(cfg.reach_frac * size))))
+    ro = max(1, int(round(cfg.leak_open_frac * size)))
+    opened = cv2.morphologyEx(grown.astype(np.uint8), cv2.MORPH_OPEN, disk(ro)) > 0
+    return core | opened
+
+
+def _hull(m: np.ndarray) -> np.ndarray:
+    """Convex hull of a ``(h, w) bool`` mask, filled."""
+    import cv2
+
+    pts = cv2.findNonZero(m.astype(np.uint8))
+    out = np.zeros(m.shape, np.uint8)
+    if pts is not None:
+        cv2.fillConvexPoly(out, cv2.convexHull(pts), 1)
+    return out > 0
+
+
+def _clean(m: np.ndarray, cfg: DifferenceConfig, points, dark: np.ndarray | None = None) -> np.ndarray:
+    """Close (radius scaled to the object), take in the darkening inside the object's convex hull (the dark,
+    plate-coloured parts of an object look like shadow pixel by pixel; a cast shadow reaches out of the hull), fill
+    holes, cut thin appendages (thinner than 0.4 x the object's inner radius: a plate's misaligned edge, a
+    neighbour's sliver) and keep the component(s) at the clicks."""
+    import cv2
+
+    if not m.any():
+        return m
+    size = np.sqrt(m.sum())
+    rc = int(round(cfg.close_frac * size))
+    m8 = m.astype(np.uint8)
+    if rc > 0:
+        m8 = cv2.morphologyEx(m8, cv2.MORPH_CLOSE, disk(rc))
+    m2 = m8 > 0
+    if dark is not None:
+        m2 |= dark & _hull(m2)
+    m2 = fill_holes(m2)
+    if points:
+        m2 = component_at(m2, points, radius=3)
+    if not m2.any():
+        return m2
+    rho = float(cv2.distanceTransform(np.pad(m2, 1).astype(np.uint8), cv2.DIST_L2, 5).max())
+    ro = int(round(cfg.appendage_frac * rho))
+    if ro >= 1:
+        body = cv2.morphologyEx(m2.astype(np.uint8), cv2.MORPH_OPEN, disk(ro)) > 0
+        body = component_at(body, points, radius=ro + 3) if points else body
+        if body.any():
+            m2 &= dilate(body, ro + 1)
+    return component_at(m2, points, radius=3) if points else m2
+
+
+def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
+                      config: DifferenceConfig | None = None) -> MaskResult:
+    """Object mask, its shadow mask and a confidence from frame-minus-plate change (see the module docstring).
+
+    ``image``, ``plate``: ``(h, w, 3) uint8``. Returns a :class:`MaskResult` (``mask``, ``shadow``: ``(h, w) bool``;
+    ``confidence`` in [0, 1]: how far the mask is from changing when both thresholds move by a third, times the
+    share of its outline on clear change)."""
+    cfg = config or DifferenceConfig()
+    h, w = image.shape[:2]
+    ch = change_maps(image, plate, cfg)
+    area = np.ones((h, w), bool) if prompt.box is None else _box_mask((h, w), prompt.box)
+    pos = prompt.positives
+    rad = max(2, int(round(cfg.click_radius_frac * _scale((h, w)))))
+
+    def region(k_low: float, k_high: float) -> np.ndarray:
+        weak, strong = (ch.object > k_low) & area, (ch.object > k_high) & area
+        return _grow_from_prompt(weak, strong, prompt, rad, cfg)
+
+    raw = region(cfg.k_low, cfg.k_high)
+    note = ""
+    if pos and not raw.any():
+        sh_at = component_at((ch.shadow > cfg.k_high) & area, pos, radius=rad)
+        if sh_at.any():  # a dark object of the table's own colour, or a click on a shadow
+            note = "the click is on darkening at the plate's own colour (a shadow, or a dark object of that colour)"
+            raw = _hysteresis(((ch.object > cfg.k_low) | (ch.shadow > cfg.k_low)) & area, sh_at)
+    mask = _clean(raw, cfg, pos, ch.shadow > cfg.k_low)
+    for x, y in prompt.negatives:  # a negative click removes the component under it
+        mask &= ~component_at(mask, [(x, y)], radius=0)
+    # shadow: darkening explained by shading, touching the object, outside it
+    near = dilate(mask, max(2, int(round(0.15 * np.sqrt(max(1, mask.sum())))))) & ~mask
+    sh = _hysteresis((ch.shadow > cfg.k_low) & ~mask, (ch.shadow > cfg.k_high) & near)
+    conf = _confidence(ch, mask, cfg, lambda a, b: _clean(region(a, b), cfg, pos, ch.shadow > a))
+    details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
+    if note:
+        details["note"] = note
+    return MaskResult(mask, conf, shadow=sh, details=details)
+
+
+def _confidence(ch: ChangeMaps, mask: np.ndarray, cfg: DifferenceConfig, region) -> float:
+    """Threshold stability (IoU of the masks at thresholds x0.67 and x1.5) times the share of the mask's outline
+    that lies on weak or no change outside (a mask whose outline runs through change leaked or was cut)."""
+    if not mask.any():
+        return 0.0
+    lo = region(cfg.k_low / 1.5, cfg.k_high / 1.5)
+    hi = region(cfg.k_low * 1.5, cfg.k_high * 1.5)
+    stab = min(iou(lo, mask), iou(hi, mask))
+    ring = dilate(mask, 2) & ~mask
+    clear = float((ch.object[ring] < cfg.k_low).mean()) if ring.any() else 1.0
+    return float(np.clip(stab * (0.5 + 0.5 * clear), 0, 1))
 
 
 def difference(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None,
                config: DifferenceConfig | None = None) -> np.ndarray:
-    """The connected component(s) of the plate difference at the prompt (inside the box, if one is given)."""
+    """The object at the prompt from frame-minus-plate change (registered backend; ``(h, w) bool``)."""
     if plate is None:
         raise SegmentationError("the 'difference' backend needs a background plate: pass plate=..., use --plate PLATE, "
                                 "or use --backend grabcut")
-    m = difference_mask(image, plate, config)
-    h, w = m.shape
-    if prompt.box is not None:
-        x0, y0, x1, y1 = prompt.box
-        box = np.zeros((h, w), bool)
-        box[max(0, int(np.floor(y0))):int(np.ceil(y1)) + 1, max(0, int(np.floor(x0))):int(np.ceil(x1)) + 1] = True
-        m &= box
-    pos = prompt.positives
-    if pos:
-        m = component_at(m, pos)
-    elif prompt.box is not None:
-        import cv2
+    return difference_layers(image, prompt, plate, config).mask
 
-        n, lab, st, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8))
-        if n > 1:
-            m = lab == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))
-    for x, y in prompt.negatives:  # a negative click removes the component under it
-        m &= ~component_at(m, [(x, y)], radius=0)
-    return fill_holes(m)
+
+def difference_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None,
+                      config: DifferenceConfig | None = None) -> MaskResult:
+    """:func:`difference_layers` as a result backend (mask, shadow, confidence)."""
+    if plate is None:
+        raise SegmentationError("the 'difference' backend needs a background plate: pass plate=..., use --plate PLATE, "
+                                "or use --backend grabcut")
+    return difference_layers(image, prompt, plate, config)

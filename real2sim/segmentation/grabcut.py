@@ -1,153 +1,429 @@
-"""GrabCut from a box or from clicks.
+"""One click (or a box) without a plate: GrabCut over object-size hypotheses, scale-aware, with shadow removal.
 
-From clicks (no box): each positive click grows a colour-similar region (Lab distance to the clicked colour,
-lightness down-weighted, threshold raised until the region would leak into the background); its bounding box,
-enlarged by ``box_grow``, is GrabCut's region of interest, the grown region its probable foreground and an
-eroded core its sure foreground. Negative clicks are sure background. The result is the connected component
-at the clicks, holes filled.
+From a click, the object's size is unknown. Square boxes of growing half-size around the click (``scales``, as
+fractions of ``sqrt(h * w)``) are tried, smallest first. Each is cut out with a margin as wide as the box and
+resampled to ``crop_px`` pixels, so every length below is in that normalised crop, whatever the resolution of
+the frame (320x256 or 1280x720) and the size of the object:
+
+- **Colour models from the click**: pixels of the box whose colour is nearer the click's colours (a small disk
+  around it) than the margin's are GrabCut's probable foreground, the others probable background; the disk
+  at the click is sure foreground, negative clicks sure background.
+- **Automatic background seeds**: the margin outside the box is sure background.
+- **Edges**: GrabCut's contrast-sensitive smoothness term; the chosen mask is refined along its outline by
+  colour at full resolution.
+- **Size selection**: a mask that runs along its box's border was cut by the box; one that changes when the box
+  grows or shrinks was a part of the object or leaked into the background. The largest size whose mask is whole in
+  its box and agrees with a neighbouring size's mask (IoU >= ``stable_iou``) is taken, or a larger such mask that
+  holds it, is compact and at most ``max_growth`` times its area (a can, not its lid); else the most stable whole
+  one.
+- **Shadow removal**: pixels of the mask that are a darker version of the background next to them (same chroma,
+  lower lightness) and reach the mask's outline are a cast shadow: removed (returned as ``shadow``).
+
+Confidence = agreement of the chosen mask with a neighbouring size's mask (stable objects do not change when
+the box grows) times how clearly its outline separates colours (colour difference across the outline relative to
+the spread inside), halved when a larger compact mask of another size holds it (it may be a part: a lid, a label),
+see :func:`grabcut_result`.
+
+From a box: main@02b6871's GrabCut in the box (unchanged; the robot's box of ``real2sim init`` relies on it), with
+its stability under a 5 % looser box as the confidence.
+
+Second cue (clicks): main@02b6871's GrabCut from a colour region grown at the click
+(:mod:`segmentation.grabcut_legacy`) runs too; its mask is taken when it scores better (agreement with one of the
+sizes' whole masks x outline contrast x convexity against the chosen mask's stability x contrast x convexity), or
+when the chosen mask may be a part of a larger object and the colour-region mask is that compact larger whole.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, disk, fill_holes
-from real2sim.segmentation.colour import lab_image, refine_edges
-from real2sim.segmentation.core import Prompt, SegmentationError
+from real2sim.core.imaging import component_at, disk, fill_holes, iou
+from real2sim.segmentation.colour import refine_edges
+from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
+from real2sim.segmentation.grabcut_legacy import legacy_grabcut
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class GrabCutConfig:
-    """GrabCut parameters."""
+    """One-click parameters; lengths in pixels of the normalised crop (``crop_px`` wide) unless said."""
 
-    iterations: int = 5
+    scales: tuple[float, ...] = (0.03, 0.05, 0.08, 0.13, 0.21, 0.34)
+    """Half-sizes of the box hypotheses around a click, fractions of ``sqrt(h * w)``."""
+    crop_px: int = 128
+    """Side of the normalised crop (box plus margin) GrabCut runs on."""
+    iterations: int = 4
     """GrabCut EM iterations."""
-    thresholds: tuple[float, ...] = (6, 9, 12, 16, 20, 25, 30)
-    """Lab distances tried when growing a region from a click (smallest first)."""
-    leak_factor: float = 2.2
-    """Growth stops when the next threshold multiplies the region's area by more than this."""
-    max_region_frac: float = 0.15
-    """A grown region never exceeds this fraction of the image."""
-    core_erode_px: int = 4
-    """The grown region eroded by this is sure foreground (the rest only probable: edges are blurred)."""
-    seed_spacing: int = 4
-    """Spacing (pixels) of the 3x3 grid of seeds around a click."""
-    box_grow: float = 0.6
-    """The grown region's box is enlarged by this fraction of its size on every side."""
-    min_box_px: int = 24
-    """Minimum half-size (pixels) of the box around a click."""
-    margin_px: int = 8
-    """Extra margin (pixels) around boxes."""
-    refine_edges: bool = True
-    """Reassign boundary pixels by colour (removes the halo GrabCut leaves on blurred edges)."""
+    click_radius: float = 0.06
+    """Sure-foreground disk at each click, fraction of the box half-size."""
+    stable_iou: float = 0.85
+    """A size whose mask agrees this well with the next size's is taken (the object does not change when the box
+    grows; a part of it or a leak does)."""
+    max_growth: float = 10.0
+    """A larger stable mask replaces a smaller one it holds when at most this many times its area ..."""
+    min_solidity: float = 0.8
+    """... and at least this convex (area / convex hull): an object holding its coloured part, not a leak."""
+    max_box_fill: float = 0.6
+    """A mask filling more of its box (inside the image) than this is background, not an object in it."""
+    max_border_run: float = 0.35
+    """A mask running along more than this fraction of an image side is background (a table, a wall)."""
+    touch_frac: float = 0.12
+    """A mask on more than this fraction of the box's border (inside the image) was cut by the box."""
+    shadow_ab: float = 4.0
+    """Chroma (Lab a, b) distance under which a darker pixel is the background in shadow (plus the background's
+    chroma spread)."""
+    max_shadow_frac: float = 0.35
+    """Shadow-like parts larger than this fraction of the mask are the object's dark side: nothing is removed."""
+    shadow_l: tuple[float, float] = (0.35, 0.88)
+    """Lightness ratio to the background of a shadow pixel (darker than this fraction: an object)."""
+    remove_shadow: bool = True
+    """Remove the cast shadow from the mask."""
+    legacy: bool = True
+    """Also run main@02b6871's colour-region GrabCut and take it when it scores better (a second cue)."""
+    refine: bool = True
+    """Reassign the outline's pixels by colour at full resolution."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
 
-def _grow_one(d: np.ndarray, xi: int, yi: int, cfg: GrabCutConfig) -> np.ndarray | None:
-    h, w = d.shape
-    best, prev_area = None, 0
-    for t in cfg.thresholds:
-        reg = component_at(d < t, [(xi, yi)], radius=0)
-        area = int(reg.sum())
-        if area > cfg.max_region_frac * h * w:
-            break
-        if best is not None and prev_area > 30 and area > cfg.leak_factor * prev_area:
-            break
-        best, prev_area = reg, area
-    return best
-
-
-def grow_from_click(image: np.ndarray, x: float, y: float, cfg: GrabCutConfig, lab: np.ndarray | None = None) -> np.ndarray:
-    """Colour-similar connected region around a click (see module docstring).
-
-    Seeds on a small grid around the click (``seed_spacing``), each with its own colour, so that a click on the
-    edge between two faces of an object still grows both faces; the union is returned.
-    """
+def _lab(img: np.ndarray) -> np.ndarray:
+    """``(h, w, 3) uint8`` RGB -> float Lab (OpenCV 8-bit scaling), lightly smoothed."""
     import cv2
 
-    h, w = image.shape[:2]
-    lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0)) if lab is None else lab
-    xi, yi = int(round(x)), int(round(y))
-    s = cfg.seed_spacing
-    out = np.zeros((h, w), bool)
-    for dy in (-s, 0, s):
-        for dx in (-s, 0, s):
-            sx, sy = min(max(xi + dx, 0), w - 1), min(max(yi + dy, 0), h - 1)
-            seed = lab[sy, sx]
-            # local distance map (a window around the click bounds the work)
-            r = int(np.sqrt(cfg.max_region_frac * h * w))
-            wy0, wy1, wx0, wx1 = max(0, sy - r), min(h, sy + r), max(0, sx - r), min(w, sx + r)
-            d = np.full((h, w), np.inf, np.float32)
-            d[wy0:wy1, wx0:wx1] = np.linalg.norm(lab[wy0:wy1, wx0:wx1] - seed, axis=-1)
-            reg = _grow_one(d, sx, sy, cfg)
-            if reg is not None:
-                out |= reg
-    if not out.any():
-        out[yi, xi] = True
-    return out
+    return cv2.cvtColor(cv2.GaussianBlur(img, (3, 3), 0), cv2.COLOR_RGB2LAB).astype(np.float32)
 
 
-def grabcut(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None, config: GrabCutConfig | None = None) -> np.ndarray:
-    """GrabCut segmentation (the plate, if any, is not needed and not used)."""
+@dataclass
+class _Crop:
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+    scale: float  # crop pixels per image pixel
+
+    def to_crop(self, x: float, y: float) -> tuple[float, float]:
+        return (x - self.x0) * self.scale, (y - self.y0) * self.scale
+
+
+def _make_crop(w: int, h: int, box: tuple[float, float, float, float], margin: float, side: int) -> _Crop:
+    """Crop around ``box`` (x0, y0, x1, y1) with ``margin`` pixels on every side, clipped to the image; its longer
+    side resampled to ``side``."""
+    x0, y0 = max(0, int(np.floor(box[0] - margin))), max(0, int(np.floor(box[1] - margin)))
+    x1, y1 = min(w, int(np.ceil(box[2] + margin)) + 1), min(h, int(np.ceil(box[3] + margin)) + 1)
+    return _Crop(x0, y0, x1, y1, side / max(x1 - x0, y1 - y0))
+
+
+def _resample(img: np.ndarray, c: _Crop) -> np.ndarray:
     import cv2
 
-    cfg = config or GrabCutConfig()
-    h, w = image.shape[:2]
-    mask = np.full((h, w), cv2.GC_BGD, np.uint8)
-    pos = prompt.positives
-    if prompt.box is not None:
-        x0, y0, x1, y1 = prompt.box
-        x0, y0 = max(0, int(np.floor(x0))), max(0, int(np.floor(y0)))
-        x1, y1 = min(w - 1, int(np.ceil(x1))), min(h - 1, int(np.ceil(y1)))
-        mask[y0:y1 + 1, x0:x1 + 1] = cv2.GC_PR_FGD
-    if pos:
-        lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0))
-        for x, y in pos:
-            reg = grow_from_click(image, x, y, cfg, lab)
-            ys, xs = np.nonzero(reg)
-            bw, bh = xs.max() - xs.min() + 1, ys.max() - ys.min() + 1
-            gx = max(int(cfg.box_grow * bw) + cfg.margin_px, cfg.min_box_px - bw // 2)
-            gy = max(int(cfg.box_grow * bh) + cfg.margin_px, cfg.min_box_px - bh // 2)
-            bx0, bx1 = max(0, xs.min() - gx), min(w - 1, xs.max() + gx)
-            by0, by1 = max(0, ys.min() - gy), min(h - 1, ys.max() + gy)
-            if prompt.box is None:
-                roi = mask[by0:by1 + 1, bx0:bx1 + 1]
-                roi[roi == cv2.GC_BGD] = cv2.GC_PR_BGD
-            mask[reg & (mask != cv2.GC_FGD)] = cv2.GC_PR_FGD
-            core = cv2.erode(reg.astype(np.uint8), disk(cfg.core_erode_px)) > 0
-            mask[core] = cv2.GC_FGD
-            mask[max(0, int(y) - 1):int(y) + 2, max(0, int(x) - 1):int(x) + 2] = cv2.GC_FGD
-    for x, y in prompt.negatives:
-        cv2.circle(mask, (int(round(x)), int(round(y))), 3, int(cv2.GC_BGD), -1)
-    if not ((mask == cv2.GC_BGD) | (mask == cv2.GC_PR_BGD)).any():
-        raise SegmentationError("grabcut: the box covers the whole image; GrabCut needs some background outside it")
-    if not ((mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD)).any():
-        raise SegmentationError("grabcut: the prompt marks no foreground")
-    # GrabCut works on the region of interest only (speed): crop with a margin
-    fg_any = (mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD) | (mask == cv2.GC_PR_BGD)
-    ys, xs = np.nonzero(fg_any)
-    m = 2 * cfg.margin_px + 16
-    cy0, cy1 = max(0, ys.min() - m), min(h, ys.max() + 1 + m)
-    cx0, cx1 = max(0, xs.min() - m), min(w, xs.max() + 1 + m)
-    sub = np.ascontiguousarray(mask[cy0:cy1, cx0:cx1])
-    img = np.ascontiguousarray(cv2.cvtColor(image[cy0:cy1, cx0:cx1], cv2.COLOR_RGB2BGR))
+    sub = img[c.y0:c.y1, c.x0:c.x1]
+    size = (max(2, int(round((c.x1 - c.x0) * c.scale))), max(2, int(round((c.y1 - c.y0) * c.scale))))
+    interp = cv2.INTER_AREA if c.scale < 1 else cv2.INTER_LINEAR
+    return np.ascontiguousarray(cv2.resize(sub, size, interpolation=interp))
+
+
+def _rect_in_crop(c: _Crop, box, shape) -> tuple[int, int, int, int]:
+    hh, ww = shape
+    ax, ay = c.to_crop(box[0], box[1])
+    bx, by = c.to_crop(box[2], box[3])
+    return (max(0, int(round(ax))), max(0, int(round(ay))), min(ww - 1, int(round(bx))), min(hh - 1, int(round(by))))
+
+
+def _init_mask(lab: np.ndarray, rect, clicks, negatives, r_click: int, colour_init: bool = False) -> np.ndarray:
+    """GrabCut's initial labels in the crop: outside the rectangle sure background; inside, probable foreground
+    where the colour is nearer the clicks' colours than the margin's, else probable background; disks at the
+    clicks sure foreground, at negative clicks sure background. ``lab``: ``(h, w, 3)`` float."""
+    import cv2
+
+    h, w = lab.shape[:2]
+    x0, y0, x1, y1 = rect
+    m = np.full((h, w), cv2.GC_BGD, np.uint8)
+    inside = np.zeros((h, w), bool)
+    inside[y0:y1 + 1, x0:x1 + 1] = True
+    fg_seed = np.zeros((h, w), np.uint8)
+    for x, y in clicks:
+        cv2.circle(fg_seed, (int(round(x)), int(round(y))), max(1, r_click), 1, -1)
+    fg_seed = fg_seed.astype(bool) & inside
+    out = ~inside
+    if colour_init and fg_seed.any() and out.any():
+        rng = np.random.default_rng(0)
+        fcol = lab[fg_seed].reshape(-1, 3)
+        bcol = lab[out].reshape(-1, 3)
+        fcol = fcol[rng.permutation(len(fcol))[:16]]
+        bcol = bcol[rng.permutation(len(bcol))[:64]]
+        px = lab[inside]
+        df = np.sqrt(np.min(((px[:, None, :] - fcol[None]) ** 2).sum(-1), axis=1))
+        db = np.sqrt(np.min(((px[:, None, :] - bcol[None]) ** 2).sum(-1), axis=1))
+        m[inside] = np.where(df <= db, cv2.GC_PR_FGD, cv2.GC_PR_BGD)
+    else:
+        m[inside] = cv2.GC_PR_FGD
+    m[fg_seed] = cv2.GC_FGD
+    for x, y in negatives:
+        cv2.circle(m, (int(round(x)), int(round(y))), max(1, r_click), int(cv2.GC_BGD), -1)
+    return m
+
+
+def _grabcut(img_rgb: np.ndarray, init: np.ndarray, cfg: GrabCutConfig) -> np.ndarray:
+    import cv2
+
+    m = init.copy()
+    if not ((m == cv2.GC_BGD) | (m == cv2.GC_PR_BGD)).any() or not ((m == cv2.GC_FGD) | (m == cv2.GC_PR_FGD)).any():
+        return (m == cv2.GC_FGD) | (m == cv2.GC_PR_FGD)
     cv2.setRNGSeed(cfg.seed)
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     try:
-        cv2.grabCut(img, sub, None, bgd, fgd, cfg.iterations, cv2.GC_INIT_WITH_MASK)
+        cv2.grabCut(np.ascontiguousarray(img_rgb[..., ::-1]), m, None, bgd, fgd, cfg.iterations, cv2.GC_INIT_WITH_MASK)
     except cv2.error as exc:
         raise SegmentationError(f"grabcut failed ({exc.err}); give a box around the object or more clicks") from exc
-    fg = np.zeros((h, w), bool)
-    fg[cy0:cy1, cx0:cx1] = (sub == cv2.GC_FGD) | (sub == cv2.GC_PR_FGD)
-    fg = cv2.morphologyEx(fg.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
-    if cfg.refine_edges:
-        fg = refine_edges(image, fg)
+    return (m == cv2.GC_FGD) | (m == cv2.GC_PR_FGD)
+
+
+def _touch(mask: np.ndarray, rect, crop: _Crop, w: int, h: int) -> float:
+    """Fraction of the rectangle's border (the sides not on the image border) covered by ``mask``."""
+    x0, y0, x1, y1 = rect
+    sides = []
+    if crop.x0 > 0 or x0 > 1:
+        sides.append(mask[y0:y1 + 1, min(x0 + 1, x1)])
+    if crop.x1 < w or x1 < mask.shape[1] - 2:
+        sides.append(mask[y0:y1 + 1, max(x1 - 1, x0)])
+    if crop.y0 > 0 or y0 > 1:
+        sides.append(mask[min(y0 + 1, y1), x0:x1 + 1])
+    if crop.y1 < h or y1 < mask.shape[0] - 2:
+        sides.append(mask[max(y1 - 1, y0), x0:x1 + 1])
+    if not sides:
+        return 0.0
+    return float(np.concatenate(sides).mean())
+
+
+def _shadow_part(lab: np.ndarray, mask: np.ndarray, clicks, cfg: GrabCutConfig) -> np.ndarray:
+    """Pixels of ``mask`` that are the background next to it in shadow: within the chroma of one of the
+    background's colours (k-means of a ring outside the mask), darker by ``shadow_l``, connected to the outline,
+    not at a click. ``lab``: ``(h, w, 3)`` float; returns ``(h, w) bool``."""
+    import cv2
+
+    if mask.sum() < 30:
+        return np.zeros_like(mask)
+    ring = (cv2.dilate(mask.astype(np.uint8), disk(6)) > 0) & ~(cv2.dilate(mask.astype(np.uint8), disk(2)) > 0)
+    if ring.sum() < 20:
+        return np.zeros_like(mask)
+    samples = lab[ring].astype(np.float32)
+    k = min(4, len(samples) // 10)
+    crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 20, 0.5)
+    cv2.setRNGSeed(cfg.seed)
+    _, lbl, centres = cv2.kmeans(samples, k, None, crit, 2, cv2.KMEANS_PP_CENTERS)
+    lbl = lbl.ravel()
+    ys, xs = np.nonzero(mask)
+    px = lab[ys, xs]
+    cand = np.zeros(len(px), bool)
+    for j in range(k):
+        grp = samples[lbl == j]
+        if len(grp) < 5:
+            continue
+        ab_spread = float(np.sqrt(grp[:, 1:].var(0).sum()))
+        d_ab = np.linalg.norm(px[:, 1:] - centres[j, 1:], axis=1)
+        ratio = px[:, 0] / max(centres[j, 0], 1.0)
+        cand |= (d_ab < cfg.shadow_ab + ab_spread) & (ratio > cfg.shadow_l[0]) & (ratio < cfg.shadow_l[1])
+    sh = np.zeros_like(mask)
+    sh[ys[cand], xs[cand]] = True
+    sh = cv2.morphologyEx(sh.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
+    outline = mask & ~(cv2.erode(mask.astype(np.uint8), disk(1)) > 0)
+    n, lab_cc = cv2.connectedComponents(sh.astype(np.uint8))
+    keep = np.zeros(n, bool)
+    keep[np.unique(lab_cc[outline & sh])] = True
+    for x, y in clicks:
+        yi, xi = min(max(int(round(y)), 0), mask.shape[0] - 1), min(max(int(round(x)), 0), mask.shape[1] - 1)
+        keep[lab_cc[yi, xi]] = False
+    keep[0] = False
+    out = keep[lab_cc]
+    if out.sum() > cfg.max_shadow_frac * mask.sum():  # that much of it is the object's own dark side, not a shadow
+        return np.zeros_like(mask)
+    return out
+
+
+def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
+    """How clearly the outline separates colours, in [0, 1]: Lab difference between a band just inside and just
+    outside the mask, relative to the colour spread inside plus a noise allowance."""
+    import cv2
+
+    m8 = mask.astype(np.uint8)
+    inner = mask & ~(cv2.erode(m8, disk(3)) > 0)
+    outer = (cv2.dilate(m8, disk(3)) > 0) & ~mask
+    if inner.sum() < 10 or outer.sum() < 10:
+        return 0.0
+    d = float(np.linalg.norm(np.median(lab[inner], 0) - np.median(lab[outer], 0)))
+    spread = float(np.sqrt(lab[mask].var(0).sum()))
+    return float(np.clip(d / (0.5 * spread + 8.0) / 2.0, 0, 1))
+
+
+def _finish(mask_c: np.ndarray, clicks_c, lab_c, cfg: GrabCutConfig):
+    """Open, keep the component at the clicks, remove the shadow, fill holes (all in the crop)."""
+    import cv2
+
+    m = cv2.morphologyEx(mask_c.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
+    m = component_at(m, clicks_c, radius=4) if clicks_c else _largest(m)
+    sh = _shadow_part(lab_c, m, clicks_c, cfg)
+    if cfg.remove_shadow and sh.any() and (m & ~sh).sum() > 0.3 * m.sum():
+        m2 = m & ~sh
+        m2 = cv2.morphologyEx(m2.astype(np.uint8), cv2.MORPH_OPEN, disk(2)) > 0
+        m2 = component_at(m2, clicks_c, radius=4) if clicks_c else _largest(m2)
+        if m2.any():
+            m = m2
+    return fill_holes(m), sh & ~m
+
+
+def legacy_too_big(m: np.ndarray) -> bool:
+    """A legacy mask over a third of the image or along an image side is the background."""
+    return float(m.mean()) > 0.33 or _border_run(m) > 0.35
+
+
+def _border_run(m: np.ndarray) -> float:
+    """Largest fraction of one image side that ``m`` runs along."""
+    return float(max(m[0].mean(), m[-1].mean(), m[:, 0].mean(), m[:, -1].mean()))
+
+
+def _solidity(m: np.ndarray) -> float:
+    """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex)."""
+    import cv2
+
+    pts = cv2.findNonZero(m.astype(np.uint8))
+    if pts is None:
+        return 0.0
+    hull = cv2.contourArea(cv2.convexHull(pts))
+    return float(m.sum() / max(hull, 1.0))
+
+
+def _largest(m: np.ndarray) -> np.ndarray:
+    import cv2
+
+    n, lab, st, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8))
+    return lab == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA])) if n > 1 else m
+
+
+def _run_box(image: np.ndarray, box, prompt: Prompt, margin: float, cfg: GrabCutConfig):
+    """GrabCut with ``box`` as the rectangle in a normalised crop; returns (mask, shadow, touch, crop, lab) in crop
+    coordinates."""
+    h, w = image.shape[:2]
+    crop = _make_crop(w, h, box, margin, cfg.crop_px)
+    sub = _resample(image, crop)
+    lab = _lab(sub)
+    rect = _rect_in_crop(crop, box, sub.shape[:2])
+    clicks = [crop.to_crop(x, y) for x, y in prompt.positives]
+    neg = [crop.to_crop(x, y) for x, y in prompt.negatives]
+    half = 0.5 * max(rect[2] - rect[0], rect[3] - rect[1])
+    init = _init_mask(lab, rect, clicks, neg, int(round(cfg.click_radius * half)) + 1)
+    raw = _grabcut(sub, init, cfg)
+    mask, shadow = _finish(raw, clicks, lab, cfg)
+    found = mask.sum() > 3 * max(1, (init == 1).sum())  # more than the sure-foreground disks: an object
+    return mask, shadow, _touch(mask, rect, crop, w, h), crop, lab, found
+
+
+def _to_image(m_c: np.ndarray, crop: _Crop, shape) -> np.ndarray:
+    """A crop mask back to a full-image ``(h, w) bool`` (linear resampling of the 0/1 mask, >= 0.5)."""
+    import cv2
+
+    out = np.zeros(shape, bool)
+    size = (crop.x1 - crop.x0, crop.y1 - crop.y0)
+    up = cv2.resize(m_c.astype(np.float32), size, interpolation=cv2.INTER_LINEAR)
+    out[crop.y0:crop.y1, crop.x0:crop.x1] = up >= 0.5
+    return out
+
+
+def grabcut_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None,
+                   config: GrabCutConfig | None = None) -> MaskResult:
+    """One click / a box -> :class:`MaskResult` (mask, the removed cast shadow, confidence); see the module
+    docstring. ``image``: ``(h, w, 3) uint8``; the plate is not used."""
+    import cv2
+
+    threads = cv2.getNumThreads()
+    cv2.setNumThreads(1)  # the crops are small: OpenCV's thread pool costs more than it saves
+    try:
+        return _grabcut_result(image, prompt, config or GrabCutConfig())
+    finally:
+        cv2.setNumThreads(threads)
+
+
+def _box_result(image: np.ndarray, prompt: Prompt) -> MaskResult:
+    """A box (with or without clicks): main@02b6871's GrabCut in the box (the robot's box in ``real2sim init``);
+    confidence = IoU with the mask from the box grown by 5 % on every side (a person draws boxes loosely)."""
+    h, w = image.shape[:2]
+    x0, y0, x1, y1 = prompt.box
+    if x0 <= 0 and y0 <= 0 and x1 >= w - 1 and y1 >= h - 1:
+        raise SegmentationError("grabcut: the box covers the whole image; GrabCut needs some background outside it")
+    mask = np.asarray(legacy_grabcut(image, prompt), bool)
+    g = 0.05 * max(x1 - x0, y1 - y0)
+    loose = Prompt(list(prompt.points), list(prompt.labels),
+                   (max(0.0, x0 - g), max(0.0, y0 - g), min(w - 1.0, x1 + g), min(h - 1.0, y1 + g)))
+    stab = iou(mask, np.asarray(legacy_grabcut(image, loose), bool))
+    return MaskResult(mask, float(stab), shadow=None, details={"picked": "box", "box_stability": round(stab, 3)})
+
+
+def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> MaskResult:
+    h, w = image.shape[:2]
+    S = float(np.sqrt(h * w))
+    pos = prompt.positives
+    tried = []
+    ambiguous = False
+    if prompt.box is not None:
+        return _box_result(image, prompt)
     if pos:
-        fg = component_at(fg, pos)
-    elif prompt.box is not None:  # largest component inside the box
-        n, lab_, st, _ = cv2.connectedComponentsWithStats(fg.astype(np.uint8))
-        if n > 1:
-            fg = lab_ == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))
-    return fill_holes(fg)
+        cx, cy = np.mean([p[0] for p in pos]), np.mean([p[1] for p in pos])
+        spread = max([abs(p[0] - cx) for p in pos] + [abs(p[1] - cy) for p in pos])
+        full, ok = [], []
+        for s in cfg.scales:
+            r = s * S + spread
+            box = (cx - r, cy - r, cx + r, cy + r)
+            m, sh, touch, crop, lab, found = _run_box(image, box, prompt, r, cfg)
+            tried.append((m, sh, touch, crop, lab, r))
+            full.append(_to_image(m, crop, (h, w)))
+            ok.append(found and touch <= cfg.touch_frac)
+        pair = [iou(full[i], full[i + 1]) for i in range(len(full) - 1)]
+        stabs = [max(pair[i - 1] if i > 0 else 0.0, pair[i] if i < len(pair) else 0.0) for i in range(len(full))]
+        for i, (m, sh, touch, crop, lab, r) in enumerate(tried):  # a mask filling its box, or the image's
+            inside = (min(w, cx + r) - max(0, cx - r)) * (min(h, cy + r) - max(0, cy - r))  # edges, is background
+            if full[i].sum() > cfg.max_box_fill * max(inside, 1.0) or _border_run(full[i]) > cfg.max_border_run:
+                ok[i] = False
+        score = [stabs[i] * (0.5 + _contrast(t[4], t[0])) * _solidity(full[i]) for i, t in enumerate(tried)]
+        cand = [i for i in range(len(full)) if ok[i]] or list(range(len(full)))
+        chosen = max(cand, key=lambda i: (score[i], i))
+        stab = stabs[chosen]
+        a = full[chosen]
+        for j in range(len(full)):  # a larger compact whole mask holding this one: it may be a part (a lid)
+            if (j != chosen and ok[j] and full[j].sum() > 1.8 * a.sum() and (full[j] & a).sum() >= 0.85 * a.sum()
+                    and _solidity(full[j]) >= cfg.min_solidity):
+                ambiguous = True
+    else:
+        raise SegmentationError("grabcut: the prompt marks no foreground")
+    m_c, sh_c, touch, crop, lab, r = tried[chosen]
+    mask = _to_image(m_c, crop, (h, w))
+    shadow = _to_image(sh_c, crop, (h, w)) & ~mask
+    if cfg.refine and mask.sum() >= 20:
+        band = max(1, int(round(1.5 / crop.scale)))
+        mask = refine_edges(image, mask, band=band, ring=2 * band)
+    mask = component_at(mask, pos, radius=max(3, int(round(2 / crop.scale)))) if pos else _largest(mask)
+    mask = fill_holes(mask)
+    conf = float(np.clip(stab, 0, 1) * (0.4 + 0.6 * _contrast(lab, m_c))) * (0.5 if ambiguous else 1.0)
+    picked = "sizes"
+    if pos and cfg.legacy and prompt.box is None:
+        # second cue: main@02b6871's colour-region GrabCut; the better-scored mask is taken
+        legacy = np.asarray(legacy_grabcut(image, prompt), bool)
+        if legacy.any() and not legacy_too_big(legacy):
+            lab_full = _lab(image)
+            agree = max([iou(legacy, f) for f, o in zip(full, ok) if o] or [0.0])
+            s_new = stab * (0.5 + _contrast(lab_full, mask)) * _solidity(mask) * (0.5 if ambiguous else 1.0)
+            s_old = agree * (0.5 + _contrast(lab_full, legacy)) * _solidity(legacy)
+            holds = (legacy & mask).sum() >= 0.85 * mask.sum() and legacy.sum() > 1.8 * mask.sum()
+            if s_old > s_new or (ambiguous and holds and _solidity(legacy) >= cfg.min_solidity):
+                mask, shadow, picked = legacy, np.zeros_like(legacy), "colour region"
+                conf = float(np.clip(agree, 0, 1) * (0.4 + 0.6 * _contrast(lab_full, legacy)))
+    details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
+               "sizes_tried": len(tried)}
+    return MaskResult(mask, conf, shadow=shadow, details=details)
+
+
+def grabcut(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None,
+            config: GrabCutConfig | None = None) -> np.ndarray:
+    """GrabCut segmentation from clicks or a box (registered backend; the plate is not used): ``(h, w) bool``."""
+    return grabcut_result(image, prompt, plate, config).mask

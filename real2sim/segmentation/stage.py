@@ -9,10 +9,12 @@ from real2sim.core.bundle import atomic_write_json, hash_jsonable
 from real2sim.core.imaging import read_rgb, write_mask, write_rgb
 from real2sim.core.stages import files_hash, run_stage
 from real2sim.segmentation.core import (
+    LOW_CONFIDENCE,
     Prompt,
     SegmentationError,
+    check_exposure,
     resolve_backend,
-    segment,
+    segment_result,
 )
 from real2sim.segmentation.propagate import (
     AT_PROMPTED_POSE,
@@ -24,8 +26,10 @@ from real2sim.segmentation.propagate import (
 log = logging.getLogger(__name__)
 
 
-def contact_sheet(frames, masks_by_entity: dict[str, list[np.ndarray]], count: int = 8, tile_width: int = 240) -> np.ndarray:
-    """Evenly spaced frames with every entity's mask tinted and outlined (uint8 RGB grid, 4 columns)."""
+def contact_sheet(frames, masks_by_entity: dict[str, list[np.ndarray]], count: int = 8, tile_width: int = 240,
+                  legend: dict[str, str] | None = None) -> np.ndarray:
+    """Evenly spaced frames with every entity's mask tinted and outlined (uint8 RGB grid, 4 columns); ``legend``
+    adds text after an entity's name (its confidence), drawn red when it starts with ``"LOW"``."""
     import cv2
 
     palette = [(255, 0, 255), (0, 255, 255), (255, 255, 0), (255, 64, 64), (64, 255, 64), (64, 64, 255)]
@@ -56,8 +60,14 @@ def contact_sheet(frames, masks_by_entity: dict[str, list[np.ndarray]], count: i
         tiles.append(np.zeros_like(tiles[0]))
     sheet = np.vstack([np.hstack(tiles[r:r + cols]) for r in range(0, len(tiles), cols)])
     y = 4
+    legend = legend or {}
     for k, ent in enumerate(masks_by_entity):  # legend
-        cv2.putText(sheet, ent, (sheet.shape[1] - 160, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, palette[k % len(palette)], 1, cv2.LINE_AA)
+        x = sheet.shape[1] - 260
+        cv2.putText(sheet, ent, (x, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, palette[k % len(palette)], 1, cv2.LINE_AA)
+        if ent in legend:
+            col = (255, 40, 40) if legend[ent].startswith("LOW") else (255, 255, 255)
+            cv2.putText(sheet, legend[ent], (x + 9 * len(ent) + 8, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.45, col, 1,
+                        cv2.LINE_AA)
         y += 18
     return sheet
 
@@ -70,7 +80,10 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     default ``propagate_masks``). The mask on the prompted frame comes from :func:`segment` (with the bundle plate
     when there is one); propagated, it is carried to every frame (:mod:`segmentation.propagate`), with each
     frame's state recorded in ``manifest.capture.mask_states``. Writes ``masks/<frame>/<entity>.png``, records them in ``manifest.capture.masks``, writes
-    ``masks/prompts.json``, ``reports/segment.json`` (mask areas) and ``reports/segment.png`` (contact sheet).
+    ``masks/prompts.json``, ``reports/segment.json`` (mask areas, each prompted mask's confidence and whether it
+    is low, the backend's numbers) and ``reports/segment.png`` (contact sheet, confidences in the legend). The cast
+    shadow of an entity on its prompted frame, where the backend tells it apart, goes to
+    ``masks/<frame>/<entity>_shadow.png`` (named in the report, not an entity mask).
     """
     cap = bundle.manifest.capture
     if not cap.frames:
@@ -94,19 +107,24 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     input_hash = hash_jsonable([files_hash(bundle, rels), config])
 
     def run():
-        frames = np.stack([read_rgb(bundle.path(fr.image)) for fr in cap.frames])
+        frames = _read_frames(bundle, cap)
         plate = read_rgb(bundle.path(cap.plate)) if cap.plate and bundle.path(cap.plate).is_file() else None
+        if plate is not None and plate.shape != frames.shape[1:]:
+            raise SegmentationError(f"{bundle.path(cap.plate)}: the plate is {plate.shape[1]}x{plate.shape[0]} but the "
+                                    f"frames are {frames.shape[2]}x{frames.shape[1]}; make the plate again from these "
+                                    "frames ('real2sim plate')")
         used = resolve_backend(backend, plate)
         if backend == "auto" and plate is not None:
             used = "auto (difference, grabcut where the object is part of the plate)"
         outputs, areas, flags, per_entity, states = [], {}, {}, {}, {}
-        prompted = {}
+        prompted, results = {}, {}
         for ent, (f, p) in norm.items():
-            m0 = segment(frames[f], p, plate=plate, backend=backend)
-            if not m0.any():
-                raise SegmentationError(f"the prompt for '{ent}' on frame {f} gave an empty mask; click inside the object "
-                                        "or give a box")
-            prompted[ent] = m0
+            res = segment_result(frames[f], p, plate=plate, backend=backend,
+                                 name=f"frame {f} ({cap.frames[f].image}), entity '{ent}'")
+            if not res.mask.any():
+                raise SegmentationError(f"the prompt for '{ent}' on frame {f} ({cap.frames[f].image}) gave an empty mask; "
+                                        "click inside the object or give a box")
+            prompted[ent], results[ent] = res.mask, res
         moving = [e for e in norm if carry[e] and len(frames) > 1]
         if moving:
             tracks = propagate_many(frames, {e: prompted[e] for e in moving}, {e: norm[e][0] for e in moving}, pcfg)
@@ -135,16 +153,23 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
                 cap.masks.setdefault(key, {})[ent] = bundle.rel(path)
                 cap.mask_states.setdefault(key, {})[ent] = states[ent][i]
                 outputs.append(bundle.rel(path))
+        shadows = _write_shadows(bundle, norm, results)
+        outputs += [v for v in shadows.values() if v]
         atomic_write_json(bundle.path("masks/prompts.json"), config["prompts"])
         outputs.append("masks/prompts.json")
         pic = bundle.reports_dir() / "segment.png"
-        write_rgb(pic, contact_sheet(frames, per_entity))
+        legend = {e: ("LOW " if r.confidence < LOW_CONFIDENCE else "") + f"conf {r.confidence:.2f}" for e, r in results.items()}
+        write_rgb(pic, contact_sheet(frames, per_entity, legend=legend))
         h, w = frames.shape[1:3]
         summary = {e: {"frames": sum(a is not None for a in v), "area_px_min": min(a for a in v if a is not None),
                        "area_px_max": max(a for a in v if a is not None),
                        "area_frac_prompt_frame": round(v[norm[e][0]] / (h * w), 6), "flagged_frames": flags[e],
                        "states": {k: states[e].count(k) for k in STATES if k in states[e]},
-                       "frames_at_prompted_pose": sum(st in AT_PROMPTED_POSE for st in states[e])}
+                       "frames_at_prompted_pose": sum(st in AT_PROMPTED_POSE for st in states[e]),
+                       "confidence": round(results[e].confidence, 3),
+                       "low_confidence": results[e].confidence < LOW_CONFIDENCE,
+                       "mask_backend": results[e].backend, "mask_details": results[e].details,
+                       "shadow_mask": shadows.get(e)}
                    for e, v in areas.items()}
         for e, s in summary.items():
             if s["flagged_frames"]:
@@ -152,11 +177,51 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
                             e, s["flagged_frames"])
             if s["area_frac_prompt_frame"] > 0.9:
                 log.warning("segment: the mask of '%s' covers %.0f%% of the frame", e, 100 * s["area_frac_prompt_frame"])
+        low = sorted(e for e, r in results.items() if r.confidence < LOW_CONFIDENCE)
         rep = bundle.write_report("segment", {"backend": used, "entities": summary, "areas_px": areas,
+                                              "low_confidence": low, "low_confidence_below": LOW_CONFIDENCE,
                                               "picture": bundle.rel(pic)})
         outputs += [rep, bundle.rel(pic)]
-        metrics = {"backend": used, "entities": len(per_entity),
+        metrics = {"backend": used, "entities": len(per_entity), "low_confidence": len(low),
+                   "min_confidence": round(min(r.confidence for r in results.values()), 3),
                    "masks": sum(a is not None for v in areas.values() for a in v), "flagged_frames": sum(len(v) for v in flags.values())}
         return outputs, metrics, f"{len(per_entity)} entities segmented with {used}"
 
     return run_stage(bundle, "segment", input_hash, config, run, force=force)[0]
+
+
+def _read_frames(bundle, cap) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` frames; frames of another size are an error naming them, black or saturated frames
+    a warning naming them (propagation will mark the entities there lost)."""
+    frames, shape0 = [], None
+    for i, fr in enumerate(cap.frames):
+        img = read_rgb(bundle.path(fr.image))
+        if shape0 is None:
+            shape0 = img.shape
+        elif img.shape != shape0:
+            raise SegmentationError(f"{bundle.path(fr.image)} (frame {i}) is {img.shape[1]}x{img.shape[0]} but frame 0 "
+                                    f"is {shape0[1]}x{shape0[0]}: every frame of one camera must have the same size; "
+                                    "re-export the clip at one resolution")
+        try:
+            check_exposure(img, f"frame {i} ({fr.image})")
+        except SegmentationError as exc:
+            log.warning("segment: %s", exc)
+        frames.append(img)
+    return np.stack(frames)
+
+
+def _write_shadows(bundle, norm: dict, results: dict) -> dict[str, str | None]:
+    """Write each entity's cast shadow on its prompted frame as ``masks/<frame>/<entity>_shadow.png`` (where the
+    backend told it apart; old ones of the entity removed). Not recorded as an entity mask: the report names it."""
+    out = {}
+    for ent, (f, _) in norm.items():
+        for old in bundle.path("masks").glob(f"*/{ent}_shadow.png"):
+            old.unlink()
+        sh = results[ent].shadow
+        if sh is not None and sh.any():
+            path = bundle.path(f"masks/{f:06d}/{ent}_shadow.png")
+            write_mask(path, sh)
+            out[ent] = bundle.rel(path)
+        else:
+            out[ent] = None
+    return out

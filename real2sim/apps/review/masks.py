@@ -6,6 +6,8 @@ frame with the saved mask (blue), the proposal (orange) and the clicks.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from real2sim import segmentation
@@ -140,6 +142,17 @@ def _saved_mask(bundle: Bundle, key: str, oid: str | None, shown: np.ndarray) ->
     if m.shape == shown.shape[:2]:
         shown[m] = shown[m] * 0.5 + np.array([0, 120, 255]) * 0.5
     state = bundle.manifest.capture.mask_state(key, oid)
+    conf = mask_confidence(bundle, oid) if state == "prompt" else None
     return (f"Saved mask: `{rel}` (blue), state `{state}`"
             + (" (not used for alignment/texture: the object is not at its scene pose or mostly "
-               "hidden here)." if state not in MASK_STATES_AT_POSE else "."))
+               "hidden here)." if state not in MASK_STATES_AT_POSE else ".")
+            + ("" if conf is None else f" Confidence {conf:.2f}"
+               + (" (low: check this mask, add a click or a box)." if conf < 0.5 else ".")))
+
+
+def mask_confidence(bundle: Bundle, oid: str) -> float | None:
+    """The prompted mask's confidence from ``reports/segment.json`` (None when not recorded)."""
+    try:
+        return float(json.loads(bundle.path("reports/segment.json").read_text())["entities"][oid]["confidence"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

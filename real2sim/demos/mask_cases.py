@@ -1,0 +1,490 @@
+"""Segmentation cases with exact ground truth: textured object meshes rendered into real background plates.
+
+Each :class:`MaskCase` holds an image, the perfect plate it was made from, the ground-truth object mask, the
+ground-truth cast-shadow mask, a click inside the object (sampled, not always the centre) and a box.
+
+Sources:
+
+- ``real``: the real Bridge photo ``stack_cube_first_frame.png`` with its person-made plate. Reference masks of
+  the two cubes: the pixels of each cube's hue (saturation > 35) that differ from the plate, plus the differing
+  pixels within 3 px of them (the pale anti-aliased edge; not the cast shadow farther out), holes filled. A
+  *reference* made with knowledge of the cubes' colours and checked by eye, never a pipeline input. Three clicks
+  per cube.
+- synthetic families, one case per real plate (the two Bridge plates, the eleven Google Robot overlays): an object
+  mesh from ``shared/data`` (coke can, cubes, apple, 7up and pepsi cans) rendered at a random pose, lit by a
+  directional light (so a can has a bright and a dark half), scaled to a random size, composited with an
+  anti-aliased edge (ground truth = coverage >= 0.5) over a soft cast shadow (the silhouette projected onto the
+  table from its base, blurred, darkening the plate). Families vary what a camera does between the plate and the
+  frame: ``base`` (sensor noise 1.5), ``exposure`` (gain, gamma, white balance), ``noise`` (sigma 6-10), ``blur``,
+  ``jpeg`` (quality 25-45), ``lowres`` (320x256), ``highres`` (1280x720), ``lowcontrast`` (the texture recoloured
+  toward the local plate colour).
+- :func:`procedural_case`: a data-free case (textured procedural plate, a shaded cylinder with a bright and a
+  dark half, a cast shadow) for tests on machines without ``shared/data``.
+
+Everything is seeded: the same arguments give the same cases.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.core.camera import Camera
+from real2sim.core.imaging import component_at, fill_holes, read_rgb
+from real2sim.render.raster import rasterize
+
+log = logging.getLogger(__name__)
+
+FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast")
+"""Synthetic case families (see the module docstring)."""
+
+OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
+    "coke_can": ("objects/coke_can/textured.dae", 1, 0.35),
+    "green_cube": ("objects/green_cube_3cm/textured.dae", 2, 0.05),
+    "yellow_cube": ("objects/yellow_cube_3cm/textured.dae", 2, 0.05),
+    "apple": ("google_robot/objects/apple/textured.dae", 2, 0.15),
+    "7up_can": ("google_robot/objects/opened_7up_can/textured.dae", 1, 0.35),
+    "pepsi_can": ("google_robot/objects/opened_pepsi_can/textured.dae", 1, 0.35),
+}
+
+
+@dataclass
+class MaskCase:
+    """One segmentation case with exact ground truth."""
+
+    name: str
+    """Unique name ``family/plate/object``."""
+    family: str
+    """Case family (``real`` or one of :data:`FAMILIES`)."""
+    image: np.ndarray
+    """``(h, w, 3) uint8`` RGB frame."""
+    plate: np.ndarray
+    """``(h, w, 3) uint8`` the perfect plate: the frame without the object and its shadow (before the camera
+    effects of the family)."""
+    mask: np.ndarray
+    """``(h, w) bool`` ground-truth object mask."""
+    shadow: np.ndarray
+    """``(h, w) bool`` ground-truth cast shadow (darkened by at least half its strength), outside the object."""
+    click: tuple[float, float]
+    """A click (x, y) inside the object."""
+    box: tuple[float, float, float, float]
+    """A box (x0, y0, x1, y1) around the object, loosely drawn."""
+
+
+# -- meshes ----------------------------------------------------------------------------------------------------
+@dataclass
+class _Part:
+    vertices: np.ndarray  # (V, 3)
+    faces: np.ndarray  # (F, 3)
+    normals: np.ndarray  # (V, 3)
+    uv: np.ndarray | None  # (V, 2)
+    texture: np.ndarray | None  # (H, W, 3) float32 [0, 1], row 0 = v 1
+    colour: np.ndarray  # (3,) float32 flat colour when there is no texture
+
+
+@lru_cache(maxsize=8)
+def load_object(path: str, up_axis: int) -> tuple[_Part, ...]:
+    """A textured mesh as parts in a z-up frame centred on its base (cached)."""
+    import trimesh
+
+    scene = trimesh.load(path, force="scene")
+    rot = np.eye(3)
+    if up_axis == 1:  # mesh Y up -> Z up
+        rot = np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]], float)
+    parts = []
+    for g in scene.dump(concatenate=False):
+        v = np.asarray(g.vertices, float) @ rot.T
+        n = np.asarray(g.vertex_normals, float) @ rot.T
+        mat = getattr(g.visual, "material", None)
+        tex, uv = None, getattr(g.visual, "uv", None)
+        img = getattr(mat, "baseColorTexture", None) or getattr(mat, "image", None)
+        if img is not None and uv is not None:
+            t = np.asarray(img.convert("RGB"), np.float32) / 255.0
+            if max(t.shape[:2]) > 1024:
+                import cv2
+
+                s = 1024 / max(t.shape[:2])
+                t = cv2.resize(t, (int(t.shape[1] * s), int(t.shape[0] * s)), interpolation=cv2.INTER_AREA)
+            tex = t
+        c = getattr(mat, "baseColorFactor", None) if mat is not None else None
+        c = np.asarray([200, 200, 200, 255] if c is None else c, float)
+        c = c[:3] / (255.0 if c.max() > 1 else 1.0)
+        parts.append(_Part(v, np.asarray(g.faces, np.int64), n, None if tex is None else np.asarray(uv, float), tex,
+                           c.astype(np.float32)))
+    lo = np.min([p.vertices.min(0) for p in parts], 0)
+    hi = np.max([p.vertices.max(0) for p in parts], 0)
+    base = np.array([(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, lo[2]])
+    for p in parts:
+        p.vertices = p.vertices - base
+    return tuple(parts)
+
+
+def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``(4, 4)`` OpenCV camera pose (x right, y down, z forward) at ``eye`` looking at ``target`` (world z up)."""
+    f = (target - eye) / np.linalg.norm(target - eye)
+    r = np.cross(f, [0.0, 0.0, 1.0])
+    r /= np.linalg.norm(r)
+    d = np.cross(f, r)
+    T = np.eye(4)
+    T[:3, :3] = np.stack([r, d, f], 1)
+    T[:3, 3] = eye
+    return T
+
+
+def _sample(tex: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    """Bilinear texture lookup: ``(N, 2)`` OBJ UVs (wrapped) -> ``(N, 3)``."""
+    h, w = tex.shape[:2]
+    u = np.mod(uv[:, 0], 1.0) * w - 0.5
+    v = (1.0 - np.mod(uv[:, 1], 1.0)) * h - 0.5
+    x0, y0 = np.floor(u).astype(int), np.floor(v).astype(int)
+    fx, fy = (u - x0)[:, None], (v - y0)[:, None]
+    x1, y1 = (x0 + 1) % w, (y0 + 1) % h
+    x0, y0 = x0 % w, y0 % h
+    return ((tex[y0, x0] * (1 - fx) + tex[y0, x1] * fx) * (1 - fy) + (tex[y1, x0] * (1 - fx) + tex[y1, x1] * fx) * fy)
+
+
+def render_sprite(parts, yaw: float, elevation: float, light: np.ndarray, specular: float, size: int = 320,
+                  backend: str = "auto") -> tuple[np.ndarray, np.ndarray, float]:
+    """Render an object alone: ``(size, size, 3)`` float RGB, ``(size, size)`` coverage in [0, 1] (2x supersampled),
+    and the image row of its base centre (for the cast shadow)."""
+    import cv2
+
+    ss = 2 * size
+    c, s = np.cos(yaw), np.sin(yaw)
+    R = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    allv = np.concatenate([p.vertices @ R.T for p in parts])
+    centre = (allv.min(0) + allv.max(0)) / 2
+    radius = float(np.linalg.norm(allv - centre, axis=1).max())
+    dist = 8 * radius
+    eye = centre + dist * np.array([np.cos(elevation), 0.0, np.sin(elevation)])
+    T = _look_at(eye, centre)
+    f = 0.45 * ss * dist / radius
+    cam = Camera(ss, ss, np.array([[f, 0, ss / 2 - 0.5], [0, f, ss / 2 - 0.5], [0, 0, 1]]), T, near=dist / 4,
+                 far=dist * 4)
+    rgb = np.zeros((ss, ss, 3), np.float32)
+    depth = np.full((ss, ss), np.inf)
+    view = (eye - centre) / dist
+    half = (light + view) / np.linalg.norm(light + view)
+    for p in parts:
+        fr = rasterize(cam, p.vertices @ R.T, p.faces, backend)
+        ys, xs = np.nonzero(fr.mask & (fr.depth < depth))
+        if not len(ys):
+            continue
+        depth[ys, xs] = fr.depth[ys, xs]
+        fid, bary = fr.face_id[ys, xs], fr.bary[ys, xs]
+        tri = p.faces[fid]
+        n = np.einsum("nk,nkc->nc", bary, (p.normals @ R.T)[tri])
+        n /= np.linalg.norm(n, axis=1, keepdims=True) + 1e-9
+        n *= np.where((n @ view) < 0, -1.0, 1.0)[:, None]
+        if p.texture is not None:
+            col = _sample(p.texture, np.einsum("nk,nkc->nc", bary, p.uv[tri]))
+        else:
+            col = np.broadcast_to(p.colour, (len(ys), 3))
+        diff = 0.35 + 0.75 * np.clip(n @ light, 0, 1)
+        spec = specular * np.clip(n @ half, 0, 1) ** 30
+        rgb[ys, xs] = col * diff[:, None] + spec[:, None]
+    cov = np.isfinite(depth).astype(np.float32)
+    rgb = cv2.resize(rgb * cov[..., None], (size, size), interpolation=cv2.INTER_AREA)
+    alpha = cv2.resize(cov, (size, size), interpolation=cv2.INTER_AREA)
+    rgb = np.where(alpha[..., None] > 1e-3, rgb / np.maximum(alpha[..., None], 1e-3), 0)
+    base_row = float(cam.project(np.array([[0.0, 0.0, 0.0]]))[0, 1]) / 2
+    return np.clip(rgb, 0, 1.2), alpha, base_row
+
+
+# -- compositing -----------------------------------------------------------------------------------------------
+def _fit_sprite(rgb, alpha, base_row, height_px: float):
+    """Crop the sprite to its object and scale it so the object is ``height_px`` tall."""
+    import cv2
+
+    ys, xs = np.nonzero(alpha > 0.01)
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    s = height_px / (y1 - y0)
+    w, h = max(2, int(round((x1 - x0) * s))), max(2, int(round((y1 - y0) * s)))
+    rgb = cv2.resize(np.ascontiguousarray(rgb[y0:y1, x0:x1]), (w, h), interpolation=cv2.INTER_AREA)
+    alpha = cv2.resize(np.ascontiguousarray(alpha[y0:y1, x0:x1]), (w, h), interpolation=cv2.INTER_AREA)
+    return rgb, alpha, (base_row - y0) * s
+
+
+def _shadow(alpha: np.ndarray, base_row: float, shear: float, squash: float, blur: float) -> tuple[np.ndarray, int, int]:
+    """Cast shadow of a sprite: its silhouette projected from its base row onto the table (``(h', w')`` float),
+    with the offset of the shadow image's origin relative to the sprite's."""
+    import cv2
+
+    h, w = alpha.shape
+    pad = int(2 * h + 4 * blur) + 4
+    M = np.array([[1.0, -shear, shear * base_row + pad], [0.0, squash, (1 - squash) * base_row + pad]])
+    sh = cv2.warpAffine(alpha, M, (w + 2 * pad, h + 2 * pad), flags=cv2.INTER_LINEAR)
+    if blur > 0:
+        sh = cv2.GaussianBlur(sh, (0, 0), blur)
+    return np.clip(sh, 0, 1), pad, pad
+
+
+def _paste(canvas: np.ndarray, layer: np.ndarray, x0: int, y0: int) -> None:
+    """``canvas[y0:, x0:] = layer`` where they overlap (in place; layer ``(h, w)`` or ``(h, w, c)``)."""
+    H, W = canvas.shape[:2]
+    h, w = layer.shape[:2]
+    cy0, cx0 = max(0, y0), max(0, x0)
+    cy1, cx1 = min(H, y0 + h), min(W, x0 + w)
+    if cy1 <= cy0 or cx1 <= cx0:
+        return
+    canvas[cy0:cy1, cx0:cx1] = layer[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0]
+
+
+@dataclass
+class Look:
+    """How an object sits in a plate: brightness, recolouring and cast shadow."""
+
+    gain: float = 1.0
+    """Object brightness factor (times the plate's local brightness / 0.55 when ``relative``)."""
+    relative: bool = True
+    """Scale the object's brightness with the plate's brightness around it."""
+    recolour: float = 0.0
+    """Move the object's mean colour this far toward the local plate colour (0 = none, 1 = onto it)."""
+    keep_variation: float = 1.0
+    """Scale of the object's colour variation about its (moved) mean."""
+    shadow: float = 0.0
+    """Darkening of the cast shadow's core (0 = no shadow)."""
+    shear: float = 0.5
+    """Horizontal shift of the shadow per pixel of object height."""
+    squash: float = 0.3
+    """Vertical extent of the shadow per pixel of object height (negative: toward the camera)."""
+    softness: float = 0.03
+    """Blur of the shadow as a fraction of the object height."""
+
+    @classmethod
+    def sample(cls, rng: np.random.Generator, low_contrast: bool = False) -> "Look":
+        return cls(gain=rng.uniform(0.85, 1.15), recolour=rng.uniform(0.6, 0.8) if low_contrast else 0.0,
+                   keep_variation=rng.uniform(0.6, 0.9) if low_contrast else 1.0,
+                   shadow=rng.uniform(0.1, 0.6) if rng.random() < 0.85 else 0.0, shear=rng.uniform(-1.0, 1.0),
+                   squash=rng.choice([-1, 1]) * rng.uniform(0.15, 0.5), softness=rng.uniform(0.01, 0.05))
+
+
+def composite(plate: np.ndarray, rgb: np.ndarray, alpha: np.ndarray, base_row: float, x: int, y_base: int,
+              look: Look):
+    """Object sprite ``(h, w, 3)`` float with coverage ``(h, w)`` over a ``(H, W, 3) uint8`` plate with its cast
+    shadow, base centre at ``(x, y_base)``.
+
+    Returns the float image ``(H, W, 3)`` in [0, 1], object coverage ``(H, W)`` and shadow darkening ``(H, W)``
+    outside the object (0 = none)."""
+    H, W = plate.shape[:2]
+    pf = plate.astype(np.float32) / 255.0
+    h, w = alpha.shape
+    ox, oy = int(round(x - w / 2)), int(round(y_base - base_row))
+    cov = np.zeros((H, W), np.float32)
+    _paste(cov, alpha, ox, oy)
+    obj = np.zeros((H, W, 3), np.float32)
+    _paste(obj, rgb, ox, oy)
+    inside = cov > 0.5
+    near = cv2_dilate(inside, max(3, h // 2)) & (cov < 0.01)
+    local = pf[near].mean(0) if near.any() else pf.reshape(-1, 3).mean(0)
+    obj *= look.gain * (float(np.clip(local.mean() / 0.55, 0.55, 1.25)) if look.relative else 1.0)
+    if look.recolour > 0 and inside.any():
+        mu = obj[inside].mean(0)
+        obj = (mu + look.recolour * (local - mu)) + look.keep_variation * (obj - mu)
+    dark = np.zeros((H, W), np.float32)
+    if look.shadow > 0:
+        sh, px, py = _shadow(alpha, base_row, look.shear, look.squash, look.softness * h)
+        _paste(dark, sh * look.shadow, ox - px, oy - py)
+    out = pf * (1 - dark[..., None])
+    out = out * (1 - cov[..., None]) + np.clip(obj, 0, 1) * cov[..., None]
+    return out, cov, dark * (1 - cov)
+
+
+def cv2_dilate(m: np.ndarray, r: int) -> np.ndarray:
+    """``(h, w) bool`` dilated by a square of half-size ``r`` (fast)."""
+    import cv2
+
+    return cv2.dilate(m.astype(np.uint8), np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0
+
+
+# -- camera effects --------------------------------------------------------------------------------------------
+def camera_effect(img: np.ndarray, family: str, rng: np.random.Generator) -> np.ndarray:
+    """Apply the family's difference between plate and frame to a float ``(h, w, 3)`` image -> uint8."""
+    import cv2
+
+    sigma = 1.5
+    if family == "exposure":
+        gain = rng.choice([rng.uniform(0.7, 0.85), rng.uniform(1.15, 1.3)])
+        img = np.clip(img * gain * rng.uniform(0.95, 1.05, 3), 0, 1) ** rng.uniform(0.9, 1.1)
+    elif family == "noise":
+        sigma = rng.uniform(6, 10)
+    elif family == "blur":
+        img = cv2.GaussianBlur(img, (0, 0), rng.uniform(1.2, 2.2))
+    out = np.clip(img * 255 + rng.normal(0, sigma, img.shape), 0, 255).round().astype(np.uint8)
+    if family == "jpeg":
+        ok, enc = cv2.imencode(".jpg", out[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(25, 46))])
+        out = np.ascontiguousarray(cv2.imdecode(enc, cv2.IMREAD_COLOR)[..., ::-1])
+    return out
+
+
+def resize_plate(plate: np.ndarray, family: str) -> np.ndarray:
+    """The plate at the family's resolution (``lowres`` 320x256, ``highres`` 1280x720 from a 16:9 crop)."""
+    import cv2
+
+    if family == "lowres":
+        return cv2.resize(plate, (320, 256), interpolation=cv2.INTER_AREA)
+    if family == "highres":
+        h, w = plate.shape[:2]
+        ch = int(round(w * 9 / 16))
+        y0 = (h - ch) // 2
+        return cv2.resize(plate[y0:y0 + ch], (1280, 720), interpolation=cv2.INTER_CUBIC)
+    return plate
+
+
+# -- clicks and boxes ------------------------------------------------------------------------------------------
+def sample_click(mask: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
+    """A click inside ``mask``: a random pixel at least a third of the largest inner distance from the edge."""
+    import cv2
+
+    d = cv2.distanceTransform(np.pad(mask, 1).astype(np.uint8), cv2.DIST_L2, 5)[1:-1, 1:-1]
+    ys, xs = np.nonzero(d >= d.max() / 3)
+    i = int(rng.integers(len(ys)))
+    return float(xs[i]), float(ys[i])
+
+
+def sample_box(mask: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float, float]:
+    """A loosely drawn box: the tight box grown by 3-10 % of its size on each side (clipped to the image)."""
+    ys, xs = np.nonzero(mask)
+    h, w = mask.shape
+    bw, bh = xs.max() - xs.min() + 1, ys.max() - ys.min() + 1
+    g = rng.uniform(0.03, 0.10, 4) * [bw, bh, bw, bh]
+    return (float(max(0, xs.min() - g[0])), float(max(0, ys.min() - g[1])),
+            float(min(w - 1, xs.max() + g[2])), float(min(h - 1, ys.max() + g[3])))
+
+
+# -- cases -----------------------------------------------------------------------------------------------------
+def plates(data: Path) -> dict[str, np.ndarray]:
+    """Every real person-made plate in ``data`` (Bridge and Google Robot), by name."""
+    out = {}
+    for p in [data / "bridge" / "stack_cube_plate.png", data / "bridge" / "bridge_real_1_cleanup.png",
+              *sorted((data / "google_robot" / "overlays").glob("*.png"))]:
+        if p.is_file():
+            out[p.stem] = read_rgb(p)
+    return out
+
+
+def _placement(plate: np.ndarray, rng: np.random.Generator, height_px: float, width_px: float) -> tuple[int, int]:
+    """Base centre (x, y) on the lower part of the image (tables and floors), fully inside it."""
+    H, W = plate.shape[:2]
+    x = rng.uniform(width_px / 2 + 0.03 * W, W - width_px / 2 - 0.03 * W)
+    y = rng.uniform(max(0.4 * H, height_px + 0.03 * H), 0.95 * H)
+    return int(round(x)), int(round(y))
+
+
+def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, obj: str, seed: int,
+                   backend: str = "auto") -> MaskCase:
+    """One synthetic case (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    path, up, spec = OBJECTS[obj]
+    parts = load_object(str(data / path), up)
+    el = rng.uniform(np.radians(20), np.radians(65))
+    light = np.array([rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(0.4, 1.2)])
+    light /= np.linalg.norm(light)
+    rgb, alpha, base_row = render_sprite(parts, rng.uniform(0, 2 * np.pi), el, light, spec, backend=backend)
+    plate = resize_plate(plate, family)
+    H, W = plate.shape[:2]
+    rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, rng.uniform(0.09, 0.22) * H)
+    x, y = _placement(plate, rng, alpha.shape[0], alpha.shape[1])
+    img, cov, dark = composite(plate, rgb, alpha, base_row, x, y, Look.sample(rng, family == "lowcontrast"))
+    mask = cov >= 0.5
+    shadow = (dark >= 0.5 * dark.max()) & ~mask if dark.max() > 0.05 else np.zeros_like(mask)
+    image = camera_effect(img, family, rng)
+    return MaskCase(f"{family}/{plate_name}/{obj}", family, image, plate, mask, shadow, sample_click(mask, rng),
+                    sample_box(mask, rng))
+
+
+def real_cases(data: Path) -> list[MaskCase]:
+    """The real Bridge cubes photo with hue-restricted plate-difference reference masks (see module docstring)."""
+    import cv2
+
+    f, p = data / "bridge" / "stack_cube_first_frame.png", data / "bridge" / "stack_cube_plate.png"
+    if not (f.is_file() and p.is_file()):
+        return []
+    img, plate = read_rgb(f), read_rgb(p)
+    diff = np.abs(img.astype(int) - plate.astype(int)).max(-1)
+    hsv = cv2.cvtColor(img, cv2.COLOR_RGB2HSV)
+    fg = cv2.morphologyEx((diff > 45).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    rng = np.random.default_rng(0)
+    out = []
+    for name, (lo, hi) in {"green_cube": (50, 95), "yellow_cube": (18, 40)}.items():
+        hue = (diff > 40) & (hsv[..., 0] >= lo) & (hsv[..., 0] <= hi) & (hsv[..., 1] > 35)
+        hue = cv2.morphologyEx(hue.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        hue = cv2.morphologyEx(hue, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
+        n, hl, st, _ = cv2.connectedComponentsWithStats(hue)
+        seed = hl == 1 + np.argmax(st[1:, cv2.CC_STAT_AREA])
+        ys, xs = np.nonzero(seed)
+        blob = component_at(fg, [(xs[i], ys[i]) for i in range(0, len(ys), 7)], 0)
+        # the cube's hue, plus the differing blob's pixels within 3 px of it (its pale anti-aliased edge), not the
+        # blob's cast shadow farther out
+        ref = fill_holes(seed | (blob & (cv2.dilate(seed.astype(np.uint8), np.ones((7, 7), np.uint8)) > 0)))
+        for k in range(3):
+            out.append(MaskCase(f"real/stack_cube/{name}/{k}", "real", img, plate, ref, np.zeros_like(ref),
+                                sample_click(ref, rng), sample_box(ref, rng)))
+    return out
+
+
+def mask_cases(data: Path, families=None, seed: int = 0, backend: str = "auto") -> list[MaskCase]:
+    """Every case: the real ones, then one synthetic case per real plate and family (objects cycle).
+
+    ``families``: subset of ``("real",) + FAMILIES`` (default all)."""
+    data = Path(data)
+    families = tuple(families or ("real",) + FAMILIES)
+    out = real_cases(data) if "real" in families else []
+    pl = plates(data)
+    objs = [o for o in OBJECTS if (data / OBJECTS[o][0]).is_file()]
+    if not objs:
+        return out
+    for fi, fam in enumerate(f for f in FAMILIES if f in families):
+        for pi, (name, plate) in enumerate(pl.items()):
+            obj = objs[(pi + 3 * fi) % len(objs)]
+            out.append(synthetic_case(data, name, plate, fam, obj, seed * 100003 + 1000 * fi + pi, backend))
+    return out
+
+
+# -- data-free cases -------------------------------------------------------------------------------------------
+def procedural_plate(h: int, w: int, rng: np.random.Generator) -> np.ndarray:
+    """A table-like plate ``(h, w, 3) uint8``: smooth colour variation, grain, a few darker stripes."""
+    import cv2
+
+    base = rng.uniform(90, 190) + rng.uniform(-25, 25, 3)
+    low = cv2.resize(rng.normal(0, 12, (6, 8, 1)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)[..., None]
+    low = low + cv2.resize(rng.normal(0, 4, (6, 8, 3)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
+    grain = cv2.GaussianBlur(rng.normal(0, 6, (h, w, 1)).astype(np.float32), (0, 0), 1.0)[..., None]
+    stripes = 8 * np.sin(np.arange(w)[None, :] / max(4.0, w / 40) + rng.uniform(0, 6))[..., None]
+    return np.clip(base + low + grain + stripes, 0, 255).astype(np.uint8)
+
+
+def procedural_case(seed: int = 0, size: tuple[int, int] = (240, 320), contrast: float = 1.0, noise: float = 1.5,
+                    shadow: float = 0.45, colour=None) -> MaskCase:
+    """A shaded upright cylinder (bright left half, dark right half) with a cast shadow on a procedural plate.
+
+    ``contrast`` scales the object's colour distance from the local plate colour (1 = a saturated colour)."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    h, w = size
+    plate = procedural_plate(h, w, rng)
+    oh, ow = int(rng.uniform(0.25, 0.4) * h), int(rng.uniform(0.12, 0.2) * w)
+    yy, xx = np.mgrid[0:oh * 2, 0:ow * 2] / 2.0
+    u = (xx - ow / 2) / (ow / 2)
+    body = (np.abs(u) <= 1) & (yy >= ow * 0.15) & (yy <= oh - ow * 0.15)
+    caps = ((u ** 2 + ((yy - ow * 0.15) / (ow * 0.15)) ** 2) <= 1) | ((u ** 2 + ((yy - oh + ow * 0.15) / (ow * 0.15)) ** 2) <= 1)
+    sil = (body | caps).astype(np.float32)
+    alpha = cv2.resize(sil, (ow, oh), interpolation=cv2.INTER_AREA)
+    shade = np.clip(0.45 + 0.75 * np.cos(np.clip(np.linspace(-1, 1, ow) * 1.4 + 0.5, -np.pi / 2, np.pi / 2)), 0, 1.2)
+    col = np.array(colour if colour is not None else rng.uniform(0, 1, 3) * [1, 0.5, 0.5] + [0.0, 0.1, 0.1], np.float32)
+    x, yb = int(rng.uniform(0.25, 0.75) * w), int(rng.uniform(0.55, 0.85) * h)
+    local = plate[max(0, yb - oh):yb, max(0, x - ow):x + ow].reshape(-1, 3).mean(0) / 255.0
+    col = local + contrast * (col - local)
+    rgb = np.clip(col[None, None, :] * shade[None, :, None] * np.ones((oh, 1, 1)), 0, 1).astype(np.float32)
+    rgb[: max(2, oh // 8)] = np.clip(rgb[: max(2, oh // 8)] * 1.25 + 0.1, 0, 1)  # a lid
+    look = Look(relative=False, shadow=shadow, shear=rng.uniform(0.4, 0.9) * rng.choice([-1, 1]),
+                squash=rng.uniform(0.2, 0.4), softness=0.03)
+    img, cov, dark = composite(plate, rgb, alpha, float(oh - 1), x, yb, look)
+    mask = cov >= 0.5
+    sm = (dark >= 0.5 * dark.max()) & ~mask if dark.max() > 0.05 else np.zeros_like(mask)
+    out = np.clip(img * 255 + rng.normal(0, noise, img.shape), 0, 255).round().astype(np.uint8)
+    return MaskCase(f"procedural/{seed}", "procedural", out, plate, mask, sm, sample_click(mask, rng), sample_box(mask, rng))

@@ -1,0 +1,153 @@
+"""The one-click GrabCut of main@02b6871, kept as one candidate of :mod:`segmentation.grabcut`.
+
+From clicks (no box): each positive click grows a colour-similar region (Lab distance to the clicked colour,
+lightness down-weighted, threshold raised until the region would leak into the background); its bounding box,
+enlarged by ``box_grow``, is GrabCut's region of interest, the grown region its probable foreground and an
+eroded core its sure foreground. It was tuned on the Bridge scenes (cubes, the can and pot of the clip); the
+multi-size candidate holds better elsewhere, and the better-scored of the two is taken.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from real2sim.core.imaging import component_at, disk, fill_holes
+from real2sim.segmentation.colour import lab_image, refine_edges
+from real2sim.segmentation.core import Prompt, SegmentationError
+
+
+@dataclass
+class LegacyConfig:
+    """GrabCut parameters."""
+
+    iterations: int = 5
+    """GrabCut EM iterations."""
+    thresholds: tuple[float, ...] = (6, 9, 12, 16, 20, 25, 30)
+    """Lab distances tried when growing a region from a click (smallest first)."""
+    leak_factor: float = 2.2
+    """Growth stops when the next threshold multiplies the region's area by more than this."""
+    max_region_frac: float = 0.15
+    """A grown region never exceeds this fraction of the image."""
+    core_erode_px: int = 4
+    """The grown region eroded by this is sure foreground (the rest only probable: edges are blurred)."""
+    seed_spacing: int = 4
+    """Spacing (pixels) of the 3x3 grid of seeds around a click."""
+    box_grow: float = 0.6
+    """The grown region's box is enlarged by this fraction of its size on every side."""
+    min_box_px: int = 24
+    """Minimum half-size (pixels) of the box around a click."""
+    margin_px: int = 8
+    """Extra margin (pixels) around boxes."""
+    refine_edges: bool = True
+    """Reassign boundary pixels by colour (removes the halo GrabCut leaves on blurred edges)."""
+    seed: int = 0
+    """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
+
+
+def _grow_one(d: np.ndarray, xi: int, yi: int, cfg: LegacyConfig) -> np.ndarray | None:
+    h, w = d.shape
+    best, prev_area = None, 0
+    for t in cfg.thresholds:
+        reg = component_at(d < t, [(xi, yi)], radius=0)
+        area = int(reg.sum())
+        if area > cfg.max_region_frac * h * w:
+            break
+        if best is not None and prev_area > 30 and area > cfg.leak_factor * prev_area:
+            break
+        best, prev_area = reg, area
+    return best
+
+
+def grow_from_click(image: np.ndarray, x: float, y: float, cfg: LegacyConfig, lab: np.ndarray | None = None) -> np.ndarray:
+    """Colour-similar connected region around a click (see module docstring).
+
+    Seeds on a small grid around the click (``seed_spacing``), each with its own colour, so that a click on the
+    edge between two faces of an object still grows both faces; the union is returned.
+    """
+    import cv2
+
+    h, w = image.shape[:2]
+    lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0)) if lab is None else lab
+    xi, yi = int(round(x)), int(round(y))
+    s = cfg.seed_spacing
+    out = np.zeros((h, w), bool)
+    for dy in (-s, 0, s):
+        for dx in (-s, 0, s):
+            sx, sy = min(max(xi + dx, 0), w - 1), min(max(yi + dy, 0), h - 1)
+            seed = lab[sy, sx]
+            # local distance map (a window around the click bounds the work)
+            r = int(np.sqrt(cfg.max_region_frac * h * w))
+            wy0, wy1, wx0, wx1 = max(0, sy - r), min(h, sy + r), max(0, sx - r), min(w, sx + r)
+            d = np.full((h, w), np.inf, np.float32)
+            d[wy0:wy1, wx0:wx1] = np.linalg.norm(lab[wy0:wy1, wx0:wx1] - seed, axis=-1)
+            reg = _grow_one(d, sx, sy, cfg)
+            if reg is not None:
+                out |= reg
+    if not out.any():
+        out[yi, xi] = True
+    return out
+
+
+def legacy_grabcut(image: np.ndarray, prompt: Prompt, config: LegacyConfig | None = None) -> np.ndarray:
+    """main@02b6871's one-click GrabCut (the candidate that grows a colour region first)."""
+    import cv2
+
+    cfg = config or LegacyConfig()
+    h, w = image.shape[:2]
+    mask = np.full((h, w), cv2.GC_BGD, np.uint8)
+    pos = prompt.positives
+    if prompt.box is not None:
+        x0, y0, x1, y1 = prompt.box
+        x0, y0 = max(0, int(np.floor(x0))), max(0, int(np.floor(y0)))
+        x1, y1 = min(w - 1, int(np.ceil(x1))), min(h - 1, int(np.ceil(y1)))
+        mask[y0:y1 + 1, x0:x1 + 1] = cv2.GC_PR_FGD
+    if pos:
+        lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0))
+        for x, y in pos:
+            reg = grow_from_click(image, x, y, cfg, lab)
+            ys, xs = np.nonzero(reg)
+            bw, bh = xs.max() - xs.min() + 1, ys.max() - ys.min() + 1
+            gx = max(int(cfg.box_grow * bw) + cfg.margin_px, cfg.min_box_px - bw // 2)
+            gy = max(int(cfg.box_grow * bh) + cfg.margin_px, cfg.min_box_px - bh // 2)
+            bx0, bx1 = max(0, xs.min() - gx), min(w - 1, xs.max() + gx)
+            by0, by1 = max(0, ys.min() - gy), min(h - 1, ys.max() + gy)
+            if prompt.box is None:
+                roi = mask[by0:by1 + 1, bx0:bx1 + 1]
+                roi[roi == cv2.GC_BGD] = cv2.GC_PR_BGD
+            mask[reg & (mask != cv2.GC_FGD)] = cv2.GC_PR_FGD
+            core = cv2.erode(reg.astype(np.uint8), disk(cfg.core_erode_px)) > 0
+            mask[core] = cv2.GC_FGD
+            mask[max(0, int(y) - 1):int(y) + 2, max(0, int(x) - 1):int(x) + 2] = cv2.GC_FGD
+    for x, y in prompt.negatives:
+        cv2.circle(mask, (int(round(x)), int(round(y))), 3, int(cv2.GC_BGD), -1)
+    if not ((mask == cv2.GC_BGD) | (mask == cv2.GC_PR_BGD)).any():
+        raise SegmentationError("grabcut: the box covers the whole image; GrabCut needs some background outside it")
+    if not ((mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD)).any():
+        raise SegmentationError("grabcut: the prompt marks no foreground")
+    # GrabCut works on the region of interest only (speed): crop with a margin
+    fg_any = (mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD) | (mask == cv2.GC_PR_BGD)
+    ys, xs = np.nonzero(fg_any)
+    m = 2 * cfg.margin_px + 16
+    cy0, cy1 = max(0, ys.min() - m), min(h, ys.max() + 1 + m)
+    cx0, cx1 = max(0, xs.min() - m), min(w, xs.max() + 1 + m)
+    sub = np.ascontiguousarray(mask[cy0:cy1, cx0:cx1])
+    img = np.ascontiguousarray(cv2.cvtColor(image[cy0:cy1, cx0:cx1], cv2.COLOR_RGB2BGR))
+    cv2.setRNGSeed(cfg.seed)
+    bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
+    try:
+        cv2.grabCut(img, sub, None, bgd, fgd, cfg.iterations, cv2.GC_INIT_WITH_MASK)
+    except cv2.error as exc:
+        raise SegmentationError(f"grabcut failed ({exc.err}); give a box around the object or more clicks") from exc
+    fg = np.zeros((h, w), bool)
+    fg[cy0:cy1, cx0:cx1] = (sub == cv2.GC_FGD) | (sub == cv2.GC_PR_FGD)
+    fg = cv2.morphologyEx(fg.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
+    if cfg.refine_edges:
+        fg = refine_edges(image, fg)
+    if pos:
+        fg = component_at(fg, pos)
+    elif prompt.box is not None:  # largest component inside the box
+        n, lab_, st, _ = cv2.connectedComponentsWithStats(fg.astype(np.uint8))
+        if n > 1:
+            fg = lab_ == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))
+    return fill_holes(fg)
