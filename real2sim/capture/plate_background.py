@@ -340,7 +340,16 @@ def invert_tone(image: np.ndarray, curve: np.ndarray) -> np.ndarray:
 def frame_sigmas(small: np.ndarray, anchor_s: np.ndarray) -> np.ndarray:
     """``(n,)`` each frame's noise around the anchor at the detection resolution (lower quartile / 0.3186)."""
     d = np.abs(small - anchor_s[None]).reshape(len(small), -1)
-    return np.maximum(0.5, np.percentile(d, 25, axis=1) / Q25_HALF_NORMAL)
+    return np.maximum(0.5, lower_quartile(d) / Q25_HALF_NORMAL)
+
+
+def lower_quartile(d: np.ndarray) -> np.ndarray:
+    """``np.percentile(d, 25, axis=1)`` of a 2-D array by partial sorting (the same value, several times faster)."""
+    m = d.shape[1]
+    k = 0.25 * (m - 1)
+    lo, hi = int(np.floor(k)), int(np.ceil(k))
+    part = np.partition(d, sorted({lo, hi}), axis=1)
+    return part[:, lo] + (k - lo) * (part[:, hi] - part[:, lo])
 
 
 def mode_members(small: np.ndarray, anchor_s: np.ndarray, tau: np.ndarray, valid_s: np.ndarray | None
@@ -460,8 +469,11 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     curves = None
     if n >= 2 and cfg.tone_curves:
         curves = tone_curves(small, temporal_median(small.astype(np.uint8), valid_s), valid_s)
-        frames = apply_tone(frames, curves)
-        small = shrink(frames, size)
+        if np.abs(curves - np.arange(256, dtype=np.float32)[None, :, None]).max() < 0.5:
+            curves = None  # every curve rounds to the identity: nothing to map (and nothing to map back)
+        else:
+            frames = apply_tone(frames, curves)
+            small = shrink(frames, size)
     anchor = temporal_median(frames, valid)
     sigma = noise_sigma(frames, anchor, valid)
     anchor_s = shrink(anchor[None], size)[0]
