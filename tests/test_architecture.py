@@ -43,6 +43,16 @@ def test_the_distribution_installs_only_real2sim(tmp_path):
     assert "real2sim/scenes/tabletop/recipe.json" in names  # package data travels with it
 
 
+def test_the_installed_distribution_names_one_top_level_package():
+    """What ``pip show -f real2sim`` reports for this (editable) install: one top-level name."""
+    from importlib import metadata
+
+    top = metadata.distribution("real2sim").read_text("top_level.txt")
+    if top is None:
+        pytest.skip("this install carries no top_level.txt")
+    assert top.split() == ["real2sim"]
+
+
 # Camera-file conventions are named after the frames they describe ("sapien": +X forward, +Y left, +Z up); they are
 # input formats, not engines, and may be spelled where camera files are read.
 _CONVENTION = re.compile(r"convention|CONVENTIONS|R_OPENCV_FROM|conv!r|axes|\+X forward")
