@@ -8,7 +8,9 @@ Every input file is read and checked before the bundle is written. Each step rep
 
 Prompts file (JSON): ``{entity: {"frame": 0, "points": [[x, y], ...], "labels": [1, ...], "box": [x0, y0, x1, y1],
 "propagate": true}}`` (all but points-or-box optional; the ``masks/prompts.json`` a bundle writes has the same meaning with
-the prompt under a ``"prompt"`` key, and is accepted too).
+the prompt under a ``"prompt"`` key, and is accepted too). An entity named ``robot`` (or the ``--robot``'s name)
+is the articulated robot: tracked through the clip by its model (see :mod:`segmentation.robot_fit`), not
+propagated as a rigid mask; it needs ``--robot``.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from pathlib import Path
 from real2sim.capture import init_bundle, plate_stage
 from real2sim.capture.calibrate import calibrate_extrinsics, read_correspondences
 from real2sim.core.errors import Real2SimError
+from real2sim.robots import list_robots
 from real2sim.segmentation import Prompt, SegmentationError
+from real2sim.segmentation.robot_fit import check_robot_prompt, robot_entity_names
 from real2sim.segmentation.stage import segment_stage
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,12 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
         read_correspondences(Path(points))  # a bad file is refused before anything is written
     if prompts is not None and not isinstance(prompts, dict):
         prompts = read_prompts(prompts)
+    if prompts and not robot:
+        named = sorted(set(prompts) & robot_entity_names())
+        if named:  # refused before the bundle is touched
+            raise PromptFileError(f"the prompt for entity '{named[0]}' names the robot, but no robot was given; add "
+                                  f"--robot NAME (real2sim init DIR --frames ... --robot {list_robots()[-1]}; robots: "
+                                  f"{', '.join(list_robots())}), or rename the entity if it is an object")
     if points is not None and camera is None:
         raise Real2SimError("--points needs the camera intrinsics: give --camera camera.json (see docs/capture.md)")
     bundle = init_bundle(directory, frames, camera=camera, robot=robot, overwrite=overwrite, **init_options)
@@ -100,12 +110,20 @@ def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:
         if bundle.manifest.capture.frames and not 0 <= prompts[ent]["frame"] < len(bundle.manifest.capture.frames):
             raise PromptFileError(f"prompt for '{ent}' is on frame {prompts[ent]['frame']}; the clip has frames "
                                   f"0..{len(bundle.manifest.capture.frames) - 1}")
-    rec = segment_stage(bundle, prompts, backend=backend, propagate_masks=propagate)
-    rep = json.loads((bundle.reports_dir() / "segment.json").read_text())
-    return {"backend": rec.metrics["backend"],
-            "entities": {e: {k: s[k] for k in ("states", "frames_at_prompted_pose", "flagged_frames", "area_px_min",
-                                              "area_px_max")} for e, s in rep["entities"].items()},
-            "picture": rep["picture"]}
+    segment_stage(bundle, prompts, backend=backend, propagate_masks=propagate)
+    out: dict = {}
+    seg = bundle.manifest.stages.get("segment")
+    if any(not check_robot_prompt(bundle, e) for e in prompts) and seg is not None:
+        rep = json.loads((bundle.reports_dir() / "segment.json").read_text())
+        out = {"backend": seg.metrics["backend"],
+               "entities": {e: {k: s[k] for k in ("states", "frames_at_prompted_pose", "flagged_frames", "area_px_min",
+                                                 "area_px_max")} for e, s in rep["entities"].items()},
+               "picture": rep["picture"]}
+    if any(check_robot_prompt(bundle, e) for e in prompts):
+        rep = json.loads((bundle.reports_dir() / "robot_fit.json").read_text())
+        out["robot"] = {k: rep[k] for k in ("method", "camera_pose", "iou_fitted", "iou_min", "lost_frames",
+                                            "out_of_view_frames", "seconds_per_frame", "picture")}
+    return out
 
 
 def _plate(bundle) -> dict:

@@ -128,6 +128,17 @@ out vec2 v_bary;
 out float v_w;
 void main() { gl_Position = in_pos; v_bary = in_bary; v_w = in_pos.w; }
 """
+_VS_COVER = """
+#version 330
+in vec4 in_pos;
+void main() { gl_Position = in_pos; }
+"""
+_FS_COVER = """
+#version 330
+layout(location = 0) out vec4 out_bw;
+layout(location = 1) out int out_id;
+void main() { out_bw = vec4(0.0); out_id = 1; }
+"""
 _FS = """
 #version 330
 in vec2 v_bary;
@@ -154,6 +165,8 @@ class GLRasterizer:
                               "or use backend='numpy'") from exc
         self._mgl = moderngl
         self.prog = self.ctx.program(vertex_shader=_VS, fragment_shader=_FS)
+        self.cov_prog = self.ctx.program(vertex_shader=_VS_COVER, fragment_shader=_FS_COVER)
+        self._cov_key, self._cov_ibo, self._cov_faces = None, None, None
         self._fbos: dict[tuple[int, int], object] = {}
         self.renderer = self.ctx.info.get("GL_RENDERER", "?")
 
@@ -173,12 +186,37 @@ class GLRasterizer:
         with self.ctx:
             return self._draw(clip, faces, width, height)
 
-    def _draw(self, clip: np.ndarray, faces: np.ndarray, width: int, height: int) -> Fragments:
+    def coverage(self, clip: np.ndarray, faces: np.ndarray, width: int, height: int) -> np.ndarray:
+        """``(h, w) bool`` pixels covered by some face. For fitting loops that draw the same triangles many times:
+        indexed drawing (the index buffer is kept while ``faces`` is the same array), no barycentrics, and only
+        the coverage is read back."""
         mgl, ctx = self._mgl, self.ctx
-        faces = np.asarray(faces, np.int64)
-        if len(faces) == 0:
-            return Fragments(np.full((height, width), -1, np.int32), np.zeros((height, width, 3), np.float32),
-                             np.full((height, width), np.inf, np.float32))
+        with ctx:
+            key = (faces.__array_interface__["data"][0], faces.shape)
+            if self._cov_key != key:
+                if self._cov_ibo is not None:
+                    self._cov_ibo.release()
+                self._cov_ibo = ctx.buffer(np.ascontiguousarray(faces, np.int32).tobytes())
+                self._cov_key, self._cov_faces = key, faces  # the array is kept alive: its address stays its own
+            vbo = ctx.buffer(np.ascontiguousarray(clip, np.float32).tobytes())
+            vao = ctx.vertex_array(self.cov_prog, [(vbo, "4f", "in_pos")], index_buffer=self._cov_ibo, index_element_size=4)
+            fbo = self._fbo(width, height)
+            try:
+                fbo.use()
+                ctx.viewport = (0, 0, width, height)
+                ctx.disable(mgl.DEPTH_TEST)
+                ctx.disable(mgl.CULL_FACE)
+                fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+                vao.render(mgl.TRIANGLES)
+                ids = np.frombuffer(fbo.read(components=1, attachment=1, dtype="i4"), np.int32)
+            finally:
+                vao.release()
+                vbo.release()
+        return ids.reshape(height, width) > 0
+
+    def _render(self, clip: np.ndarray, faces: np.ndarray, width: int, height: int):
+        """Draw; returns (barycentrics and w ``(h, w, 4)``, face ids ``(h, w)``)."""
+        mgl, ctx = self._mgl, self.ctx
         pos = np.ascontiguousarray(clip[faces.ravel()], dtype=np.float32)
         bary = np.tile(np.array([[1, 0], [0, 1], [0, 0]], np.float32), (len(faces), 1))
         vbo_p, vbo_b = ctx.buffer(pos.tobytes()), ctx.buffer(bary.tobytes())
@@ -191,12 +229,20 @@ class GLRasterizer:
             ctx.disable(mgl.CULL_FACE)
             fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
             vao.render(mgl.TRIANGLES)
-            bw = np.frombuffer(fbo.read(components=4, attachment=0, dtype="f4"), np.float32).reshape(height, width, 4)
             fid = np.frombuffer(fbo.read(components=1, attachment=1, dtype="i4"), np.int32).reshape(height, width) - 1
+            bw = np.frombuffer(fbo.read(components=4, attachment=0, dtype="f4"), np.float32).reshape(height, width, 4)
+            return bw, fid
         finally:
             vao.release()
             vbo_p.release()
             vbo_b.release()
+
+    def _draw(self, clip: np.ndarray, faces: np.ndarray, width: int, height: int) -> Fragments:
+        faces = np.asarray(faces, np.int64)
+        if len(faces) == 0:
+            return Fragments(np.full((height, width), -1, np.int32), np.zeros((height, width, 3), np.float32),
+                             np.full((height, width), np.inf, np.float32))
+        bw, fid = self._render(clip, faces, width, height)
         hit = fid >= 0
         b = np.zeros((height, width, 3), np.float32)
         b[..., :2] = bw[..., :2]
@@ -209,7 +255,8 @@ _GL: GLRasterizer | None = None
 _GL_FAILED: str | None = None
 
 
-def _raster_gl(clip, faces, width, height) -> Fragments:
+def _gl() -> GLRasterizer:
+    """The process's GL rasteriser (made on first use; a failure is remembered)."""
     global _GL, _GL_FAILED
     if _GL is None:
         if _GL_FAILED:
@@ -220,7 +267,11 @@ def _raster_gl(clip, faces, width, height) -> Fragments:
         except RasterError as exc:
             _GL_FAILED = str(exc)
             raise
-    return _GL(clip, faces, width, height)
+    return _GL
+
+
+def _raster_gl(clip, faces, width, height) -> Fragments:
+    return _gl()(clip, faces, width, height)
 
 
 BACKENDS: dict[str, Callable[..., Fragments]] = {"gl": _raster_gl, "numpy": _raster_numpy}
@@ -262,6 +313,17 @@ def rasterize_clip(clip, faces, width: int, height: int, backend: str = "auto") 
     if not np.isfinite(clip).all():
         raise RasterError("clip positions contain NaN or inf")
     return BACKENDS[resolve_backend(backend)](clip, np.asarray(faces, np.int64), int(width), int(height))
+
+
+def coverage_clip(clip, faces, width: int, height: int, backend: str = "auto") -> np.ndarray:
+    """``(h, w) bool`` pixels covered by the triangles (clip space): :func:`rasterize_clip`'s mask, faster on GL."""
+    faces = np.asarray(faces, np.int64)
+    if backend in ("auto", "gl") and _GL is not None and len(faces):  # resolve_backend test-draws on every call
+        return _GL.coverage(np.asarray(clip, float), faces, int(width), int(height))
+    name = resolve_backend(backend)
+    if name == "gl" and len(faces):
+        return _gl().coverage(np.asarray(clip, float), faces, int(width), int(height))
+    return rasterize_clip(clip, faces, width, height, name).mask
 
 
 def rasterize(camera: Camera, vertices_world, faces, backend: str = "auto") -> Fragments:

@@ -1,10 +1,21 @@
-"""The ``robot_fit`` stage: a frame's robot joints fitted to the robot's pixels (frame minus plate).
+"""The ``robot_fit`` stage: the robot found in every frame of the bundle (joints and ``masks/<frame>/robot.png``).
 
-For clips without recorded joint states. The robot's pixels are where the frame differs
-from the background plate near the robot's silhouette, objects' masks excluded; the arm
-joints are fitted by rendering the robot's silhouette (see
-:func:`fit_robot_joints`). Writes the joints into the frame (and the
-robot's start pose when it is frame 0) and ``masks/<frame>/robot.png``.
+Three ways, chosen from what the bundle knows (:mod:`segmentation.robot_track` does the work):
+
+- the frames carry **recorded joints** (the capture read them, e.g. from a LeRobot episode): the robot model is
+  rendered at them (``method: recorded``);
+- the **camera pose is known** (a camera file with a pose, ``--points`` calibration or ``refine-camera``): the
+  joints are fitted frame by frame by render-and-compare, seeded by the previous frame, and written into
+  ``capture.frames[i].joint_positions`` (``method: model``);
+- the camera pose is **unknown** (no camera, a camera file without a pose) or the robot model cannot be made to
+  match the frames from it: everything that moves and is not a prompted object (``method: motion``; no joints).
+
+The other entities' masks (``masks/<frame>/<entity>.png``) are excluded from the robot's evidence. The background
+is the bundle's plate when it has one, else the clip's own median without the robot. Reports
+``reports/robot_fit.json`` (per-frame state, silhouette IoU with the frame's evidence, joints) and
+``reports/robot_fit.png`` (a strip of frames: the mask tinted, the fitted silhouette outlined).
+
+:func:`fit_robot_joints` is the single-frame fit the Bridge journey uses against a person-made plate.
 """
 from __future__ import annotations
 
@@ -15,16 +26,23 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, hash_jsonable
 from real2sim.core.camera import Camera
-from real2sim.core.errors import BundleError
-from real2sim.core.imaging import iou, read_mask, read_rgb, write_mask
+from real2sim.core.errors import BundleError, SegmentationError
+from real2sim.core.imaging import iou, read_mask, read_rgb, write_mask, write_rgb
+from real2sim.core.pictures import tiles
 from real2sim.core.stages import files_hash, run_stage
 from real2sim.render.robot import link_id_image, load_robot_model
+from real2sim.robots import get_robot, list_robots
+from real2sim.segmentation.core import Prompt, segment
+from real2sim.segmentation.robot_track import (
+    RobotTrack,
+    TrackConfig,
+    joint_space,
+    motion_masks,
+    render_recorded,
+    track_robot,
+)
 
 log = logging.getLogger(__name__)
-
-SETTLED_RAD = 0.005
-"""A re-fit whose joints move less than this (and whose mask keeps IoU > SETTLED_IOU) keeps the previous fit."""
-SETTLED_IOU = 0.98
 
 
 def fit_robot_joints(model, camera, img: np.ndarray, plate: np.ndarray, exclude: np.ndarray, q0,
@@ -79,49 +97,256 @@ def fit_robot_joints(model, camera, img: np.ndarray, plate: np.ndarray, exclude:
     return q, mask, rep
 
 
-def robot_fit_stage(bundle: Bundle, frame: int = 0, force: bool = False):
-    """Fit the robot's joints in ``frame``; returns (record, ran)."""
+SETTLED_RAD = 0.005
+"""A re-fit whose joints move less than this (and whose masks keep IoU > SETTLED_IOU) keeps the previous fit."""
+SETTLED_IOU = 0.98
+
+MASK_STATE = {"prompt": "prompt", "tracked": "moved", "recorded": "moved", "motion": "moved",
+              "out_of_view": "occluded", "lost": "lost"}
+"""Robot track state -> ``capture.mask_states`` (whose vocabulary is the objects'): the robot moves; out of view it
+is ``occluded`` (an empty mask); ``lost`` masks are wide guesses."""
+
+
+def robot_entity_names(robot_name: str | None = None) -> set[str]:
+    """Entity names that mean the robot: ``robot``, and the bundle robot's name and aliases (every registered
+    robot's when ``robot_name`` is None)."""
+    names = {"robot"}
+    for r in ([robot_name] if robot_name else list_robots()):
+        rd = get_robot(r)
+        names |= {rd.name, *rd.aliases}
+    return names
+
+
+def check_robot_prompt(bundle: Bundle, entity: str) -> bool:
+    """Whether ``entity`` names the robot; a robot prompt in a bundle without a robot is an error that says how
+    to add one."""
+    m = bundle.manifest
+    if m.robot is not None:
+        return entity in robot_entity_names(m.robot.name)
+    if entity in robot_entity_names():
+        raise SegmentationError(
+            f"the prompt for entity '{entity}' names the robot, but the bundle {bundle.root} has no robot; "
+            f"create it with one: 'real2sim init {bundle.root} --frames PATH --robot NAME' (robots: "
+            f"{', '.join(list_robots())}), or rename the entity if it is an object")
+    return False
+
+
+def camera_pose_known(bundle: Bundle, camera: str) -> tuple[bool, str]:
+    """(known, why not): a camera whose pose was never given (no camera file, or one without a pose: the loader
+    puts it at the world origin, the identity) cannot place the robot in the image."""
+    spec = bundle.manifest.cameras.get(camera)
+    if spec is None:
+        return False, f"the bundle has no camera '{camera}' (init without --camera)"
+    if np.allclose(np.asarray(spec.T_world_camera, float), np.eye(4)):
+        return False, (f"camera '{camera}' has no pose (its camera file gave intrinsics only); calibrate it with "
+                       "'real2sim init ... --points clicks.json' or 'real2sim calibrate'")
+    return True, ""
+
+
+def _exclusions(bundle: Bundle, frames: list[int], shape) -> np.ndarray:
+    """``(n, h, w) bool`` the other entities' masks on the given frames."""
+    out = np.zeros((len(frames), *shape), bool)
+    masks = bundle.manifest.capture.masks
+    for k, i in enumerate(frames):
+        for ent, rel in masks.get(f"{i:06d}", {}).items():
+            if ent != "robot" and bundle.path(rel).is_file():
+                out[k] |= read_mask(bundle.path(rel), shape)
+    return out
+
+
+def _recorded(bundle: Bundle, dof: int) -> bool:
+    """Whether the frames' joints were recorded with them (the capture read joint states), not fitted."""
+    m = bundle.manifest
+    cap = m.stages.get("capture")
+    return bool(cap and cap.metrics.get("joint_states")) and all(
+        f.joint_positions is not None and len(f.joint_positions) == dof for f in m.capture.frames)
+
+
+def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = False,
+                    prompt: tuple[int, Prompt] | None = None, config: TrackConfig | None = None):
+    """Find the robot in every frame (``frame``: in that frame only); returns (record, ran).
+
+    ``prompt``: (frame, :class:`Prompt`) a box or clicks on the robot: tracking starts on that frame, and the
+    prompt's mask joins its evidence. See the module docstring for the three ways and the outputs."""
     m = bundle.manifest
     if m.robot is None:
         raise BundleError(f"{bundle.root}: the bundle has no robot; create it with 'real2sim init DIR --robot widowx'")
-    if not 0 <= frame < len(m.capture.frames):
-        raise BundleError(f"{bundle.root}: no frame {frame} (the bundle has {len(m.capture.frames)}); "
+    n_all = len(m.capture.frames)
+    if n_all == 0:
+        raise BundleError(f"{bundle.root}: no frames; add them with 'real2sim init DIR --frames PATH'")
+    if frame is not None and not 0 <= frame < n_all:
+        raise BundleError(f"{bundle.root}: no frame {frame} (the bundle has {n_all}); "
                           "add frames with 'real2sim init DIR --frames PATH'")
-    if not m.capture.plate:
+    if prompt is not None and not 0 <= prompt[0] < n_all:
+        raise BundleError(f"{bundle.root}: the robot prompt is on frame {prompt[0]}; the bundle has frames 0..{n_all - 1}")
+    idx = list(range(n_all)) if frame is None else [frame]
+    cams = {m.capture.frames[i].camera for i in idx}
+    if len(cams) > 1:
+        raise BundleError(f"{bundle.root}: the frames come from cameras {sorted(cams)}; fit the robot per camera "
+                          "with --frame, or capture one camera per bundle")
+    cam_name = cams.pop()
+    plate = m.capture.plate if m.capture.plate and bundle.path(m.capture.plate).is_file() else None
+    if plate is None and len(idx) < 2:
         raise BundleError(f"{bundle.root}: no background plate; run 'real2sim build {bundle.root}' first "
                           "(the robot's pixels are where the frame differs from the plate)")
-    fr = m.capture.frames[frame]
-    key = f"{frame:06d}"
-    objects = {e: p for e, p in m.capture.masks.get(key, {}).items() if e in m.objects}
-    q0 = fr.joint_positions or m.robot.joint_positions or None
-    inputs = [fr.image, m.capture.plate, *objects.values()]
-    input_hash = hash_jsonable([files_hash(bundle, inputs), q0, m.robot.name, m.cameras[fr.camera].T_world_camera])
+    start = idx.index(prompt[0]) if prompt is not None and prompt[0] in idx else 0
+    fr = [m.capture.frames[i] for i in idx]
+    q0 = fr[start].joint_positions or m.robot.joint_positions or None
+    others = sorted({rel for i in idx for e, rel in m.capture.masks.get(f"{i:06d}", {}).items() if e != "robot"})
+    # one frame: time for the fit at half size (the gripper's fingers are a few pixels wide at a quarter)
+    cfg = config or (TrackConfig(fit_scale=0.5) if len(idx) == 1 else TrackConfig())
+    config_rec = {"frame": frame, "prompt": None if prompt is None else [prompt[0], prompt[1].to_dict()],
+                  "track": cfg.__dict__}
+    input_hash = hash_jsonable([files_hash(bundle, [f.image for f in fr] + ([plate] if plate else []) + others),
+                                q0, m.robot.name, m.robot.base_pose.__dict__, config_rec,
+                                m.cameras[cam_name].T_world_camera if cam_name in m.cameras else None,
+                                _recorded(bundle, get_robot(m.robot.name).dof)])
 
     def work():
-        model = load_robot_model(m.robot)
-        q_start = np.asarray(q0 if q0 is not None else model.default_q, float)
-        img, plate = read_rgb(bundle.path(fr.image)), read_rgb(bundle.path(m.capture.plate))
-        exclude = np.zeros(img.shape[:2], bool)
-        for rel in objects.values():
-            exclude |= read_mask(bundle.path(rel))
-        q, mask, rep = fit_robot_joints(model, m.cameras[fr.camera].camera(), img, plate, exclude, q_start)
+        frames = np.stack([read_rgb(bundle.path(f.image)) for f in fr])
+        bg = read_rgb(bundle.path(plate)) if plate else None
+        track, rep = _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg)
         previous = m.stages.get("robot_fit")
-        old_rel = m.capture.masks.get(key, {}).get("robot")
-        if (previous is not None and q0 is not None and old_rel and bundle.path(old_rel).is_file()
-                and np.abs(q - q_start).max() < SETTLED_RAD and iou(mask, read_mask(bundle.path(old_rel))) > SETTLED_IOU):
+        if previous is not None and _settled(bundle, idx, track):
             # a re-fit (after the plate changed) that lands where the last fit did: keep it, so the
             # plate <-> robot loop of 'real2sim build' ends here
-            log.info("robot_fit: settled (joints moved < %.3f rad); keeping the previous fit", SETTLED_RAD)
+            log.info("robot_fit: settled (joints moved < %.3f rad, masks IoU > %.2f); keeping the previous fit",
+                     SETTLED_RAD, SETTLED_IOU)
             return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
                 previous.message
-        fr.joint_positions = [round(float(v), 6) for v in q]
-        if frame == 0:
-            m.robot.joint_positions = list(fr.joint_positions)
-        rel = f"masks/{key}/robot.png"
-        write_mask(bundle.path(rel), mask)
-        m.capture.masks.setdefault(key, {})["robot"] = rel
-        report = bundle.write_report("robot_fit", {"frame": frame, **rep})
-        msg = "" if rep["iou_fitted"] > rep["iou_default"] else "the fit did not beat the start pose; check the plate and the camera"
-        return [rel, report], {"iou_start": rep["iou_default"], "iou_fitted": rep["iou_fitted"]}, msg
+        outputs = _write_track(bundle, idx, track)
+        pic = bundle.reports_dir() / "robot_fit.png"
+        write_rgb(pic, track_picture(frames, track, idx))
+        rep["picture"] = bundle.rel(pic)
+        report = bundle.write_report("robot_fit", rep)
+        metrics = {k: rep[k] for k in ("method", "frames", "iou_start", "iou_fitted", "iou_min", "lost_frames",
+                                       "seconds_per_frame")}
+        return outputs + [report, bundle.rel(pic)], metrics, _message(rep)
 
-    return run_stage(bundle, "robot_fit", input_hash, {"frame": frame}, work, force)
+    return run_stage(bundle, "robot_fit", input_hash, config_rec, work, force)
+
+
+def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tuple[RobotTrack, dict]:
+    """The track (recorded, model or motion) and the report's numbers."""
+    m = bundle.manifest
+    rdef = get_robot(m.robot.name)
+    excl = _exclusions(bundle, idx, frames.shape[1:3])
+    known, why = camera_pose_known(bundle, cam_name)
+    pmask = None
+    if prompt is not None:
+        pmask = segment(frames[start], prompt[1], plate=bg)
+    rep: dict = {"camera_pose": "known" if known else f"unknown: {why}"}
+    if not known:
+        track = motion_masks(frames, bg, excl, cfg, reason=f"camera pose unknown ({why})")
+        return track, _report(track, idx, None, rep)
+    model = load_robot_model(m.robot)
+    space = joint_space(rdef, model)
+    camera = m.cameras[cam_name].camera()
+    if _recorded(bundle, rdef.dof):
+        track = render_recorded(frames, camera, model, space, np.array([m.capture.frames[i].joint_positions for i in idx]),
+                                bg, excl, cfg)
+        return track, _report(track, idx, None, rep)
+    q_start = np.asarray(q0 if q0 is not None else model.default_q, float)
+    track = track_robot(frames, camera, model, space, q_start, start, bg, excl, pmask, cfg)
+    if track.states[start] == "lost" or not np.isfinite(track.iou[start]) or track.iou[start] < cfg.lost_iou:
+        reason = (f"the robot model does not match frame {idx[start]} from camera '{cam_name}' (best silhouette IoU "
+                  f"{track.iou[start]:.2f}); its pose is probably wrong for this clip: calibrate it "
+                  "('real2sim init ... --points', 'real2sim refine-camera')")
+        log.warning("robot_fit: %s; falling back to motion segmentation", reason)
+        rep["camera_pose"] = f"does not fit: {reason}"
+        fallback = motion_masks(frames, bg, excl, cfg, reason=reason)
+        return fallback, _report(fallback, idx, None, rep)
+    return track, _report(track, idx, q_start, rep)
+
+
+def _report(track: RobotTrack, idx: list[int], q_start, rep: dict) -> dict:
+    n = len(idx)
+    ok = [v for v, st in zip(track.iou, track.states) if np.isfinite(v)]
+    rep.update({
+        "method": track.method, "frames": n,
+        "iou_start": None if track.iou_start is None else round(float(track.iou_start), 4),
+        "iou_fitted": round(float(np.mean(ok)), 4) if ok else None,
+        "iou_min": round(float(np.min(ok)), 4) if ok else None,
+        "lost_frames": [idx[i] for i, st in enumerate(track.states) if st == "lost"],
+        "out_of_view_frames": [idx[i] for i, st in enumerate(track.states) if st == "out_of_view"],
+        "seconds_per_frame": round(track.seconds / max(1, n), 3),
+        "notes": list(track.notes),
+        "per_frame": [{"frame": idx[i], "state": track.states[i],
+                       "iou": None if not np.isfinite(track.iou[i]) else round(float(track.iou[i]), 4),
+                       "mask_px": int(track.masks[i].sum()), "evaluations": int(track.evaluations[i]),
+                       **({"joints": [round(float(v), 5) for v in track.joints[i]]} if track.joints.shape[1] else {})}
+                      for i in range(n)]})
+    rep["iou_default"] = rep["iou_start"]  # the name the single-frame fit reported
+    if q_start is not None and n == 1:
+        rep["q_default"] = [round(float(v), 4) for v in q_start]
+        rep["q_fitted"] = [round(float(v), 4) for v in track.joints[0]]
+    return rep
+
+
+def _write_track(bundle: Bundle, idx: list[int], track: RobotTrack) -> list[str]:
+    """Joints into the frames (model fits; frame 0's also the robot's start pose), masks and states into the
+    capture. Returns the written paths."""
+    m = bundle.manifest
+    outputs = []
+    for k, i in enumerate(idx):
+        key = f"{i:06d}"
+        if track.method == "model":
+            m.capture.frames[i].joint_positions = [round(float(v), 6) for v in track.joints[k]]
+            if i == 0:
+                m.robot.joint_positions = list(m.capture.frames[i].joint_positions)
+        rel = f"masks/{key}/robot.png"
+        write_mask(bundle.path(rel), track.masks[k])
+        m.capture.masks.setdefault(key, {})["robot"] = rel
+        m.capture.mask_states.setdefault(key, {})["robot"] = MASK_STATE[track.states[k]]
+        outputs.append(rel)
+    return outputs
+
+
+def _settled(bundle: Bundle, idx: list[int], track: RobotTrack) -> bool:
+    """Whether ``track`` repeats what the bundle holds: every frame's joints within ``SETTLED_RAD`` (model fits)
+    and every robot mask within IoU ``SETTLED_IOU`` of the written one."""
+    m = bundle.manifest
+    for k, i in enumerate(idx):
+        rel = m.capture.masks.get(f"{i:06d}", {}).get("robot")
+        if not rel or not bundle.path(rel).is_file():
+            return False
+        if track.method == "model":
+            q = m.capture.frames[i].joint_positions
+            if q is None or len(q) != track.joints.shape[1] or np.abs(np.asarray(q) - track.joints[k]).max() >= SETTLED_RAD:
+                return False
+        if iou(track.masks[k], read_mask(bundle.path(rel))) <= SETTLED_IOU:
+            return False
+    return True
+
+
+def _message(rep: dict) -> str:
+    msg = []
+    if rep["method"] == "motion":
+        msg.append("robot masks by motion segmentation (" + rep["camera_pose"] + ")")
+    if rep["lost_frames"]:
+        msg.append(f"robot lost in frames {rep['lost_frames']} (wide masks there); prompt the robot on one of them "
+                   "or check for occluders")
+    if rep["method"] == "model" and rep["iou_start"] is not None and rep["iou_fitted"] is not None \
+            and rep["frames"] == 1 and rep["iou_fitted"] <= rep["iou_start"]:
+        msg.append("the fit did not beat the start pose; check the plate and the camera")
+    return "; ".join(msg)
+
+
+def track_picture(frames: np.ndarray, track: RobotTrack, idx: list[int], count: int = 8) -> np.ndarray:
+    """``(H, W, 3) uint8`` up to ``count`` evenly spaced frames: the robot mask tinted magenta, the fitted
+    silhouette outlined green, each labelled with frame, state and IoU."""
+    import cv2
+
+    sel = np.unique(np.linspace(0, len(frames) - 1, min(count, len(frames))).round().astype(int))
+    out, labels = [], []
+    for i in sel:
+        img = frames[i].astype(np.float32)
+        m = track.masks[i]
+        img[m] = img[m] * 0.5 + np.array([255, 0, 255], np.float32) * 0.5
+        img = img.astype(np.uint8)
+        cnts, _ = cv2.findContours(track.silhouettes[i].astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+        cv2.drawContours(img, cnts, -1, (0, 255, 0), max(1, frames.shape[2] // 320))
+        out.append(img)
+        v = track.iou[i]
+        labels.append(f"{idx[i]} {track.states[i]}" + ("" if not np.isfinite(v) else f" IoU {v:.2f}"))
+    return tiles(out, labels, cols=min(4, len(out)), tile_width=320)

@@ -22,6 +22,7 @@ from real2sim.segmentation.propagate import (
     PropagateConfig,
     propagate_many,
 )
+from real2sim.segmentation.robot_fit import check_robot_prompt, robot_fit_stage
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,12 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     is low, the backend's numbers) and ``reports/segment.png`` (contact sheet, confidences in the legend). The cast
     shadow of an entity on its prompted frame, where the backend tells it apart, goes to
     ``masks/<frame>/<entity>_shadow.png`` (named in the report, not an entity mask).
+
+    An entity named ``robot`` (or the bundle robot's name or alias) is the articulated robot, not a rigid object:
+    it goes to the ``robot_fit`` stage (:mod:`segmentation.robot_fit`: joints fitted frame to frame, or rendered
+    at recorded joints, or motion where the camera pose is unknown), after the objects, whose masks it leaves
+    out. A robot prompt in a bundle without a robot is an error naming the entity. Returns the ``segment``
+    stage record (the ``robot_fit`` one when only the robot was prompted).
     """
     cap = bundle.manifest.capture
     if not cap.frames:
@@ -99,6 +106,22 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
             raise SegmentationError(f"prompt for '{ent}' is on frame {f}; the bundle has frames 0..{len(cap.frames) - 1}")
         norm[ent] = (f, p)
         carry[ent] = bool(spec.get("propagate", propagate_masks))
+    robot = [e for e in norm if check_robot_prompt(bundle, e)]  # a robot prompt without a robot is refused here
+    if len(robot) > 1:
+        raise SegmentationError(f"prompts {robot} all name the robot; give one robot prompt")
+    robot_prompt = norm.pop(robot[0]) if robot else None
+    rec = None
+    if norm:
+        rec = _segment_objects(bundle, norm, carry, backend, propagate_masks, propagate_config, force)
+    if robot_prompt is not None:  # after the objects: their masks are left out of the robot's evidence
+        rec = robot_fit_stage(bundle, None, force, prompt=robot_prompt)[0]
+    return rec
+
+
+def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_masks: bool,
+                     propagate_config: PropagateConfig | None, force: bool):
+    """The objects' part of :func:`segment_stage` (the ``segment`` stage record)."""
+    cap = bundle.manifest.capture
     pcfg = propagate_config or PropagateConfig()
     rels = [fr.image for fr in cap.frames] + ([cap.plate] if cap.plate else [])
     config = {"prompts": {e: {"frame": f, "prompt": p.to_dict(), "propagate": carry[e]} for e, (f, p) in norm.items()},

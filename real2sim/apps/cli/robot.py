@@ -29,9 +29,13 @@ def cmd_robots(args) -> int:
 def cmd_fit_robot(args) -> int:
     bundle = Bundle.load(Path(args.dir))
     rec, ran = robot_fit_stage(bundle, args.frame, force=args.force)
-    q = bundle.manifest.capture.frames[args.frame].joint_positions
-    say(f"robot joints {'fitted' if ran else 'unchanged'} for frame {args.frame}: silhouette IoU "
-        f"{rec.metrics.get('iou_start')} -> {rec.metrics.get('iou_fitted')}; q = {q}  {rec.message}")
+    met = rec.metrics
+    where = f"frame {args.frame}" if args.frame is not None else f"{met.get('frames')} frames"
+    say(f"robot {'found' if ran else 'unchanged'} in {where} ({met.get('method')}): silhouette IoU "
+        f"{met.get('iou_start')} -> {met.get('iou_fitted')} (min {met.get('iou_min')}), lost frames "
+        f"{met.get('lost_frames')}; report reports/robot_fit.json  {rec.message}")
+    if args.frame is not None:
+        say(f"q = {bundle.manifest.capture.frames[args.frame].joint_positions}")
     return 0
 
 
@@ -72,9 +76,10 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--resolve", action="store_true", help="also build and show each resolved URDF")
     p.set_defaults(fn=cmd_robots)
 
-    p = subparsers.add_parser("fit-robot", help="fit the robot's joints in a frame to its pixels (frame minus plate)")
+    p = subparsers.add_parser("fit-robot", help="find the robot in every frame: joints fitted to its pixels "
+                              "(render-and-compare, frame to frame), its masks, reports/robot_fit.json")
     p.add_argument("dir")
-    p.add_argument("--frame", type=int, default=0)
+    p.add_argument("--frame", type=int, default=None, help="fit this frame only (default: every frame)")
     p.add_argument("--force", action="store_true")
     p.set_defaults(fn=cmd_fit_robot)
 

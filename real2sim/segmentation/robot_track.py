@@ -1,0 +1,686 @@
+"""The articulated robot found in every frame of a fixed-camera clip.
+
+Three ways, best first (:func:`track_robot` picks none; the stage does, :mod:`segmentation.robot_fit`):
+
+- **Recorded joints** (a LeRobot episode): the robot model is rendered at each frame's joints
+  (:func:`render_recorded`); the frames' evidence only grades it.
+- **Model tracking** (camera pose known, joints not): per frame, the joints are fitted by render-and-compare of the
+  robot's silhouette against the frame's foreground evidence, seeded by the previous frame (:func:`track_robot`).
+  Which joints are fitted comes from the robot definition: every arm joint, plus the gripper's opening (one number
+  between ``gripper_closed`` and ``gripper_open``). Nelder-Mead on ``1 - IoU`` (soft, at ``fit_scale`` of the
+  frame) plus a small pull towards the seed, so that joints the silhouette cannot see (a roll about a link's own
+  axis) stay where they were instead of wandering. A frame whose fit stays below ``lost_iou`` is searched again
+  from a coarse grid over the first three arm joints; still below, it is reported ``lost`` and the next frame is
+  seeded from the last good one.
+- **Motion** (camera pose unknown): everything that differs from the background or moves, minus the prompted
+  objects (:func:`motion_masks`).
+
+Foreground evidence (:func:`foreground`): the frame's difference to a background (the plate when there is one; else
+the per-pixel median of the clip, recomputed without the pixels the tracked robot covers, :func:`clip_background`),
+after per-channel exposure gains, thresholded at the frame's own noise level (median + ``noise_k`` robust standard
+deviations of the difference). Pixels whose background was never seen, and the prompted objects' masks, count
+neither way ("ignore").
+
+The robot mask written per frame is the evidence within a few pixels of the fitted silhouette (the real robot's
+pixels, cables included), plus the silhouette where the evidence is ignored.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from real2sim.core.camera import Camera
+from real2sim.core.imaging import clean_mask, dilate, erode
+from real2sim.core.imaging import iou as iou_of
+from real2sim.render.robot import RobotModel, RobotSilhouette, link_id_image
+from real2sim.robots.spec import RobotDef
+
+log = logging.getLogger(__name__)
+
+STATES = ("prompt", "tracked", "recorded", "out_of_view", "lost", "motion")
+"""Per-frame states of a robot track: the prompted (or first) frame, fitted from the previous one, rendered at
+recorded joints, out of view (neither the fit nor the evidence shows it), not found (IoU below the bar: the mask
+is a guess, made wide), found by motion (no robot model)."""
+
+
+@dataclass
+class TrackConfig:
+    """Settings of robot tracking."""
+
+    fit_scale: float = 0.25
+    """Image scale of the silhouettes compared while fitting (speed; the mask is made at full size)."""
+    search_scale: float = 0.125
+    """Image scale of the coarse grid search (first frame, and recovery after a bad fit)."""
+    max_evals: int = 200
+    """Nelder-Mead evaluations per frame."""
+    lost_iou: float = 0.5
+    """A fitted silhouette whose IoU with the evidence stays below this is ``lost`` (measured on the synthetic
+    clips: tracked frames score 0.75-0.95, frames with an unknown occluder over half the arm 0.4-0.6)."""
+    prior: float = 0.05
+    """Weight of the pull towards the seed joints (per rad^2; the gripper opening counts in its 0..1 units)."""
+    noise_k: float = 5.0
+    """Foreground threshold: median + noise_k robust standard deviations of the frame-minus-background difference."""
+    min_threshold: float = 8.0
+    """Lowest foreground threshold (grey levels), for frames identical to the background."""
+    near_frac: float = 0.012
+    """The robot mask is the evidence within this fraction of the image diagonal of the fitted silhouette."""
+    threshold_ladder: tuple = (1.0, 2.0, 4.0, 8.0)
+    """Foreground thresholds tried on the start frame, as multiples of its noise threshold (see
+    :func:`_start_frame`)."""
+    polish_scale: float = 0.5
+    """Image scale of a last, short fit of the start frame, where tracking begins (thin parts, a gripper's
+    fingers, show there)."""
+    polish_evals: int = 150
+    """Nelder-Mead evaluations of that last fit (0: none)."""
+    refit_below: float = 0.9
+    """A frame whose fit falls below this fraction of the clip's typical IoU so far is searched again (grid over
+    the first three arm joints around the last good pose, then a second fit)."""
+    reach_frac: float = 0.1
+    """Evidence counts for a frame's fit when its connected component comes within this fraction of the image
+    diagonal of the robot at the seed pose (the previous frame's)."""
+    refit_background: bool = True
+    """Without a plate: fit, recompute the clip's median without the robot's pixels, fit again."""
+
+
+@dataclass
+class JointSpace:
+    """Which joints are fitted and how: arm joints by index, the gripper as one opening in [0, 1]."""
+
+    arm: np.ndarray
+    """``(k,) int`` indices of the arm joints in the joint vector."""
+    lower: np.ndarray
+    """``(k,)`` joint limits of the arm joints (rad or m)."""
+    upper: np.ndarray
+    gripper: np.ndarray
+    """``(g,) int`` indices of the gripper joints (may be empty)."""
+    closed: np.ndarray
+    """``(g,)`` gripper joints closed and open."""
+    open: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.arm) + (1 if len(self.gripper) else 0)
+
+    def to_x(self, q) -> np.ndarray:
+        """Fit parameters ``(size,)`` of joint vector ``q``."""
+        q = np.asarray(q, float)
+        x = list(q[self.arm])
+        if len(self.gripper):
+            d = self.open - self.closed
+            x.append(float(np.dot(q[self.gripper] - self.closed, d) / max(np.dot(d, d), 1e-12)))
+        return np.array(x)
+
+    def to_q(self, x, q_base) -> np.ndarray:
+        """Joint vector: ``q_base`` with the fitted joints set from ``x`` (clamped to the limits)."""
+        q = np.array(q_base, float)
+        q[self.arm] = np.clip(x[:len(self.arm)], self.lower, self.upper)
+        if len(self.gripper):
+            o = float(np.clip(x[-1], 0.0, 1.0))
+            q[self.gripper] = self.closed + o * (self.open - self.closed)
+        return q
+
+    def steps(self) -> np.ndarray:
+        """Initial simplex steps: 0.12 rad per arm joint, 0.3 of the gripper's range."""
+        return np.array([0.12] * len(self.arm) + ([0.3] if len(self.gripper) else []))
+
+
+def joint_space(robot: RobotDef, model: RobotModel) -> JointSpace:
+    """The fitted joints of ``robot``: its ``arm_joints`` within their URDF limits and its gripper opening."""
+    names = list(model.joint_names)
+    limits = {j.name: (j.lower, j.upper) for j in model.joints}
+    arm = np.array([names.index(j) for j in robot.arm_joints], int)
+    lo = np.array([limits.get(j, (-np.pi, np.pi))[0] for j in robot.arm_joints], float)
+    hi = np.array([limits.get(j, (-np.pi, np.pi))[1] for j in robot.arm_joints], float)
+    unlimited = hi <= lo
+    lo[unlimited], hi[unlimited] = -np.pi, np.pi
+    grip = np.array([names.index(j) for j in robot.gripper_joints], int)
+    return JointSpace(arm, lo, hi, grip, np.asarray(robot.gripper_closed, float), np.asarray(robot.gripper_open, float))
+
+
+# -- evidence --------------------------------------------------------------------------------------------------
+def exposure_gains(frame: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """``(3,)`` per-channel gains mapping ``background`` ``(h, w, 3)`` to ``frame``'s exposure (median ratio)."""
+    a = frame[::4, ::4].reshape(-1, 3).astype(np.float32) + 1.0
+    b = background[::4, ::4].reshape(-1, 3).astype(np.float32) + 1.0
+    return np.median(a / b, axis=0)
+
+
+def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 0.4,
+               shadow_chroma: float = 0.12) -> np.ndarray:
+    """``(h, w) float32`` largest per-channel difference of ``frame`` to the exposure-matched ``background``
+    (both ``(h, w, 3) uint8``, lightly blurred against sensor noise), 0 where the change is a shadow.
+
+    A shadow darkens all channels by about the same ratio, and a shadow that has left (a background made while it
+    was there) brightens them so: per-channel ratios frame / background between ``shadow_ratio`` and its inverse,
+    within ``shadow_chroma`` of each other (relative), are illumination, not robot. A dark robot on a coloured
+    table changes the channels by different ratios; on a grey surface it is darker than ``shadow_ratio``."""
+    import cv2
+
+    g = exposure_gains(frame, background)
+    f = cv2.GaussianBlur(frame.astype(np.float32), (3, 3), 0)
+    b = cv2.GaussianBlur(background.astype(np.float32), (3, 3), 0) * g
+    d = np.abs(f - b).max(-1)
+    ratio = (f + 1.0) / (b + 1.0)
+    lo, hi = ratio.min(-1), ratio.max(-1)
+    shadow = (lo > shadow_ratio) & (hi < 1.0 / shadow_ratio) & (hi - lo < shadow_chroma * hi)
+    d[shadow] = 0.0
+    return d
+
+
+def noise_threshold(diff: np.ndarray, k: float, floor: float, valid: np.ndarray | None = None) -> float:
+    """Foreground threshold of a difference image: median + ``k`` x 1.4826 MAD over ``valid`` pixels."""
+    d = diff[valid] if valid is not None and valid.any() else diff.ravel()
+    d = d[:: max(1, d.size // 200000)]
+    med = float(np.median(d))
+    mad = float(np.median(np.abs(d - med)))
+    return max(floor, med + k * 1.4826 * mad)
+
+
+def foreground(frame: np.ndarray, background: np.ndarray, cfg: TrackConfig, valid: np.ndarray | None = None,
+               floor: float | None = None) -> tuple[np.ndarray, float]:
+    """(``(h, w) bool`` pixels that differ from ``background`` beyond the frame's noise (and ``floor``, when
+    given), the threshold used)."""
+    d = difference(frame, background)
+    thr = max(noise_threshold(d, cfg.noise_k, cfg.min_threshold, valid), floor or 0.0)
+    r = max(1, round(min(frame.shape[:2]) / 400))
+    return clean_mask(d > thr, open_px=r, close_px=r, fill=False, min_area=4 * r * r), thr
+
+
+def clip_background(frames: np.ndarray, masks: np.ndarray | None = None, max_frames: int = 15
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(``(h, w, 3) uint8`` per-pixel median of the frames outside ``masks``, ``(h, w) bool`` pixels seen at all).
+
+    ``frames``: ``(n, h, w, 3) uint8``; ``masks``: ``(n, h, w) bool`` foreground to leave out (None: none). At
+    most ``max_frames`` evenly spaced frames are used. Where every frame is masked the plain median is kept and
+    the pixel is reported unseen."""
+    idx = np.unique(np.linspace(0, len(frames) - 1, min(max_frames, len(frames))).round().astype(int))
+    stack = frames[idx].astype(np.float32)
+    plain = np.median(stack, axis=0)
+    if masks is None:
+        return plain.astype(np.uint8), np.ones(frames.shape[1:3], bool)
+    m = np.asarray(masks, bool)[idx]
+    stack[m] = np.nan
+    seen = ~m.all(0)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(stack, axis=0)
+    med = np.where(seen[..., None], med, plain)
+    return np.clip(med, 0, 255).astype(np.uint8), seen
+
+
+def motion_evidence(frames: np.ndarray, i: int, cfg: TrackConfig) -> np.ndarray:
+    """``(h, w) bool`` pixels of frame ``i`` that change both from the previous and to the next frame (where a
+    moving thing is *in* frame ``i``, not where it was); ``(h, w)`` False for a one-frame clip."""
+    n = len(frames)
+    if n < 2:
+        return np.zeros(frames.shape[1:3], bool)
+    out = None
+    for j in (i - 1, i + 1):
+        if 0 <= j < n:
+            fg, _ = foreground(frames[i], frames[j], cfg)
+            out = fg if out is None else out & fg
+    return out
+
+
+# -- fitting ---------------------------------------------------------------------------------------------------
+def scaled_camera(camera: Camera, scale: float) -> Camera:
+    """``camera`` for images ``scale`` times the size (same pose)."""
+    K = np.array(camera.K, float)
+    K[:2] *= scale
+    return Camera(max(1, int(round(camera.width * scale))), max(1, int(round(camera.height * scale))), K,
+                  np.asarray(camera.T_world_camera, float), near=camera.near, far=camera.far)
+
+
+def silhouette(model: RobotModel, camera: Camera, q) -> np.ndarray:
+    """``(h, w) bool`` the robot's pixels at joint vector ``q``."""
+    return link_id_image(model, camera, q)[0] >= 0
+
+
+def _small(mask: np.ndarray, cam: Camera) -> np.ndarray:
+    """``(h', w') float32`` fraction of each low-resolution pixel that ``mask`` covers."""
+    import cv2
+
+    return cv2.resize(np.asarray(mask, np.float32), (cam.width, cam.height), interpolation=cv2.INTER_AREA)
+
+
+def soft_iou(sil: np.ndarray, target: np.ndarray, weight: np.ndarray) -> float:
+    """IoU of a binary silhouette and a soft target ``(h, w)`` in [0, 1], pixels weighted by ``weight`` (0 =
+    ignored). 1 when both are empty."""
+    s = sil.astype(np.float32)
+    inter = float((weight * np.minimum(s, target)).sum())
+    union = float((weight * np.maximum(s, target)).sum())
+    return 1.0 if union < 1e-6 else inter / union
+
+
+@dataclass
+class Evidence:
+    """One frame's evidence at full size and at the fitting scale."""
+
+    fg: np.ndarray
+    """``(h, w) bool`` foreground that may be robot (differs from the background, robot-coloured)."""
+    ignore: np.ndarray
+    """``(h, w) bool`` pixels that count neither way: objects, unseen background, foreground of colours the robot
+    does not show (an occluder)."""
+    unseen: np.ndarray
+    """``(h, w) bool`` pixels whose background was never seen (the silhouette stands in for the evidence)."""
+    target: np.ndarray
+    """``(h', w') float32`` foreground fraction per low-resolution pixel."""
+    weight: np.ndarray
+    """``(h', w') float32`` 1 - ignored fraction per low-resolution pixel."""
+    threshold: float = 0.0
+
+
+def make_evidence(fg: np.ndarray, ignore: np.ndarray, cam_small: Camera, unseen: np.ndarray | None = None,
+                  threshold: float = 0.0) -> Evidence:
+    """:class:`Evidence` of a foreground mask and an ignore mask (``(h, w) bool`` each)."""
+    unseen = np.zeros_like(fg) if unseen is None else unseen
+    return Evidence(fg & ~ignore, ignore, unseen, _small(fg & ~ignore, cam_small), 1.0 - _small(ignore, cam_small),
+                    threshold)
+
+
+class ColourModel:
+    """The colours the robot shows: a coarse RGB histogram of its pixels in one frame (``bins`` levels per
+    channel; a bin holding at least ``min_frac`` of the pixels is the robot's, and so are its neighbours)."""
+
+    def __init__(self, image: np.ndarray, mask: np.ndarray, bins: int = 8, min_frac: float = 0.002):
+        from scipy.ndimage import binary_dilation
+
+        self.bins = bins
+        idx = self._index(image[np.asarray(mask, bool)])
+        hist = np.bincount(idx, minlength=bins ** 3) / max(1, len(idx))
+        seen = (hist >= min_frac).reshape(bins, bins, bins)
+        self.table = binary_dilation(seen, np.ones((3, 3, 3), bool)).ravel()
+
+    def _index(self, rgb: np.ndarray) -> np.ndarray:
+        q = (np.asarray(rgb, np.int64) * self.bins) // 256
+        return (q[..., 0] * self.bins + q[..., 1]) * self.bins + q[..., 2]
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        """``(h, w) bool`` pixels of ``image`` ``(h, w, 3) uint8`` in the robot's colours."""
+        return self.table[self._index(image)]
+
+
+class Fitter:
+    """Render-and-compare of the robot's joints against one frame's evidence at the fitting scale."""
+
+    def __init__(self, model: RobotModel, camera: Camera, space: JointSpace, cfg: TrackConfig):
+        self.model, self.space, self.cfg = model, space, cfg
+        self.camera = camera
+        self.small = scaled_camera(camera, cfg.fit_scale)
+        self.coarse = scaled_camera(camera, cfg.search_scale)
+        self.sil_small = RobotSilhouette(model, self.small)
+        self.sil_coarse = RobotSilhouette(model, self.coarse)
+        self.sil_full = RobotSilhouette(model, camera)
+        self.fine = scaled_camera(camera, cfg.polish_scale)
+        self.sil_fine = RobotSilhouette(model, self.fine)
+
+    def iou(self, q, ev: Evidence) -> float:
+        return soft_iou(self.sil_small(q), ev.target, ev.weight)
+
+    def fit(self, ev: Evidence, q_seed, max_evals: int | None = None) -> tuple[np.ndarray, float, int]:
+        """(fitted joints, IoU at the fitting scale, evaluations): Nelder-Mead from ``q_seed``."""
+        from scipy.optimize import minimize
+
+        sp, cfg = self.space, self.cfg
+        x0 = sp.to_x(q_seed)
+        scale = np.r_[np.ones(len(sp.arm)), np.ones(sp.size - len(sp.arm))]
+
+        def loss(x):
+            q = sp.to_q(x, q_seed)
+            return 1.0 - self.iou(q, ev) + cfg.prior * float((((x - x0) * scale) ** 2).sum())
+
+        budget = max_evals or cfg.max_evals
+        x, nfev, steps = x0, 0, sp.steps()
+        for part in (0.5, 0.5):
+            simplex = np.vstack([x, x + np.diag(steps)])
+            res = minimize(loss, x, method="Nelder-Mead",
+                           options={"maxfev": int(part * budget), "initial_simplex": simplex,
+                                    "xatol": 2e-3, "fatol": 1e-3})
+            x, nfev = res.x, nfev + int(res.nfev)
+            if part == 0.5 and nfev < budget:  # probe each joint a big step either way (a gripper seen turned
+                # a quarter turn, an elbow bent the other way) and go on from the best
+                x, k = self._probe(loss, x, float(res.fun), steps * 3)
+                nfev += k
+            steps = steps * 0.5
+        q = sp.to_q(x, q_seed)
+        return q, self.iou(q, ev), nfev
+
+    def polish(self, ev: Evidence, q, evals: int | None = None) -> np.ndarray:
+        """Joints after a short Nelder-Mead (``evals``, default ``polish_evals``) at ``polish_scale`` from ``q``
+        (small steps: the pose is close)."""
+        from scipy.optimize import minimize
+
+        sp, cfg = self.space, self.cfg
+        evals = cfg.polish_evals if evals is None else evals
+        if evals <= 0 or not ev.fg.any():
+            return np.asarray(q, float)
+        target, weight = _small(ev.fg, self.fine), 1.0 - _small(ev.ignore, self.fine)
+        x0 = sp.to_x(q)
+
+        def loss(x):
+            return 1.0 - soft_iou(self.sil_fine(sp.to_q(x, q)), target, weight) + cfg.prior * float(((x - x0) ** 2).sum())
+
+        res = minimize(loss, x0, method="Nelder-Mead",
+                       options={"maxfev": evals, "initial_simplex": np.vstack([x0, x0 + np.diag(sp.steps() / 4)]),
+                                "xatol": 1e-3, "fatol": 1e-4})
+        return sp.to_q(res.x, q) if res.fun < loss(x0) else np.asarray(q, float)
+
+    @staticmethod
+    def _probe(loss, x, fx: float, steps) -> tuple[np.ndarray, int]:
+        """(best of ``x`` and ``x`` +- ``steps`` along each axis, evaluations)."""
+        best, best_f, n = x, fx, 0
+        for j in range(len(x)):
+            for sgn in (-1.0, 1.0):
+                y = x.copy()
+                y[j] += sgn * steps[j]
+                f = loss(y)
+                n += 1
+                if f < best_f - 1e-3:
+                    best, best_f = y, f
+        return best, n
+
+    def search(self, ev: Evidence, q_center, span=(0.8, 0.5, 0.5), steps=(9, 5, 5)) -> tuple[np.ndarray, int]:
+        """(best joints, renders) of a grid over the first three arm joints around ``q_center`` at the coarse
+        scale (the rest stay)."""
+        sp = self.space
+        tgt = _small(ev.fg & ~ev.ignore, self.coarse)
+        wgt = 1.0 - _small(ev.ignore, self.coarse)
+        k = min(3, len(sp.arm))
+        axes = [np.linspace(-span[j], span[j], steps[j]) for j in range(k)]
+        best, best_iou, n = np.asarray(q_center, float), -1.0, 0
+        for d in np.array(np.meshgrid(*axes, indexing="ij")).reshape(k, -1).T:
+            q = np.array(q_center, float)
+            q[sp.arm[:k]] = np.clip(q[sp.arm[:k]] + d, sp.lower[:k], sp.upper[:k])
+            v = soft_iou(self.sil_coarse(q), tgt, wgt)
+            n += 1
+            if v > best_iou:
+                best, best_iou = q, v
+        return best, n
+
+
+# -- tracking --------------------------------------------------------------------------------------------------
+@dataclass
+class RobotTrack:
+    """The robot through a clip."""
+
+    joints: np.ndarray
+    """``(n, dof)`` joint vector per frame (the seed's value for a ``lost`` frame)."""
+    masks: list
+    """``(h, w) bool`` the robot's pixels per frame."""
+    silhouettes: list
+    """``(h, w) bool`` the robot model rendered at the frame's joints (empty for ``motion``)."""
+    iou: np.ndarray
+    """``(n,)`` silhouette IoU with the frame's evidence (NaN for ``motion``)."""
+    states: list
+    """Per frame, one of :data:`STATES`."""
+    evaluations: list = field(default_factory=list)
+    method: str = "model"
+    """``model``, ``recorded`` or ``motion``."""
+    seconds: float = 0.0
+    notes: list = field(default_factory=list)
+    iou_start: float | None = None
+    """Silhouette IoU of the start joints on the start frame (what the fit improved on)."""
+
+
+def _order(n: int, start: int):
+    """[(frame, seed frame)] from ``start`` outwards: forwards, then backwards."""
+    return [(i, i - 1) for i in range(start + 1, n)] + [(i, i + 1) for i in range(start - 1, -1, -1)]
+
+
+def robot_pixels(ev: Evidence, sil: np.ndarray, near_px: int) -> np.ndarray:
+    """``(h, w) bool`` the evidence within ``near_px`` of the silhouette ``(h, w) bool``, plus the silhouette where
+    the background was never seen."""
+    return (ev.fg & dilate(sil, near_px)) | (sil & ev.unseen)
+
+
+def _evidences(frames, background, excluded, fitter: Fitter, cfg: TrackConfig, unseen=None,
+               colours: ColourModel | None = None, floor: float | None = None) -> list[Evidence]:
+    """Per frame: foreground against ``background`` (threshold at least ``floor``); ``excluded`` ``(n, h, w)
+    bool`` and ``unseen`` ignored; foreground not in the robot's ``colours`` ignored too."""
+    out = []
+    for i, f in enumerate(frames):
+        ign = excluded[i] if unseen is None else excluded[i] | unseen
+        fg, thr = foreground(f, background, cfg, ~ign, floor)
+        if colours is not None:
+            ign = ign | (fg & ~colours(f))
+        out.append(make_evidence(fg, ign, fitter.small, unseen, thr))
+    return out
+
+
+def near_components(ev: Evidence, region: np.ndarray, cam_small: Camera) -> Evidence:
+    """``ev`` with its foreground cut to the connected components that reach into ``region`` ``(h, w) bool``
+    (where the robot can be: near its seed pose, or the prompt): other changes (objects nobody prompted, a plate
+    that differs along an edge) count as background."""
+    import cv2
+
+    n, lab = cv2.connectedComponents(ev.fg.astype(np.uint8), connectivity=8)
+    keep = np.zeros(n, bool)
+    keep[np.unique(lab[region & ev.fg])] = True
+    keep[0] = False
+    fg = keep[lab]
+    return Evidence(fg, ev.ignore, ev.unseen, _small(fg, cam_small), ev.weight, ev.threshold)
+
+
+def _near(fitter: Fitter, ev: Evidence, q, extra: np.ndarray | None = None) -> Evidence:
+    """``ev`` cut to the components within ``reach_frac`` of the image diagonal of the robot at ``q`` (and of
+    ``extra``); the reach is drawn at the fitting scale (a wide dilation at full size costs more than the fit)."""
+    import cv2
+
+    small = fitter.sil_small(q)
+    r = max(1, int(round(fitter.cfg.reach_frac * np.hypot(*small.shape))))
+    h, w = ev.fg.shape
+    region = cv2.resize(dilate(small, r).astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST) > 0
+    return near_components(ev, region if extra is None else region | extra, fitter.small)
+
+
+def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=None, search_first: bool = True,
+                max_evals: int | None = None, region: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, list, list, list]:
+    """Fit every frame from ``start`` outwards, each against its evidence near the seed pose (:func:`_near`).
+    ``seeds``: ``(n, dof)`` per-frame seeds of an earlier pass (used besides the neighbour's joints); ``region``:
+    where the robot may also be on the start frame (the prompt). Returns (joints, IoU, states, evaluations, the
+    evidences used)."""
+    cfg, n = fitter.cfg, len(evs)
+    Q = np.zeros((n, len(q_start)))
+    iou = np.zeros(n)
+    states, nev, used = [""] * n, [0] * n, list(evs)
+    q0 = np.asarray(q_start, float)
+    extra = 0
+    ev = used[start] = _near(fitter, evs[start], q0, region)
+    if search_first and fitter.iou(q0, ev) < cfg.lost_iou:
+        q0, extra = fitter.search(ev, q0)
+    Q[start], iou[start], nev[start] = fitter.fit(ev, q0, max_evals)
+    nev[start] += extra
+    states[start] = "prompt"
+    good = {start: Q[start]}
+    for i, j in _order(n, start):
+        last = good.get(j, Q[j])
+        cands = [last] + ([seeds[i]] if seeds is not None else [])
+        ev = used[i] = _near(fitter, evs[i], last)
+        wide = (0.5, 0.4, 0.4)
+        if ev.fg.sum() < 0.002 * ev.fg.size < evs[i].fg.sum():  # nothing near where it was: back into view elsewhere
+            ev = used[i] = evs[i]
+            wide = (0.8, 0.6, 0.6)
+        q0 = max(cands, key=lambda q: fitter.iou(q, ev))
+        q, v, k = fitter.fit(ev, q0, max_evals)
+        typical = np.median([iou[f] for f in good]) if good else 1.0
+        if v < max(cfg.lost_iou, cfg.refit_below * typical):  # search again around the last good pose
+            qs, ks = fitter.search(ev, last, span=wide, steps=(5, 5, 5))
+            q2, v2, k2 = fitter.fit(ev, qs, max_evals)
+            k += ks + k2
+            if v2 > v:
+                q, v = q2, v2
+        Q[i], iou[i], nev[i] = q, v, k
+        states[i] = "tracked" if v >= cfg.lost_iou else "lost"
+        good[i] = q if v >= cfg.lost_iou else last
+    return Q, iou, states, nev, used
+
+
+def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: JointSpace, q_start, start: int = 0,
+                background: np.ndarray | None = None, exclude: np.ndarray | None = None,
+                prompt_mask: np.ndarray | None = None, config: TrackConfig | None = None) -> RobotTrack:
+    """Fit the robot's joints in every frame of a fixed camera's clip.
+
+    ``frames``: ``(n, h, w, 3) uint8``; ``camera``: their camera (pose known); ``q_start``: joints to start the
+    ``start`` frame from (the whole vector; the fitted ones move); ``background``: the plate ``(h, w, 3) uint8``
+    (None: from the clip itself); ``exclude``: ``(n, h, w) bool`` pixels of other entities (prompted objects), not
+    evidence either way; ``prompt_mask``: ``(h, w) bool`` the robot's prompted mask on frame ``start``: the
+    evidence components it touches are the robot's there.
+    """
+    t0 = time.perf_counter()
+    cfg = config or TrackConfig()
+    frames = np.asarray(frames)
+    n, h, w = frames.shape[:3]
+    excl = np.zeros((n, h, w), bool) if exclude is None else np.stack([dilate(e, 2) for e in exclude])
+    fitter = Fitter(model, camera, space, cfg)
+    near = max(2, int(round(cfg.near_frac * np.hypot(h, w))))
+    bg, unseen = (background, None) if background is not None else (clip_background(frames)[0], None)
+    Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, unseen, excl, q_start, start, prompt_mask)
+    notes = [f"foreground threshold at least {floor:.0f} grey levels (chosen on frame {start})"]
+    if background is None and cfg.refit_background and n > 1:
+        # no plate: the clip's median again, without the pixels the tracked robot covers; where that changes the
+        # background (the robot lingered), fit again from there
+        bg2, seen = clip_background(frames, np.stack([dilate(fitter.sil_full(q), near) for q in Q]) | excl)
+        changed = float((difference(bg2, bg) > floor).mean())
+        notes.append(f"no plate: background = median of the clip without the tracked robot ({100 * changed:.1f}% "
+                     f"of pixels changed by leaving the robot out, {100 * (1 - seen.mean()):.1f}% never seen)")
+        if changed > 0.002:
+            Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg2, ~seen, excl, Q[start], start,
+                                                         prompt_mask, seeds=Q)
+            nev = [a + b for a, b in zip(nev, nev2)]
+    if states[start] != "lost":
+        Q[start] = fitter.polish(evs[start], Q[start])
+    sils = [fitter.sil_full(q) for q in Q]
+    masks = [robot_pixels(ev, sil, near) for ev, sil in zip(evs, sils)]
+    iou, states = _grade(evs, sils, masks, states, cfg, notes, min_px=0.002 * h * w)
+    for i in range(n):
+        if states[i] == "lost":
+            masks[i] = masks[i] | dilate(sils[i], near)
+        elif states[i] == "out_of_view":
+            masks[i] = np.zeros((h, w), bool)
+    secs = time.perf_counter() - t0
+    log.info("robot track: %d frames, %d lost, IoU median %.3f, %.2f s/frame", n, states.count("lost"),
+             float(np.nanmedian(iou)), secs / n)
+    ev = evs[start]
+    iou0 = soft_iou(fitter.sil_full(q_start), ev.fg.astype(np.float32), (~ev.ignore).astype(np.float32))
+    return RobotTrack(Q, masks, sils, iou, states, nev, "model", secs, notes, iou0)
+
+
+def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, prompt_mask, seeds=None):
+    """One tracking round against background ``bg``: the start frame (threshold, colours), then the clip.
+    ``seeds``: an earlier round's joints (this round then fits each frame with a third of the evaluations).
+    Returns (joints, IoU, states, evaluations, evidences, threshold floor)."""
+    cfg = fitter.cfg
+    q_first, floor, ev0 = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask)
+    colours = ColourModel(frames[start], ev0.fg & erode(fitter.sil_full(q_first), 1))
+    evs = _evidences(frames, bg, excl, fitter, cfg, unseen, colours, floor)
+    Q, iou, states, nev, evs = _track_pass(fitter, evs, q_first, start, seeds=seeds, search_first=False,
+                                           max_evals=None if seeds is None else cfg.max_evals // 3,
+                                           region=prompt_mask)
+    return Q, iou, states, nev, evs, floor
+
+
+def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask) -> tuple[np.ndarray, float, Evidence]:
+    """(joints, threshold floor, evidence) on the start frame. The foreground threshold is the one, of the frame's
+    noise threshold times ``threshold_ladder``, at which the fitted robot explains the evidence best (highest
+    IoU): a clean plate keeps the noise threshold (dark robot parts on dark ground count), a plate that differs
+    from the frame all over (a hand-made one, another exposure) gets a higher one."""
+    cfg = fitter.cfg
+    base = foreground(frame, bg, cfg, ~excluded)[1]
+    best = None
+    for f in cfg.threshold_ladder:
+        ev = _evidences(frame[None], bg, excluded[None], fitter, cfg, floor=base * f)[0]
+        Q, iou, _, _, used = _track_pass(fitter, [ev], q_start, 0, region=prompt_mask)
+        log.debug("start frame: threshold %.1f -> IoU %.3f", base * f, iou[0])
+        if best is None or iou[0] > best[0] + 0.05:  # a higher threshold has to earn its place
+            best = (iou[0], Q[0], base * f, used[0])
+    return best[1], best[2], best[3]
+
+
+def _grade(evs: list[Evidence], sils: list, masks: list, states: list, cfg: TrackConfig, notes: list,
+           min_px: float) -> tuple[np.ndarray, list]:
+    """Per frame, the fit's quality: IoU of the silhouette with the robot's pixels (the evidence near it,
+    :func:`robot_pixels`; ignored pixels left out), and the final states: ``out_of_view`` where the evidence
+    has fewer than ``min_px`` pixels, ``lost`` below :func:`outlier_bar`."""
+    iou = np.array([iou_of(s & ~ev.ignore, m & ~ev.ignore) for ev, s, m in zip(evs, sils, masks)])
+    states = list(states)
+    for i, ev in enumerate(evs):
+        if ev.fg.sum() < min_px:  # nothing robot-like in the frame: out of view, or hidden whole
+            states[i], iou[i] = "out_of_view", np.nan
+    bar = outlier_bar(iou, states, cfg)
+    for i in range(len(states)):
+        if states[i] in ("tracked", "prompt", "recorded") and iou[i] < bar:
+            states[i] = "lost"
+            notes.append(f"frame {i}: silhouette IoU {iou[i]:.2f} is far below the clip's (bar {bar:.2f}): "
+                         "occluded, or the fit failed")
+    return iou, states
+
+
+def outlier_bar(iou: np.ndarray, states: list, cfg: TrackConfig) -> float:
+    """IoU below which a frame is ``lost``: ``lost_iou``, or well below the clip's typical fit (median - max(0.1,
+    3 robust standard deviations) of the tracked frames), whichever is higher: a frame whose fit is much worse
+    than the others' is occluded or mis-fitted even when its IoU looks passable."""
+    v = np.array([x for x, st in zip(iou, states) if st in ("tracked", "prompt", "recorded") and np.isfinite(x)])
+    if len(v) < 4:
+        return cfg.lost_iou
+    med = float(np.median(v))
+    spread = 1.4826 * float(np.median(np.abs(v - med)))
+    return max(cfg.lost_iou, med - max(0.1, 3 * spread))
+
+
+def render_recorded(frames: np.ndarray, camera: Camera, model: RobotModel, space: JointSpace, joints: np.ndarray,
+                    background: np.ndarray | None = None, exclude: np.ndarray | None = None,
+                    config: TrackConfig | None = None) -> RobotTrack:
+    """The robot rendered at recorded ``joints`` ``(n, dof)``: mask = silhouette plus the evidence near it; the
+    evidence grades each frame (IoU)."""
+    t0 = time.perf_counter()
+    cfg = config or TrackConfig()
+    n, h, w = frames.shape[:3]
+    fitter = Fitter(model, camera, space, cfg)
+    near = max(2, int(round(cfg.near_frac * np.hypot(h, w))))
+    sils = [fitter.sil_full(q) for q in joints]
+    excl = np.zeros((n, h, w), bool) if exclude is None else np.stack([dilate(e, 2) for e in exclude])
+    unseen = None
+    if background is None:
+        background, seen = clip_background(frames, np.stack([dilate(s, near) for s in sils]) | excl)
+        unseen = ~seen
+    evs = _evidences(frames, background, excl, fitter, cfg, unseen)
+    masks = [s | robot_pixels(ev, s, near) for ev, s in zip(evs, sils)]
+    notes = ["joints recorded with the frames: the robot model rendered at them"]
+    iou, states = _grade(evs, sils, [robot_pixels(ev, s, near) for ev, s in zip(evs, sils)], ["recorded"] * n, cfg,
+                         notes, min_px=0.002 * h * w)
+    return RobotTrack(np.asarray(joints, float), masks, sils, iou, states, [0] * n, "recorded",
+                      time.perf_counter() - t0, notes)
+
+
+def motion_masks(frames: np.ndarray, background: np.ndarray | None = None, exclude: np.ndarray | None = None,
+                 config: TrackConfig | None = None, reason: str = "") -> RobotTrack:
+    """Everything that moves or differs from the background and is not an excluded (prompted) object, per frame.
+
+    ``frames``: ``(n, h, w, 3) uint8``; ``background``: plate or None (the clip's median, recomputed without what
+    moved); ``exclude``: ``(n, h, w) bool``. For clips whose camera pose is unknown: no joints are fitted."""
+    t0 = time.perf_counter()
+    cfg = config or TrackConfig()
+    frames = np.asarray(frames)
+    n, h, w = frames.shape[:3]
+    excl = np.zeros((n, h, w), bool) if exclude is None else np.asarray(exclude, bool)
+    r = max(2, int(round(0.006 * np.hypot(h, w))))
+    moving = [motion_evidence(frames, i, cfg) for i in range(n)]
+    bg, known = (background, np.ones((h, w), bool)) if background is not None else \
+        clip_background(frames, np.stack([dilate(m, 2 * r) for m in moving]))
+    masks = []
+    for i, f in enumerate(frames):
+        fg, _ = foreground(f, bg, cfg, known & ~excl[i])
+        m = (fg | moving[i]) & ~dilate(excl[i], 2)
+        masks.append(clean_mask(m, open_px=1, close_px=r, fill=True, min_area=int(0.0005 * h * w)))
+    states = ["motion" if m.any() else "lost" for m in masks]
+    return RobotTrack(np.zeros((n, 0)), masks, [np.zeros((h, w), bool)] * n, np.full(n, np.nan), states, [0] * n,
+                      "motion", time.perf_counter() - t0,
+                      [(reason + "; " if reason else "") + "robot masks by motion segmentation (everything that moves "
+                       "and is not a prompted object); no joints fitted"])
