@@ -167,7 +167,7 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
     """Find the robot in every frame (``frame``: in that frame only); returns (record, ran).
 
     ``prompt``: (frame, :class:`Prompt`) a box or clicks on the robot: tracking starts on that frame, and the
-    prompt's mask joins its evidence. See the module docstring for the three ways and the outputs."""
+    evidence the prompt's mask touches is the robot's there; without one, the last run's prompt is kept. See the module docstring for the three ways and the outputs."""
     m = bundle.manifest
     if m.robot is None:
         raise BundleError(f"{bundle.root}: the bundle has no robot; create it with 'real2sim init DIR --robot widowx'")
@@ -179,6 +179,10 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
                           "add frames with 'real2sim init DIR --frames PATH'")
     if prompt is not None and not 0 <= prompt[0] < n_all:
         raise BundleError(f"{bundle.root}: the robot prompt is on frame {prompt[0]}; the bundle has frames 0..{n_all - 1}")
+    prev = m.stages.get("robot_fit")
+    if prompt is None and prev is not None and prev.config.get("prompt") and frame is None:
+        f, p = prev.config["prompt"]  # the robot was prompted before (segment): a re-run ('build') keeps the prompt
+        prompt = (int(f), Prompt.from_dict(p))
     idx = list(range(n_all)) if frame is None else [frame]
     cams = {m.capture.frames[i].camera for i in idx}
     if len(cams) > 1:
