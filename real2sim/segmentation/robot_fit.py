@@ -143,6 +143,12 @@ def camera_pose_known(bundle: Bundle, camera: str) -> tuple[bool, str]:
     return True, ""
 
 
+def can_track(bundle: Bundle) -> bool:
+    """Whether the robot can be told from the background: the bundle has a plate, or frames to make one from."""
+    m = bundle.manifest
+    return bool(m.capture.plate and bundle.path(m.capture.plate).is_file()) or len(m.capture.frames) > 1
+
+
 def _exclusions(bundle: Bundle, frames: list[int], shape) -> np.ndarray:
     """``(n, h, w) bool`` the other entities' masks on the given frames."""
     out = np.zeros((len(frames), *shape), bool)

@@ -22,7 +22,7 @@ from real2sim.segmentation.propagate import (
     PropagateConfig,
     propagate_many,
 )
-from real2sim.segmentation.robot_fit import check_robot_prompt, robot_fit_stage
+from real2sim.segmentation.robot_fit import can_track, check_robot_prompt, robot_fit_stage
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,8 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     An entity named ``robot`` (or the bundle robot's name or alias) is the articulated robot, not a rigid object:
     it goes to the ``robot_fit`` stage (:mod:`segmentation.robot_fit`: joints fitted frame to frame, or rendered
     at recorded joints, or motion where the camera pose is unknown), after the objects, whose masks it leaves
-    out. A robot prompt in a bundle without a robot is an error naming the entity. Returns the ``segment``
+    out (a one-frame bundle without a plate gets the prompt's mask, like an object's, until 'real2sim build' fits
+    the robot against the plate). A robot prompt in a bundle without a robot is an error naming the entity. Returns the ``segment``
     stage record (the ``robot_fit`` one when only the robot was prompted).
     """
     cap = bundle.manifest.capture
@@ -110,6 +111,11 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     if len(robot) > 1:
         raise SegmentationError(f"prompts {robot} all name the robot; give one robot prompt")
     robot_prompt = norm.pop(robot[0]) if robot else None
+    if robot_prompt is not None and not can_track(bundle):  # one frame, no plate: nothing to tell robot from table
+        log.info("segment: one frame and no plate: the robot's mask is the prompt's for now; its joints are fitted "
+                 "when the bundle has a plate ('real2sim build')")
+        norm[robot[0]], carry[robot[0]] = robot_prompt, False
+        robot_prompt = None
     rec = None
     if norm:
         rec = _segment_objects(bundle, norm, carry, backend, propagate_masks, propagate_config, force)
