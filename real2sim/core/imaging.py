@@ -60,6 +60,20 @@ def write_mask(path, mask: np.ndarray) -> None:
     atomic_write_bytes(Path(path), png_bytes(np.asarray(mask, bool)))
 
 
+def read_gray(path) -> np.ndarray:
+    """Read a single-channel image (a confidence map) as ``(h, w) uint8``."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    try:
+        with Image.open(path) as im:
+            return np.asarray(im.convert("L"), dtype=np.uint8).copy()
+    except FileNotFoundError:
+        raise ImageError(f"{path}: no such image file; check the path") from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ImageError(f"{path}: cannot be read as an image ({exc}); re-export it as PNG") from exc
+
+
 def write_gray(path, image: np.ndarray) -> None:
     """Write a ``(h, w) uint8`` single-channel PNG atomically."""
 

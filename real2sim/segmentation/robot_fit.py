@@ -27,7 +27,7 @@ import numpy as np
 from real2sim.core.bundle import Bundle, hash_jsonable
 from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError, SegmentationError
-from real2sim.core.imaging import iou, read_mask, read_rgb, write_mask, write_rgb
+from real2sim.core.imaging import iou, read_gray, read_mask, read_rgb, write_mask, write_rgb
 from real2sim.core.pictures import tiles
 from real2sim.core.stages import files_hash, run_stage
 from real2sim.render.robot import link_id_image, load_robot_model
@@ -216,6 +216,7 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
         frames = np.stack([read_rgb(bundle.path(f.image)) for f in fr])
         bg = read_rgb(bundle.path(plate)) if plate else None
         track, rep = _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg)
+        _trust_model_where_plate_is_unsure(bundle, track, rep)
         previous = m.stages.get("robot_fit")
         if previous is not None and _settled(bundle, idx, track):
             # a re-fit (after the plate changed) that lands where the last fit did: keep it, so the
@@ -310,6 +311,24 @@ def _write_track(bundle: Bundle, idx: list[int], track: RobotTrack) -> list[str]
         m.capture.mask_states.setdefault(key, {})["robot"] = MASK_STATE[track.states[k]]
         outputs.append(rel)
     return outputs
+
+
+def _trust_model_where_plate_is_unsure(bundle: Bundle, track: RobotTrack, rep: dict) -> None:
+    """Add the fitted silhouette to the masks where the plate was not seen as background in many frames
+    (``plate_confidence`` < 255: a one-frame plate is the frame itself, robot parts an earlier mask missed
+    included, so the difference cannot show them; the plate made next, without the whole silhouette, can)."""
+    conf = bundle.manifest.capture.plate_confidence
+    if track.method == "motion" or not conf or not bundle.path(conf).is_file():
+        return
+    unsure = read_gray(bundle.path(conf)) < 255
+    if unsure.shape != track.masks[0].shape or not unsure.any():
+        return
+    for k, st in enumerate(track.states):
+        if st not in ("lost", "out_of_view"):
+            track.masks[k] = track.masks[k] | (track.silhouettes[k] & unsure)
+    rep["notes"] = list(rep.get("notes", [])) + [
+        f"the plate is unsure in {100 * unsure.mean():.0f}% of the image (seen in few frames or inpainted): the "
+        "fitted silhouette is part of the robot mask there"]
 
 
 def _settled(bundle: Bundle, idx: list[int], track: RobotTrack) -> bool:
