@@ -97,7 +97,7 @@ def fit_robot_joints(model, camera, img: np.ndarray, plate: np.ndarray, exclude:
     return q, mask, rep
 
 
-SETTLED_RAD = 0.005
+SETTLED_RAD = 0.01
 """A re-fit whose joints move less than this (and whose masks keep IoU > SETTLED_IOU) keeps the previous fit."""
 SETTLED_IOU = 0.98
 
@@ -341,9 +341,14 @@ def _settled(bundle: Bundle, idx: list[int], track: RobotTrack) -> bool:
             return False
         if track.method == "model":
             q = m.capture.frames[i].joint_positions
-            if q is None or len(q) != track.joints.shape[1] or np.abs(np.asarray(q) - track.joints[k]).max() >= SETTLED_RAD:
+            if q is None or len(q) != track.joints.shape[1]:
                 return False
-        if iou(track.masks[k], read_mask(bundle.path(rel))) <= SETTLED_IOU:
+            log.debug("robot_fit: frame %d joints moved %.4f rad", i, np.abs(np.asarray(q) - track.joints[k]).max())
+            if np.abs(np.asarray(q) - track.joints[k]).max() >= SETTLED_RAD:
+                return False
+        v = iou(track.masks[k], read_mask(bundle.path(rel)))
+        log.debug("robot_fit: frame %d mask IoU with the last fit %.4f", i, v)
+        if v <= SETTLED_IOU:
             return False
     return True
 
