@@ -19,6 +19,7 @@ import numpy as np
 
 from real2sim.core.errors import MaskError, require
 from real2sim.core.geometry import transform_points
+from real2sim.core.imaging import erode
 from real2sim.core.views import View
 from real2sim.render.interp import interpolate, render_texture, sample_texture
 from real2sim.render.mesh import TexMesh
@@ -149,14 +150,6 @@ def _bilinear(img: np.ndarray, uv: np.ndarray) -> np.ndarray:
     return ((img[y0, x0] * (1 - fx) + img[y0, x1] * fx) * (1 - fy) + (img[y1, x0] * (1 - fx) + img[y1, x1] * fx) * fy)
 
 
-def _erode(mask: np.ndarray, px: int) -> np.ndarray:
-    if px <= 0:
-        return mask
-    from scipy.ndimage import binary_erosion
-
-    return binary_erosion(mask, iterations=px, border_value=0)
-
-
 def splat_view(tx: UVTexels, mesh: TexMesh, pose: np.ndarray, view: View, cfg: TextureConfig,
                world: tuple[np.ndarray, np.ndarray] | None = None):
     """One view's (texel point index, colour, weight) for the texel points it sees.
@@ -167,7 +160,7 @@ def splat_view(tx: UVTexels, mesh: TexMesh, pose: np.ndarray, view: View, cfg: T
     cam = view.camera
     vw = transform_points(pose, mesh.vertices)
     fr = rasterize(cam, vw, mesh.faces, cfg.backend)
-    mask = _erode(np.asarray(view.mask, bool), cfg.mask_erode_px) & fr.mask
+    mask = erode(np.asarray(view.mask, bool), cfg.mask_erode_px) & fr.mask
     face_seen = np.zeros(len(mesh.faces), bool)
     face_seen[np.unique(fr.face_id[mask])] = True
     cand = np.flatnonzero(face_seen[tx.face]) if tx.face is not None else np.arange(len(tx.ys))
@@ -227,7 +220,7 @@ def pixel_splat_view(mesh: TexMesh, pose: np.ndarray, view: View, cfg: TextureCo
     cam, S = view.camera, cfg.size
     vw = transform_points(pose, mesh.vertices)
     fr = rasterize(cam, vw, mesh.faces, cfg.backend)
-    m = _erode(np.asarray(view.mask, bool), cfg.mask_erode_px) & fr.mask
+    m = erode(np.asarray(view.mask, bool), cfg.mask_erode_px) & fr.mask
     ys, xs = np.nonzero(m)
     fid = fr.face_id[ys, xs]
     bary = fr.bary[ys, xs].astype(np.float64)
@@ -338,7 +331,7 @@ def refine(res: TextureResult, mesh: TexMesh, pose: np.ndarray, views: list[View
     targets, uvs = [], []
     for v in views:
         fr = rasterize(v.camera, transform_points(pose, mesh.vertices), mesh.faces, cfg.backend)
-        m = fr.mask & _erode(np.asarray(v.mask, bool), cfg.mask_erode_px)
+        m = fr.mask & erode(np.asarray(v.mask, bool), cfg.mask_erode_px)
         ys, xs = np.nonzero(m)
         if not len(ys):
             continue
