@@ -17,7 +17,11 @@ Sources:
   table from its base, blurred, darkening the plate). Families vary what a camera does between the plate and the
   frame: ``base`` (sensor noise 1.5), ``exposure`` (gain, gamma, white balance), ``noise`` (sigma 6-10), ``blur``,
   ``jpeg`` (quality 25-45), ``lowres`` (320x256), ``highres`` (1280x720), ``lowcontrast`` (the texture recoloured
-  toward the local plate colour).
+  toward the local plate colour), ``misreg`` (the plate handed to a method is not pixel-perfect, as a person-made
+  plate never is: shifted by 0.5-2 px, rotated by up to 0.3 degrees and scaled by up to 0.5 % about a random point,
+  in half of the cases also locally displaced by a smooth field of up to 1.5 px, in half of them taken at another
+  exposure (gain 0.85-1.15, white balance +-3 %), always with its own sensor noise; :attr:`MaskCase.plate` is that
+  plate).
 - :func:`procedural_case`: a data-free case (textured procedural plate, a shaded cylinder with a bright and a
   dark half, a cast shadow) for tests on machines without ``shared/data``.
 
@@ -38,7 +42,7 @@ from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast")
+FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg")
 """Synthetic case families (see the module docstring)."""
 
 OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
@@ -62,8 +66,8 @@ class MaskCase:
     image: np.ndarray
     """``(h, w, 3) uint8`` RGB frame."""
     plate: np.ndarray
-    """``(h, w, 3) uint8`` the perfect plate: the frame without the object and its shadow (before the camera
-    effects of the family)."""
+    """``(h, w, 3) uint8`` the plate: the frame without the object and its shadow (before the camera effects of
+    the family; perfect except in the ``misreg`` family, where it is misregistered, see :func:`misregister`)."""
     mask: np.ndarray
     """``(h, w) bool`` ground-truth object mask."""
     shadow: np.ndarray
@@ -320,6 +324,32 @@ def camera_effect(img: np.ndarray, family: str, rng: np.random.Generator) -> np.
     return out
 
 
+def misregister(plate: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The plate as a person would hand it over (``misreg`` family): a small affine misregistration (shift 0.5-2 px,
+    rotation up to 0.3 degrees, scale up to 0.5 % about a random point), in half of the cases a smooth local
+    displacement of up to 1.5 px, in half of them another exposure (gain 0.85-1.15, white balance +-3 %), and its
+    own sensor noise (sigma 1.5). ``(h, w, 3) uint8`` in and out."""
+    import cv2
+
+    h, w = plate.shape[:2]
+    ang, d = rng.uniform(0, 2 * np.pi), rng.uniform(0.5, 2.0)
+    centre = (float(rng.uniform(0, w)), float(rng.uniform(0, h)))
+    M = cv2.getRotationMatrix2D(centre, float(rng.uniform(-0.3, 0.3)), float(1 + rng.uniform(-0.005, 0.005)))
+    M[:, 2] += [d * np.cos(ang), d * np.sin(ang)]
+    xx, yy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
+    mx = (M[0, 0] * xx + M[0, 1] * yy + M[0, 2]).astype(np.float32)
+    my = (M[1, 0] * xx + M[1, 1] * yy + M[1, 2]).astype(np.float32)
+    if rng.random() < 0.5:
+        field = rng.normal(0, 1, (2, 4, 5)).astype(np.float32)
+        field *= rng.uniform(0.5, 1.5) / max(float(np.abs(field).max()), 1e-6)
+        mx += cv2.resize(field[0], (w, h), interpolation=cv2.INTER_CUBIC)
+        my += cv2.resize(field[1], (w, h), interpolation=cv2.INTER_CUBIC)
+    out = cv2.remap(plate.astype(np.float32), mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    if rng.random() < 0.5:
+        out = out * rng.uniform(0.85, 1.15) * rng.uniform(0.97, 1.03, 3)
+    return np.clip(out + rng.normal(0, 1.5, out.shape), 0, 255).round().astype(np.uint8)
+
+
 def resize_plate(plate: np.ndarray, family: str) -> np.ndarray:
     """The plate at the family's resolution (``lowres`` 320x256, ``highres`` 1280x720 from a 16:9 crop)."""
     import cv2
@@ -392,8 +422,10 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
     mask = cov >= 0.5
     shadow = (dark >= 0.5 * dark.max()) & ~mask if dark.max() > 0.05 else np.zeros_like(mask)
     image = camera_effect(img, family, rng)
-    return MaskCase(f"{family}/{plate_name}/{obj}", family, image, plate, mask, shadow, sample_click(mask, rng),
-                    sample_box(mask, rng))
+    click, box = sample_click(mask, rng), sample_box(mask, rng)
+    if family == "misreg":
+        plate = misregister(plate, rng)
+    return MaskCase(f"{family}/{plate_name}/{obj}", family, image, plate, mask, shadow, click, box)
 
 
 def real_cases(data: Path) -> list[MaskCase]:

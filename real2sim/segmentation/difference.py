@@ -62,6 +62,10 @@ class DifferenceConfig:
     seed_frac: float = 0.1
     """Strong change within this distance of the click (fraction of ``sqrt(h * w)``), in the weak region at the
     click, seeds the region."""
+    explain_frac: float = 0.06
+    """A frame colour is explained by the plate when the plate shows it within this distance (fraction of
+    ``sqrt(h * w)``; 33 px at 640x480): a person-made plate is never pixel-perfect, and at a table's or wall's edge
+    it can be off by that much."""
     reach_frac: float = 0.6
     """Weak change joins the strong core up to this many times the core's size (``sqrt(area)``) away from it."""
     leak_open_frac: float = 0.06
@@ -93,6 +97,12 @@ class ChangeMaps:
     """``(3, 2)`` per-channel gain and offset that map the plate to the frame's exposure."""
     info: dict = field(default_factory=dict)
     """Blur applied (``blur_px``) and sharpness matching (``sharpness_px``: plate blurred by it, negative: frame)."""
+    frame: np.ndarray | None = None
+    """``(h, w, 3) float32`` the frame as compared (blurred as the plate)."""
+    plate: np.ndarray | None = None
+    """``(h, w, 3) float32`` the plate as compared (at the frame's exposure and sharpness)."""
+    sig_c: np.ndarray | None = None
+    """``(h, w) float32`` chroma noise sigma per pixel."""
 
 
 def _scale(shape) -> float:
@@ -226,7 +236,8 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     obj = np.maximum(np.maximum(colour, bright), deep).astype(np.float32)
     shadow = np.where(obj < cfg.k_low, darkening / sig_l, 0).astype(np.float32)
     return ChangeMaps(obj, shadow, s_px.astype(np.float32), float(np.median(sig_c)), gains,
-                      {"blur_px": round(float(sb), 2), "sharpness_px": round(sharp, 2)})
+                      {"blur_px": round(float(sb), 2), "sharpness_px": round(sharp, 2)},
+                      frame=I, plate=P, sig_c=sig_c)
 
 
 def _hysteresis(weak: np.ndarray, strong: np.ndarray) -> np.ndarray:
@@ -288,18 +299,65 @@ def _geodesic_grow(seed: np.ndarray, allowed: np.ndarray, reach: int) -> np.ndar
     return out
 
 
+def _explained(ch: ChangeMaps, region: np.ndarray, cfg: DifferenceConfig) -> np.ndarray:
+    """Pixels of ``region`` (``(h, w) bool``) whose neighbourhood (a patch of about 1 % of the image size) the plate
+    shows, with the same shading, within ``explain_frac`` of the image size: a misregistered plate (a table's edge
+    a few pixels off), not an object. Patches, not single colours, so that an object in the plate's colours is not
+    explained by some pixel of a textured plate. Computed at half resolution on a grid of shifts; ``(h, w) bool``."""
+    import cv2
+
+    h, w = region.shape
+    ys, xs = np.nonzero(region)
+    if not len(ys):
+        return region.copy()
+    S = _scale((h, w))
+    D = cfg.explain_frac * S
+    f = 2 if S >= 200 else 1
+    Dq = int(np.ceil(D / f))
+    y0, y1 = max(0, ys.min() - 2), min(h, ys.max() + 3)
+    x0, x1 = max(0, xs.min() - 2), min(w, xs.max() + 3)
+    hq, wq = max(1, (y1 - y0) // f), max(1, (x1 - x0) // f)
+    I = cv2.resize(ch.frame[y0:y1, x0:x1], (wq, hq), interpolation=cv2.INTER_AREA)
+    py0, py1, px0, px1 = max(0, y0 - Dq * f), min(h, y1 + Dq * f), max(0, x0 - Dq * f), min(w, x1 + Dq * f)
+    P = cv2.resize(ch.plate[py0:py1, px0:px1], (max(1, (px1 - px0) // f), max(1, (py1 - py0) // f)),
+                   interpolation=cv2.INTER_AREA)
+    P = cv2.copyMakeBorder(P, Dq, Dq, Dq, Dq, cv2.BORDER_REFLECT)
+    oy, ox = Dq + (y0 - py0) // f, Dq + (x0 - px0) // f  # where the crop's origin lies in P
+    sig = float(np.median(ch.sig_c[ys, xs]))
+    tol2 = (cfg.k_low * sig) ** 2
+    k = max(3, int(round(0.01 * S / f)) | 1)
+    step = max(1, int(round(Dq / 8)))
+    best = np.full((hq, wq), np.inf, np.float32)
+    for dy in range(-Dq, Dq + 1, step):
+        for dx in range(-Dq, Dq + 1, step):
+            if dx * dx + dy * dy > Dq * Dq:
+                continue
+            Pd = P[oy + dy:oy + dy + hq, ox + dx:ox + dx + wq]
+            if Pd.shape[:2] != (hq, wq):
+                continue
+            np.minimum(best, cv2.blur(((I - Pd) ** 2).sum(-1), (k, k)), out=best)
+    out = np.zeros((h, w), bool)
+    out[y0:y0 + hq * f, x0:x0 + wq * f] = np.repeat(np.repeat(best < tol2, f, 0), f, 1)
+    return out & region
+
+
 def _grow_from_prompt(weak: np.ndarray, strong: np.ndarray, prompt: Prompt, radius: int,
-                      cfg: DifferenceConfig) -> np.ndarray:
+                      cfg: DifferenceConfig, ch: ChangeMaps | None = None) -> np.ndarray:
     """Hysteresis from the prompt: the strong change near the clicks (within ``seed_frac`` of the image size,
     inside the weak region at the click) and the strong regions it touches, grown through weak change by at most
-    ``reach_frac`` of its size; thin leaks of that growth (a plate's misaligned edge, a neighbour) are opened away.
-    Box only: the largest strong region in the box, grown the same way. ``(h, w) bool`` in and out."""
+    ``reach_frac`` of its size; thin leaks of that growth (a neighbour) are opened away. Strong change whose colour the
+    plate shows nearby (:func:`_explained`: a misregistered plate's band along a table edge) neither seeds nor is
+    grown into. Box only: the largest strong region in the box, grown the same way. ``(h, w) bool`` in and out."""
     import cv2
 
     h, w = weak.shape
     pos = prompt.positives
+    band = np.zeros((h, w), bool)
     if pos:
         comp = component_at(weak, pos, radius=radius)
+        if ch is not None and ch.frame is not None:
+            band = _explained(ch, strong & comp, cfg)
+            strong = strong & ~band
         near = np.zeros((h, w), np.uint8)
         r0 = max(radius, int(round(cfg.seed_frac * _scale((h, w)))))
         for x, y in pos:
@@ -316,7 +374,7 @@ def _grow_from_prompt(weak: np.ndarray, strong: np.ndarray, prompt: Prompt, radi
     size = np.sqrt(core.sum())
     grown = _geodesic_grow(core, weak, max(2, int(round(cfg.reach_frac * size))))
     ro = max(1, int(round(cfg.leak_open_frac * size)))
-    opened = cv2.morphologyEx(grown.astype(np.uint8), cv2.MORPH_OPEN, disk(ro)) > 0
+    opened = cv2.morphologyEx((grown & ~band).astype(np.uint8), cv2.MORPH_OPEN, disk(ro)) > 0
     return core | opened
 
 
@@ -379,7 +437,7 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
 
     def region(k_low: float, k_high: float) -> np.ndarray:
         weak, strong = (ch.object > k_low) & area, (ch.object > k_high) & area
-        return _grow_from_prompt(weak, strong, prompt, rad, cfg)
+        return _grow_from_prompt(weak, strong, prompt, rad, cfg, ch)
 
     raw = region(cfg.k_low, cfg.k_high)
     note = ""
