@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, dilate, disk, fill_holes, iou
+from real2sim.core.imaging import component_at, dilate, disk, erode, fill_holes, iou
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,8 @@ class DifferenceConfig:
     """Closing radius as a fraction of the object's size."""
     noise_floor: float = 0.6
     """Lowest noise sigma (8-bit levels): a synthetic noise-free frame must not make every quantisation step an object."""
+    refine: bool = True
+    """Put the outline at half contrast between the object's and the plate's colours (:func:`_refine_outline`)."""
     exposure: bool = True
     """Match the plate to the frame's exposure first (robust per-channel gain and offset)."""
     extra: dict = field(default_factory=dict)
@@ -421,6 +423,46 @@ def _clean(m: np.ndarray, cfg: DifferenceConfig, points, dark: np.ndarray | None
     return component_at(m2, points, radius=3) if points else m2
 
 
+def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) -> np.ndarray:
+    """Put the outline where an edge pixel is nearer the object's colour than the plate's (coverage >= 0.5): a
+    threshold on change in noise units puts it where the change starts, a blur's width outside a high-contrast
+    object. In a band as wide as the blur (``blur_px`` + sharpness matching + 1 px) each pixel's distance to the
+    nearest colour of the object's interior within twice that is compared with its distance to the plate's colour
+    under any shade a shadow can make (``min_shade`` .. 1). ``(h, w) bool`` in and out."""
+    import cv2
+
+    if ch.frame is None or m.sum() < 30:
+        return m
+    b = int(round(1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    inner = erode(m, b)
+    if inner.sum() < 10:
+        return m
+    band = dilate(m, b) & ~inner
+    ys, xs = np.nonzero(band)
+    h, w = m.shape
+    I = ch.frame[ys, xs]
+    P = ch.plate[ys, xs]
+    # distance to the plate's colour under shading s in [min_shade, 1]
+    pn2 = np.maximum((P * P).sum(-1), 1e-6)
+    s = np.clip((I * P).sum(-1) / pn2, cfg.min_shade, 1.0)
+    d_bg = np.linalg.norm(I - s[:, None] * P, axis=-1)
+    d_fg = np.full(len(ys), np.inf, np.float32)
+    R = 2 * b
+    for dy in range(-R, R + 1):
+        yy = np.clip(ys + dy, 0, h - 1)
+        for dx in range(-R, R + 1):
+            if dx * dx + dy * dy > R * R:
+                continue
+            xx = np.clip(xs + dx, 0, w - 1)
+            d = np.linalg.norm(I - ch.frame[yy, xx], axis=-1)
+            np.minimum(d_fg, np.where(inner[yy, xx], d, np.inf), out=d_fg)
+    out = m & ~band
+    out[ys[d_fg < d_bg], xs[d_fg < d_bg]] = True
+    out = (cv2.morphologyEx(out.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0) | inner
+    out = fill_holes(out)
+    return component_at(out, points, radius=3) if points else out
+
+
 def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
                       config: DifferenceConfig | None = None) -> MaskResult:
     """Object mask, its shadow mask and a confidence from frame-minus-plate change (see the module docstring).
@@ -447,6 +489,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
             note = "the click is on darkening at the plate's own colour (a shadow, or a dark object of that colour)"
             raw = _hysteresis(((ch.object > cfg.k_low) | (ch.shadow > cfg.k_low)) & area, sh_at)
     mask = _clean(raw, cfg, pos, ch.shadow > cfg.k_low)
+    if cfg.refine:
+        mask = _refine_outline(mask, ch, cfg, pos)
     for x, y in prompt.negatives:  # a negative click removes the component under it
         mask &= ~component_at(mask, [(x, y)], radius=0)
     # shadow: darkening explained by shading, touching the object, outside it
