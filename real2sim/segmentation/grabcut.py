@@ -42,7 +42,7 @@ import numpy as np
 from real2sim.core.imaging import component_at, disk, fill_holes, iou
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
-from real2sim.segmentation.grabcut_legacy import legacy_grabcut
+from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class GrabCutConfig:
     """Half-sizes of the box hypotheses around a click, fractions of ``sqrt(h * w)``."""
     crop_px: int = 128
     """Side of the normalised crop (box plus margin) GrabCut runs on."""
-    iterations: int = 4
+    iterations: int = 3
     """GrabCut EM iterations."""
     click_radius: float = 0.06
     """Sure-foreground disk at each click, fraction of the box half-size."""
@@ -83,6 +83,12 @@ class GrabCutConfig:
     """Remove the cast shadow from the mask."""
     legacy: bool = True
     """Also run main@02b6871's colour-region GrabCut and take it when it scores better (a second cue)."""
+    early_exit: int = 2
+    """Stop growing the box once this many consecutive larger boxes gave the same whole mask (0: try all sizes)."""
+    legacy_side: int | None = 160
+    """The second cue's GrabCut runs on its region resampled to at most this many pixels a side (speed)."""
+    legacy_iterations: int = 5
+    """The second cue's GrabCut EM iterations."""
     refine: bool = True
     """Reassign the outline's pixels by colour at full resolution."""
     seed: int = 0
@@ -379,6 +385,10 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
             tried.append((m, sh, touch, crop, lab, r))
             full.append(_to_image(m, crop, (h, w)))
             ok.append(found and touch <= cfg.touch_frac)
+            k = cfg.early_exit
+            if k and len(full) > k and all(ok[-k - 1:]) and all(
+                    iou(full[-j - 1], full[-j - 2]) >= cfg.stable_iou for j in range(k)):
+                break  # the same whole mask in k + 1 growing boxes: larger boxes add nothing but time
         pair = [iou(full[i], full[i + 1]) for i in range(len(full) - 1)]
         stabs = [max(pair[i - 1] if i > 0 else 0.0, pair[i] if i < len(pair) else 0.0) for i in range(len(full))]
         for i, (m, sh, touch, crop, lab, r) in enumerate(tried):  # a mask filling its box, or the image's
@@ -408,7 +418,8 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     picked = "sizes"
     if pos and cfg.legacy and prompt.box is None:
         # second cue: main@02b6871's colour-region GrabCut; the better-scored mask is taken
-        legacy = np.asarray(legacy_grabcut(image, prompt), bool)
+        legacy = np.asarray(legacy_grabcut(image, prompt, LegacyConfig(max_side=cfg.legacy_side,
+                                                                         iterations=cfg.legacy_iterations)), bool)
         if legacy.any() and not legacy_too_big(legacy):
             lab_full = _lab(image)
             agree = max([iou(legacy, f) for f, o in zip(full, ok) if o] or [0.0])

@@ -39,19 +39,21 @@ class LegacyConfig:
     """Minimum half-size (pixels) of the box around a click."""
     margin_px: int = 8
     """Extra margin (pixels) around boxes."""
+    max_side: int | None = None
+    """When set, GrabCut runs on the region of interest resampled so that its longer side is at most this many
+    pixels (speed; the outline is then refined by colour at full resolution). None: full resolution (main@02b6871)."""
     refine_edges: bool = True
     """Reassign boundary pixels by colour (removes the halo GrabCut leaves on blurred edges)."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
 
-def _grow_one(d: np.ndarray, xi: int, yi: int, cfg: LegacyConfig) -> np.ndarray | None:
-    h, w = d.shape
+def _grow_one(d: np.ndarray, xi: int, yi: int, cfg: LegacyConfig, image_area: int) -> np.ndarray | None:
     best, prev_area = None, 0
     for t in cfg.thresholds:
         reg = component_at(d < t, [(xi, yi)], radius=0)
         area = int(reg.sum())
-        if area > cfg.max_region_frac * h * w:
+        if area > cfg.max_region_frac * image_area:
             break
         if best is not None and prev_area > 30 and area > cfg.leak_factor * prev_area:
             break
@@ -63,27 +65,34 @@ def grow_from_click(image: np.ndarray, x: float, y: float, cfg: LegacyConfig, la
     """Colour-similar connected region around a click (see module docstring).
 
     Seeds on a small grid around the click (``seed_spacing``), each with its own colour, so that a click on the
-    edge between two faces of an object still grows both faces; the union is returned.
+    edge between two faces of an object still grows both faces; the union is returned. Work is bounded to a window
+    around the click as large as the biggest region allowed.
     """
     import cv2
 
     h, w = image.shape[:2]
-    lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0)) if lab is None else lab
     xi, yi = int(round(x)), int(round(y))
     s = cfg.seed_spacing
+    r = int(np.sqrt(cfg.max_region_frac * h * w))
+    # every seed's window lies in this one (the seeds are within s of the click)
+    oy0, oy1, ox0, ox1 = max(0, yi - s - r), min(h, yi + s + r), max(0, xi - s - r), min(w, xi + s + r)
+    if lab is None:
+        m = 2  # the 5x5 blur's reach: the window's colours are those of the blurred full image
+        by0, by1, bx0, bx1 = max(0, oy0 - m), min(h, oy1 + m), max(0, ox0 - m), min(w, ox1 + m)
+        lab = np.full((h, w, 3), 0, np.float32)
+        blur = cv2.GaussianBlur(np.ascontiguousarray(image[by0:by1, bx0:bx1]), (5, 5), 0)
+        lab[by0:by1, bx0:bx1] = lab_image(blur)
     out = np.zeros((h, w), bool)
     for dy in (-s, 0, s):
         for dx in (-s, 0, s):
             sx, sy = min(max(xi + dx, 0), w - 1), min(max(yi + dy, 0), h - 1)
             seed = lab[sy, sx]
-            # local distance map (a window around the click bounds the work)
-            r = int(np.sqrt(cfg.max_region_frac * h * w))
             wy0, wy1, wx0, wx1 = max(0, sy - r), min(h, sy + r), max(0, sx - r), min(w, sx + r)
-            d = np.full((h, w), np.inf, np.float32)
-            d[wy0:wy1, wx0:wx1] = np.linalg.norm(lab[wy0:wy1, wx0:wx1] - seed, axis=-1)
-            reg = _grow_one(d, sx, sy, cfg)
+            d = np.full((oy1 - oy0, ox1 - ox0), np.inf, np.float32)
+            d[wy0 - oy0:wy1 - oy0, wx0 - ox0:wx1 - ox0] = np.linalg.norm(lab[wy0:wy1, wx0:wx1] - seed, axis=-1)
+            reg = _grow_one(d, sx - ox0, sy - oy0, cfg, h * w)
             if reg is not None:
-                out |= reg
+                out[oy0:oy1, ox0:ox1] |= reg
     if not out.any():
         out[yi, xi] = True
     return out
@@ -103,7 +112,7 @@ def legacy_grabcut(image: np.ndarray, prompt: Prompt, config: LegacyConfig | Non
         x1, y1 = min(w - 1, int(np.ceil(x1))), min(h - 1, int(np.ceil(y1)))
         mask[y0:y1 + 1, x0:x1 + 1] = cv2.GC_PR_FGD
     if pos:
-        lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0))
+        lab = lab_image(cv2.GaussianBlur(image, (5, 5), 0)) if len(pos) > 1 else None
         for x, y in pos:
             reg = grow_from_click(image, x, y, cfg, lab)
             ys, xs = np.nonzero(reg)
@@ -133,14 +142,22 @@ def legacy_grabcut(image: np.ndarray, prompt: Prompt, config: LegacyConfig | Non
     cx0, cx1 = max(0, xs.min() - m), min(w, xs.max() + 1 + m)
     sub = np.ascontiguousarray(mask[cy0:cy1, cx0:cx1])
     img = np.ascontiguousarray(cv2.cvtColor(image[cy0:cy1, cx0:cx1], cv2.COLOR_RGB2BGR))
+    f = 1.0 if cfg.max_side is None else min(1.0, cfg.max_side / max(sub.shape))
+    if f < 1.0:  # resample the region of interest (labels by nearest neighbour, the disks of sure labels kept)
+        size = (max(2, int(round(sub.shape[1] * f))), max(2, int(round(sub.shape[0] * f))))
+        img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+        sub = np.ascontiguousarray(cv2.resize(sub, size, interpolation=cv2.INTER_NEAREST))
     cv2.setRNGSeed(cfg.seed)
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     try:
         cv2.grabCut(img, sub, None, bgd, fgd, cfg.iterations, cv2.GC_INIT_WITH_MASK)
     except cv2.error as exc:
         raise SegmentationError(f"grabcut failed ({exc.err}); give a box around the object or more clicks") from exc
+    res = ((sub == cv2.GC_FGD) | (sub == cv2.GC_PR_FGD)).astype(np.float32)
+    if f < 1.0:
+        res = cv2.resize(res, (cx1 - cx0, cy1 - cy0), interpolation=cv2.INTER_LINEAR)
     fg = np.zeros((h, w), bool)
-    fg[cy0:cy1, cx0:cx1] = (sub == cv2.GC_FGD) | (sub == cv2.GC_PR_FGD)
+    fg[cy0:cy1, cx0:cx1] = res >= 0.5
     fg = cv2.morphologyEx(fg.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
     if cfg.refine_edges:
         fg = refine_edges(image, fg)
