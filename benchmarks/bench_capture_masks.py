@@ -2,9 +2,11 @@
 
 Cases: :mod:`real2sim.demos.mask_cases` (the Bridge cubes photo with reference masks; object meshes rendered into
 the 13 real plates with cast shadows, per family: base, exposure, noise, blur, jpeg, lowres 320x256, highres
-1280x720, lowcontrast). Per family and overall: mean / min IoU with the ground truth of
+1280x720, lowcontrast, misreg: the plate handed over misregistered by 0.5-2 px, rotated, scaled, locally displaced,
+at another exposure). Per family and overall: mean / min IoU with the ground truth of
 
-- ``plate: adaptive``: :func:`real2sim.segmentation.difference_layers` with the perfect plate (the default with a plate);
+- ``plate: adaptive``: :func:`real2sim.segmentation.difference_layers` with the case's plate (perfect, but for the
+  real photo's person-made plate and the misreg family; the default with a plate);
 - ``plate: fixed Lab``: the fixed Lab threshold of main@02b6871 (distance 30, lightness x0.5, blur 3, open 1, close 2);
 - ``plate: plain``: one global threshold, max |frame - plate| over channels > 40, the component at the click;
 - ``click: ours``: :func:`real2sim.segmentation.segment_result` from the click, no plate (the default without one);

@@ -469,7 +469,9 @@ def mask_cases(data: Path, families=None, seed: int = 0, backend: str = "auto") 
     objs = [o for o in OBJECTS if (data / OBJECTS[o][0]).is_file()]
     if not objs:
         return out
-    for fi, fam in enumerate(f for f in FAMILIES if f in families):
+    for fi, fam in enumerate(FAMILIES):  # seeds and objects by the family's place in FAMILIES: a subset gives the same cases
+        if fam not in families:
+            continue
         for pi, (name, plate) in enumerate(pl.items()):
             obj = objs[(pi + 3 * fi) % len(objs)]
             out.append(synthetic_case(data, name, plate, fam, obj, seed * 100003 + 1000 * fi + pi, backend))
