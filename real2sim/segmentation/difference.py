@@ -18,6 +18,11 @@ Steps (all thresholds come from the frame itself, every length scales with the i
 5. **Hysteresis from the click**: strong change (``O > k_high``) near the click seeds the region, which grows
    through connected weak change (``O > k_low``), so a low-contrast half of an object joins its high-contrast half;
    shadow-only pixels never join. Holes are filled, speckles opened away (radius scaled with the object).
+   **Misregistration**: a person-made plate is never pixel-perfect; strong change whose neighbourhood the plate
+   shows a few pixels away (:func:`_explained`, up to ``explain_frac`` of the image size: a table's edge that is
+   off) neither seeds nor is grown into.
+   **Outline**: put at half contrast between the object's interior colours and the plate's
+   (:func:`_refine_outline`), in a band as wide as the blur.
 6. **Shadow mask**: shadow evidence with the same hysteresis, touching the object, outside it: returned as its own
    mask (:func:`difference_layers`), never part of the object.
 
