@@ -211,7 +211,8 @@ def test_segment_stage_and_contact_sheet(tmp_path):
         img, plate, gt = synthetic_scene(shift=3 * i)
         write_rgb(tmp_path / "frames" / f"{i:03d}.png", img)
     b = init_bundle(tmp_path / "scene", tmp_path / "frames")
-    rec = segment_stage(b, {"cube": {"frame": 0, "prompt": Prompt([(65, 55)])}})
+    rec, ran = segment_stage(b, {"cube": {"frame": 0, "prompt": Prompt([(65, 55)])}})
+    assert ran
     assert rec.status == "done"
     b = Bundle.load(b.root)
     assert set(b.manifest.capture.masks) == {"000000", "000001", "000002"}

@@ -7,7 +7,7 @@ import numpy as np
 
 from real2sim.core.bundle import atomic_write_json, hash_jsonable
 from real2sim.core.imaging import read_rgb, write_mask, write_rgb
-from real2sim.core.stages import files_hash, run_stage
+from real2sim.core.stages import StageRun, files_hash, run_stage
 from real2sim.segmentation.core import (
     LOW_CONFIDENCE,
     Prompt,
@@ -74,7 +74,7 @@ def contact_sheet(frames, masks_by_entity: dict[str, list[np.ndarray]], count: i
 
 
 def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propagate_masks: bool = True,
-                  propagate_config: PropagateConfig | None = None, force: bool = False):
+                  propagate_config: PropagateConfig | None = None, force: bool = False) -> StageRun:
     """Segment entities in a bundle's frames.
 
     ``prompts``: ``{entity: {"frame": 0, "prompt": Prompt | dict, "propagate": bool}}`` (``propagate`` optional,
@@ -91,7 +91,7 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     at recorded joints, or motion where the camera pose is unknown), after the objects, whose masks it leaves
     out (a one-frame bundle without a plate gets the prompt's mask, like an object's, until 'real2sim build' fits
     the robot against the plate). A robot prompt in a bundle without a robot is an error naming the entity. Returns the ``segment``
-    stage record (the ``robot_fit`` one when only the robot was prompted).
+    stage run (:class:`StageRun`: record, ran; the ``robot_fit`` one when only the robot was prompted).
     """
     cap = bundle.manifest.capture
     if not cap.frames:
@@ -120,7 +120,7 @@ def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propa
     if norm:
         rec = _segment_objects(bundle, norm, carry, backend, propagate_masks, propagate_config, force)
     if robot_prompt is not None:  # after the objects: their masks are left out of the robot's evidence
-        rec = robot_fit_stage(bundle, None, force, prompt=robot_prompt)[0]
+        rec = robot_fit_stage(bundle, None, force, prompt=robot_prompt)
     return rec
 
 
@@ -216,7 +216,7 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
                    "masks": sum(a is not None for v in areas.values() for a in v), "flagged_frames": sum(len(v) for v in flags.values())}
         return outputs, metrics, f"{len(per_entity)} entities segmented with {used}"
 
-    return run_stage(bundle, "segment", input_hash, config, run, force=force)[0]
+    return run_stage(bundle, "segment", input_hash, config, run, force=force)
 
 
 def _read_frames(bundle, cap) -> np.ndarray:

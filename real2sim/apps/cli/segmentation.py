@@ -72,7 +72,7 @@ def cmd_masks(args) -> int:
     labels = [1] * len(args.point or []) + [0] * len(args.negative or [])
     prompts[args.entity] = {"frame": args.frame, "prompt": Prompt(pts, labels, args.box).to_dict(),
                             "propagate": not args.no_propagate}  # earlier entities keep their own choice
-    rec = segment_stage(bundle, prompts, backend=args.backend)
+    rec, _ = segment_stage(bundle, prompts, backend=args.backend)
     con = console()
     con.print(f"{rec.message}; masks recorded in {bundle.root / 'scene.json'} (capture.masks)")
     con.print(f"contact sheet: {bundle.root / 'reports' / 'segment.png'}")
