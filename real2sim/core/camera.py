@@ -67,6 +67,24 @@ class Camera:
         """Camera pose in 'opencv', 'opengl' (USD, MuJoCo) or 'sapien' axes."""
         return camera_pose_to_convention(self.T_world_camera, convention)
 
+    def scaled(self, s: float) -> "Camera":
+        """The same camera for images ``s`` times the size (same pose; OpenCV pixel centres kept consistent:
+        pixel edges scale, centres follow)."""
+        w, h = max(1, int(round(self.width * s))), max(1, int(round(self.height * s)))
+        sx, sy = w / self.width, h / self.height
+        K = np.array(self.K, float)
+        K[0, 0] *= sx
+        K[1, 1] *= sy
+        K[0, 2] = (self.cx + 0.5) * sx - 0.5
+        K[1, 2] = (self.cy + 0.5) * sy - 0.5
+        return Camera(w, h, K, np.array(self.T_world_camera, float), np.array(self.distortion, float), self.near,
+                      self.far)
+
+    def with_pose(self, T_world_camera) -> "Camera":
+        """The same intrinsics at another ``(4, 4)`` pose."""
+        return Camera(self.width, self.height, np.array(self.K, float), np.array(T_world_camera, float),
+                      np.array(self.distortion, float), self.near, self.far)
+
     def principal_offset_px(self) -> tuple[float, float]:
         """Principal point offset from the image centre, in pixels (+x right, +y down)."""
         return self.cx - (self.width - 1) / 2.0, self.cy - (self.height - 1) / 2.0

@@ -114,7 +114,7 @@ def table_shadow(model: RobotModel, camera: Camera, q, table_z: float = 0.0, lig
 def _visible_fraction(model: RobotModel, camera: Camera, q, border: float = 0.08) -> float:
     """Fraction of the image's inner part (``border`` of each side cut away) rows the robot reaches into, times
     whether its lowest point (the gripper in a tabletop view) is inside that inner part: 0 when out of view."""
-    small = _scaled(camera, 0.125)
+    small = camera.scaled(0.125)
     m = link_id_image(model, small, q)[0] >= 0
     if not m.any():
         return 0.0
@@ -123,12 +123,6 @@ def _visible_fraction(model: RobotModel, camera: Camera, q, border: float = 0.08
     lo = ys.max()
     inside = border * h < lo < (1 - border) * h and border * w < np.median(xs[ys >= lo - 2]) < (1 - border) * w
     return float(inside) * lo / h
-
-
-def _scaled(camera: Camera, s: float) -> Camera:
-    K = camera.K.copy()
-    K[:2] *= s
-    return Camera(max(1, int(round(camera.width * s))), max(1, int(round(camera.height * s))), K, camera.T_world_camera)
 
 
 def joint_trajectory(robot: str, n: int, seed: int = 0, out_of_view: tuple[int, int] | None = None,

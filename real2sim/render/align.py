@@ -146,18 +146,6 @@ def _boundary(sil: np.ndarray) -> np.ndarray:
 
 
 
-def scaled_camera(cam: Camera, s: float) -> Camera:
-    """The same camera at image scale ``s`` (OpenCV pixel centres kept consistent)."""
-    w, h = max(1, int(round(cam.width * s))), max(1, int(round(cam.height * s)))
-    sx, sy = w / cam.width, h / cam.height
-    K = cam.K.copy()
-    K[0, 0] *= sx
-    K[1, 1] *= sy
-    K[0, 2] = (cam.cx + 0.5) * sx - 0.5
-    K[1, 2] = (cam.cy + 0.5) * sy - 0.5
-    return Camera(w, h, K, cam.T_world_camera, cam.distortion, cam.near, cam.far)
-
-
 def render_silhouette(cam: Camera, vertices, faces, pose, backend="auto") -> np.ndarray:
     return rasterize(cam, transform_points(pose, vertices), faces, backend).mask
 
@@ -218,7 +206,7 @@ def search_init(vertices, faces, views: list[View], table_height: float, config:
 
 def search_candidates(vertices, faces, views: list[View], table_height: float, config: AlignConfig) -> list[tuple[np.ndarray, float]]:
     """The best yaw of each stable resting pose, placed at the mask centroid on the table: [(pose, mean IoU)], best first."""
-    cams = [scaled_camera(v.camera, config.search_scale) for v in views]
+    cams = [v.camera.scaled(config.search_scale) for v in views]
     masks = [_resize_mask(v.mask, c) for v, c in zip(views, cams)]
     ref = int(np.argmax([v.mask.sum() for v in views]))
     ys, xs = np.nonzero(views[ref].mask)
@@ -336,7 +324,7 @@ def _refine_and_polish(vertices, faces, views, sdfs, start, cfg):
     ious, resid = _evaluate(vertices, faces, views, sdfs, pose, cfg)
     if cfg.polish_yaw_deg > 0 and np.mean(ious) < cfg.polish_below_iou:
         # Contours miss parts hidden inside the silhouette (a mug's handle in front of its body).
-        cams = [scaled_camera(v.camera, cfg.search_scale) for v in views]
+        cams = [v.camera.scaled(cfg.search_scale) for v in views]
         masks = [_resize_mask(v.mask, c) for v, c in zip(views, cams)]
 
         def score(T):
