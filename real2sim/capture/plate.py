@@ -86,6 +86,17 @@ class PlateConfig:
     ghost_ratio: float = 2.0
     """A region is background behind a ghost when the anchor's contrast across its outline is this many times the
     frame's (and foreground the other way round); between the two it is undecided."""
+    split_jaccard: float = 0.5
+    """A frame's deviating region that is neither foreground nor background as a whole is split where the set of
+    frames agreeing with it changes (neighbours whose sets overlap by less than this, intersection over union: a
+    thing in front and the place a lingering thing left are shown by different frames); the pieces are judged on
+    their own outline. 0: no split."""
+    passes: int = 3
+    """Regions are told apart again against the anchor with the ghosts found so far replaced, this many times in
+    all: a ghost merged with something in front is peeled piece by piece."""
+    peel_reach: float = 0.02
+    """Passes after the first replace only pixels connected to, and within this fraction of the image size
+    (``sqrt(h * w)``) of, a ghost found before."""
     undecided_fraction: float = 0.15
     """Pixels covered by undecided regions in at least this fraction of the frames (and 2) get confidence 128."""
     average_sigmas: float = 3.0

@@ -15,9 +15,13 @@ frames. This module improves on it where it can tell, and says where it cannot:
    front has its own outline, the background continues across it. So the mean colour just inside the outline is
    compared with the mean just outside, in the frame and in the anchor ("seam"). The frame's region is the
    background (the anchor is a *ghost* there) when the anchor's seam is ``ghost_ratio`` times the frame's and
-   clearly above the noise; foreground when the frame's seam dominates; undecided otherwise.
+   clearly above the noise; foreground when the frame's seam dominates; undecided otherwise. A region undecided as a
+   whole (it merged a thing in front with the place a lingering thing left) is split where the set of frames that
+   agree with the frame changes (:func:`split_by_agreement`), and each piece is judged on its outline towards the
+   unchanged pixels.
 5. **Plate**: where some frames were found to show the background behind a ghost, the anchor becomes the median
-   of those frames. Then every frame within the noise-adapted tolerance of the anchor is averaged (a trimmed
+   of those frames. This is repeated (``passes``) against the anchor with the ghosts replaced, next to the ghosts
+   found before only: a ghost is peeled piece by piece. Then every frame within the noise-adapted tolerance of the anchor is averaged (a trimmed
    mean: less noise than the median, same robustness).
 
 Confidence per pixel: the number of frames averaged, whether regions over it stayed undecided, and whether most
@@ -153,24 +157,36 @@ def clean(mask: np.ndarray, open_px: int, close_px: int, min_area: int, holes: b
     return m > 0
 
 
-def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, band: int = 2
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, band: int = 2,
+                 labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Contrast across the outline of each region, in the frame and in the anchor.
 
     ``frame``, ``anchor``: ``(h, w, 3) float32``; ``regions``: ``(h, w) bool``. For every pixel in the band just
     inside a region's outline, the mean colour of the inside band and of the outside band within a window of
     ``4 * band + 1`` px; the seam is the largest channel difference. Returns (labels ``(h, w) int32``, mean frame
-    seam per label ``(k,)``, mean anchor seam per label ``(k,)``, number of labels k, label 0 = outside)."""
+    seam per label ``(k,)``, mean anchor seam per label ``(k,)``, number of labels k, label 0 = outside).
+    ``labels``: regions given as a label image instead (0 = outside); the outline of each region is then only
+    where it meets the outside, not where it meets another region (that is the outline of what is in front)."""
     import cv2
 
+    if labels is not None:
+        return _label_seams(frame, anchor, labels, band)
     m = regions.astype(np.uint8)
     k, lab = cv2.connectedComponents(m, connectivity=8)
     if k <= 1:
         z = np.zeros(k, np.float32)
         return lab, z, z, k
+    return (lab,) + _seams(frame, anchor, m, m == 0, lab, k, band) + (k,)
+
+
+def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
+           band: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``."""
+    import cv2
+
     ker = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
     inner = (m > 0) & (cv2.erode(m, ker) == 0)
-    outer = (cv2.dilate(m, ker) > 0) & (m == 0)
+    outer = (cv2.dilate(m, ker) > 0) & outside
     win = (4 * band + 1, 4 * band + 1)
     fin, fout = inner.astype(np.float32), outer.astype(np.float32)
     n_in = cv2.boxFilter(fin, -1, win, normalize=False)
@@ -184,7 +200,81 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
     w = ok.astype(np.float64)
     cnt = np.bincount(lab.ravel(), w.ravel(), k)
     out = [np.bincount(lab.ravel(), (s * ok).ravel(), k) / np.maximum(cnt, 1) for s in seams]
-    return lab, out[0].astype(np.float32), out[1].astype(np.float32), k
+    return out[0].astype(np.float32), out[1].astype(np.float32)
+
+
+def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`region_seams` of the regions of a label image, each against the outside (label 0) only."""
+    k = int(lab.max()) + 1
+    s_f, s_a = np.zeros(k, np.float32), np.zeros(k, np.float32)
+    if k <= 1:
+        return lab, s_f, s_a, k
+    h, w = lab.shape
+    m = 4 * band + 1
+    ys, xs = np.nonzero(lab)
+    ll = lab[ys, xs]
+    y0, y1 = np.full(k, h), np.zeros(k, int)
+    x0, x1 = np.full(k, w), np.zeros(k, int)
+    np.minimum.at(y0, ll, ys)
+    np.maximum.at(y1, ll, ys)
+    np.minimum.at(x0, ll, xs)
+    np.maximum.at(x1, ll, xs)
+    for i in range(1, k):
+        a, b, c, d = max(0, y0[i] - m), min(h, y1[i] + m + 1), max(0, x0[i] - m), min(w, x1[i] + m + 1)
+        sub = lab[a:b, c:d]
+        mi = (sub == i).view(np.uint8)
+        sf, sa = _seams(frame[a:b, c:d], anchor[a:b, c:d], mi, sub == 0, mi.astype(np.int32), 2, band)
+        s_f[i], s_a[i] = sf[1], sa[1]
+    return lab, s_f, s_a, k
+
+
+def split_by_agreement(small: np.ndarray, t: int, dev: np.ndarray, tau: np.ndarray, valid_s: np.ndarray | None,
+                       jaccard: float, min_area: int) -> np.ndarray:
+    """``(hs, ws) int32`` labels of frame ``t``'s deviating pixels ``dev``, split where the set of frames that agree
+    with the frame changes: neighbours whose sets of agreeing frames (colour within the pair's threshold) overlap by
+    less than ``jaccard`` (intersection over union) are cut apart. A thing in front and the place a lingering
+    thing left are shown by different frames, so a region that merged them is split. Pieces under ``min_area``
+    join the neighbouring piece they touch most (or stay alone)."""
+    import cv2
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    th = np.maximum(tau, tau[t])[:, None, None]
+    agree = chan_max(np.abs(small - small[t][None])) <= th
+    if valid_s is not None:
+        agree &= valid_s
+    hs, ws = dev.shape
+    idx = np.full((hs, ws), -1, np.int64)
+    ys, xs = np.nonzero(dev)
+    idx[ys, xs] = np.arange(len(ys))
+    rows, cols = [], []
+    for (a0, a1), (b0, b1) in ((((slice(None), slice(None, -1)), (slice(None), slice(1, None)))),
+                              (((slice(None, -1), slice(None)), (slice(1, None), slice(None))))):
+        p, q = (a0, a1), (b0, b1)
+        both = dev[p] & dev[q]
+        inter = (agree[(slice(None),) + p] & agree[(slice(None),) + q]).sum(0)
+        union = (agree[(slice(None),) + p] | agree[(slice(None),) + q]).sum(0)
+        keep = both & (inter >= jaccard * np.maximum(union, 1))
+        rows.append(idx[p][keep])
+        cols.append(idx[q][keep])
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    g = coo_matrix((np.ones(len(r), np.int8), (r, c)), shape=(len(ys), len(ys)))
+    _, comp = connected_components(g, directed=False)
+    lab = np.zeros((hs, ws), np.int32)
+    lab[ys, xs] = comp + 1
+    area = np.bincount(lab.ravel())
+    small_lab = area < min_area
+    small_lab[0] = False
+    if small_lab.any() and (~small_lab[1:]).any():
+        big = np.where(small_lab[lab], 0, lab).astype(np.float32)
+        for _ in range(3):  # grow the big pieces over the small ones
+            grown = cv2.dilate(big, np.ones((3, 3), np.uint8))
+            fill = (big == 0) & (lab > 0) & (grown > 0)
+            big[fill] = grown[fill]
+        lab = np.where(big > 0, big, lab).astype(np.int32)
+    _, inv = np.unique(lab, return_inverse=True)
+    return inv.reshape(lab.shape).astype(np.int32)
 
 
 def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0)) -> np.ndarray:
@@ -235,8 +325,8 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 
 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
-                     ratio: float, open_px: int, close_px: int, min_area: int, holes: bool = True
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     ratio: float, open_px: int, close_px: int, min_area: int, holes: bool = True,
+                     split: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per frame, the pixels that deviate from the anchor, each called background / foreground / undecided.
 
     ``small``: ``(n, hs, ws, 3) float32`` frames; ``anchor_s`` ``(hs, ws, 3)``; ``valid_s`` optional ``(n, hs, ws)``
@@ -256,14 +346,16 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         dev = clean(dev, open_px, close_px, min_area, holes)
         if not dev.any():
             continue
-        bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area)
+        bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
+                                               lambda: split_by_agreement(small, t, dev, tau, valid_s, split, min_area)
+                                               if split > 0 else None)
         if fg[t].any():
             und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
 
 
 def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau: float, ratio: float, open_px: int,
-                    min_area: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    min_area: int, pieces=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bg, fg, undecided) ``(h, w) bool`` of one frame's deviating regions ``dev``: whole regions by their outline
     (:func:`region_seams`); regions that are neither (a thing that moved next to where it lingered) pixel by
     pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline."""
@@ -271,6 +363,19 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
     r_bg[0] = r_fg[0] = False
+    und_r = dev & ~r_bg[lab] & ~r_fg[lab]
+    whole = np.ones(dev.shape, bool)
+    labels = pieces() if pieces is not None and und_r.any() else None
+    if labels is not None:
+        # regions decided whole keep their call; the others take the calls of their pieces (split where the frames
+        # that agree with this one change), each judged on its outline towards the unchanged pixels
+        lab_p, sf_p, sa_p, _ = region_seams(frame, anchor, dev, labels=labels)
+        p_bg = (sa_p > ratio * sf_p) & (sa_p > 2 * tau)
+        p_fg = (sf_p > ratio * sa_p) & (sf_p > tau)
+        p_bg[0] = p_fg[0] = False
+        lab = np.where(und_r, lab_p + k, lab)
+        whole = ~und_r
+        r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
     around = local_background(anchor, ~dev)
     e_f = chan_max(np.abs(frame - around))
     e_a = chan_max(np.abs(anchor - around))
@@ -289,7 +394,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
             p_bg = keep[lab2]
         is_bg |= p_bg
         is_fg |= mixed & ~p_bg & px_fg
-    return is_bg, is_fg, dev & ~is_bg & ~is_fg
+    # a piece called foreground in a region undecided as a whole stays undecided for the confidence map
+    return is_bg, is_fg, dev & ~is_bg & (~is_fg | ~whole)
 
 
 def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tol: float = 20.0,
@@ -493,19 +599,38 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             anchor_s = shrink(anchor[None], size)[0]
         report["mode_fraction"] = round(float(moded.mean()), 6)
     if n >= 2 and detect:
-        bg_s, fg_s, und_s = classify_regions(small, anchor_s, valid_s, tau_t, cfg.ghost_ratio, cfg.open_px,
-                                             cfg.close_px, min_area, cfg.fill_holes)
-        if bg_s.any():
-            grow = np.ones((3, 3), np.uint8)
+        peel = disk(max(1, int(round(cfg.peel_reach * np.sqrt(h * w)))))
+        grow = np.ones((3, 3), np.uint8)
+        und_n = np.zeros(size[::-1], np.int64)
+        for it in range(max(1, cfg.passes)):
+            bg_s, fg_s, und_s = classify_regions(small, anchor_s, valid_s, tau_t, cfg.ghost_ratio, cfg.open_px,
+                                                 cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard)
+            und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
+            if not bg_s.any():
+                break
             behind = np.stack([upsample(cv2.dilate(b.view(np.uint8), grow) > 0, (w, h)) for b in bg_s])
             front = np.stack([upsample(f, (w, h)) for f in fg_s])
             if valid is not None:
                 behind &= valid
-            anchor, ghost, weak = ghost_anchor(frames, anchor, behind, front, 3 * sigma + cfg.fg_threshold * 255)
+            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * sigma + cfg.fg_threshold * 255)
+            if it > 0:  # later passes peel what is left of a ghost found before: only next to it
+                rep &= cv2.dilate(ghost.view(np.uint8), peel) > 0
+                k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
+                hit = np.zeros(k2, bool)
+                hit[np.unique(lab2[(cv2.dilate(ghost.view(np.uint8), grow) > 0) & rep])] = True
+                hit[0] = False
+                rep &= hit[lab2]
+                new = np.where(rep[..., None], new, anchor)
+            if not rep.any():
+                break
+            anchor = new
+            ghost |= rep
             undecided |= weak
+            anchor_s = shrink(anchor[None], size)[0]
+        report["passes"] = it + 1
         # undecided: regions of unknown side over this pixel in enough frames that the plate could be either
         need = max(2, int(np.ceil(cfg.undecided_fraction * n)))
-        undecided |= upsample(und_s.sum(0) >= need, (w, h))
+        undecided |= upsample(und_n >= need, (w, h))
         report.update(ghost_fraction=round(float(ghost.mean()), 6), undecided_fraction=round(float(undecided.mean()), 6),
                       regions_background=int(bg_s.any((1, 2)).sum()), frames_with_foreground=int(fg_s.any((1, 2)).sum()))
     grad = gradient_magnitude(anchor)
