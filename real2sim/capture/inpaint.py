@@ -8,6 +8,10 @@
   search of Barnes et al. 2009), coarse to fine, own numpy implementation, seeded. It copies texture
   (wood grain) from the rest of the image instead of blurring it. Bounded: a fixed number of scales and
   iterations, and the search runs only over a window around the hole.
+- ``"auto"``: per connected part of the hole, the method that best fills a band of known pixels around it cut
+  out with it: PatchMatch where the surroundings have structure (a table's grain), Telea where they are smooth
+  or the part is thinner than a patch. See ``benchmarks/bench_inpaint.py`` (object-shaped holes cut into the 13
+  real plates of ../shared/data) and docs/capture.md for the numbers.
 - a callable ``fn(image_uint8 (h,w,3), hole_bool (h,w)) -> (h,w,3) uint8``: a learned inpainter (e.g. LaMa
   with the user's weights) plugged in without this package knowing about it.
 """
@@ -24,7 +28,7 @@ from real2sim.core.errors import UnknownNameError
 log = logging.getLogger(__name__)
 
 Inpainter = Callable[[np.ndarray, np.ndarray], np.ndarray]
-METHODS = ("telea", "ns", "patchmatch")
+METHODS = ("telea", "ns", "patchmatch", "auto")
 
 
 @dataclass
@@ -73,7 +77,43 @@ def inpaint(image: np.ndarray, hole: np.ndarray, method: Union[str, Inpainter] =
         return cv2.inpaint(image, m8, radius, cv2.INPAINT_NS)
     if method == "patchmatch":
         return patchmatch_inpaint(image, hole, patchmatch or PatchMatchConfig())
+    if method == "auto":
+        return auto_inpaint(image, hole, radius, patchmatch or PatchMatchConfig())
     raise UnknownNameError("inpainting method", str(method), METHODS)
+
+
+def auto_inpaint(image: np.ndarray, hole: np.ndarray, radius: int = 5, cfg: PatchMatchConfig | None = None,
+                 band: float = 0.25) -> np.ndarray:
+    """Telea everywhere, then, for each connected part of ``hole`` at least a patch wide, the method that fills
+    best the known pixels around it: a band ``band`` times the part's width wide is cut out with the part and
+    filled by Telea and by PatchMatch; the one nearer the band's true pixels fills the part (a wood grain goes to
+    PatchMatch, a smooth gradient to Telea)."""
+    import cv2
+
+    cfg = cfg or PatchMatchConfig()
+    m8 = hole.astype(np.uint8)
+    out = cv2.inpaint(image, m8 * 255, radius, cv2.INPAINT_TELEA)
+    k, lab = cv2.connectedComponents(m8, connectivity=8)
+    if k <= 1:
+        return out
+    width = np.zeros(k)
+    np.maximum.at(width, lab.ravel(), 2 * cv2.distanceTransform(m8, cv2.DIST_L2, 5).ravel())
+    for i in range(1, k):
+        if width[i] < cfg.patch:
+            continue
+        part = lab == i
+        r = max(2, int(round(band * width[i])))
+        ring = (cv2.dilate(part.view(np.uint8), cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1)))
+                > 0) & ~hole
+        test = part | ring
+        if ring.sum() < cfg.patch ** 2 or test.all():
+            continue
+        err_t = np.abs(cv2.inpaint(image, test.view(np.uint8) * 255, radius, cv2.INPAINT_TELEA)[ring].astype(np.float32)
+                       - image[ring]).mean()
+        err_p = np.abs(patchmatch_inpaint(image, test, cfg)[ring].astype(np.float32) - image[ring]).mean()
+        if err_p < err_t:
+            out[part] = patchmatch_inpaint(image, part, cfg)[part]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

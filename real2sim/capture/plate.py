@@ -117,8 +117,13 @@ class PlateConfig:
     """With masks given, also tell regions apart in what the masks leave (the bundle stage sets this)."""
     many_frames: int = 5
     """Pixels seen in at least this many frames can get confidence 255."""
-    inpaint: str = "telea"
-    """'telea', 'ns' or 'patchmatch' for pixels no frame saw (``make_plate(inpainter=fn)`` overrides)."""
+    inpaint: str = "auto"
+    """'auto' (PatchMatch where a hole is at least a patch wide, Telea in slivers), 'telea', 'ns' or 'patchmatch'
+    for pixels no frame saw (``make_plate(inpainter=fn)`` overrides)."""
+    inpaint_margin: float = 0.1
+    """Each part no frame saw (an object that never moved) is grown by this fraction of its width (the diameter of
+    a disk of its area, at least 1 px) before it is filled: its rim and halo, which a mask rarely covers, must not
+    leak into the fill. The grown pixels are inpainted too (confidence 0)."""
     inpaint_radius: int = 5
     """Neighbourhood radius of the OpenCV inpainting methods."""
     seed: int = 0
@@ -376,6 +381,9 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
         warnings += _mask_warnings(masks, sel, fg_given.reshape(len(sel), -1).mean(1), mask_names, cfg.detect_with_masks)
     method = inpainter if inpainter is not None else cfg.inpaint
     plate = est.plate
+    if unseen.any() and cfg.inpaint_margin > 0:
+        unseen = grow_holes(unseen, cfg.inpaint_margin)
+        n_avail = np.where(unseen, 0, n_avail)
     if unseen.any():
         plate = inpaint(plate, unseen, method, radius=cfg.inpaint_radius, patchmatch=PatchMatchConfig(seed=cfg.seed))
     conf = confidence_map(est.count, est.undecided, n_avail, cfg.many_frames, cfg.majority)
@@ -408,6 +416,22 @@ def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config:
     full_fg[left_out] = True
     full_fg[sel] = fg
     return PlateResult(plate, conf, full_fg, est.count, gains, report)
+
+
+def grow_holes(hole: np.ndarray, frac: float) -> np.ndarray:
+    """``(h, w) bool``: each connected part of ``hole`` dilated by ``frac`` times its width (the diameter of a disk
+    of its area; at least 1 px)."""
+    import cv2
+
+    k, lab, stats, _ = cv2.connectedComponentsWithStats(hole.astype(np.uint8), connectivity=8)
+    out = hole.copy()
+    for i in range(1, k):
+        r = max(1, int(round(frac * 2 * np.sqrt(stats[i, cv2.CC_STAT_AREA] / np.pi))))
+        x, y, w, h = (int(v) for v in stats[i, :4])
+        x0, y0, x1, y1 = max(0, x - r), max(0, y - r), min(hole.shape[1], x + w + r), min(hole.shape[0], y + h + r)
+        part = (lab[y0:y1, x0:x1] == i).astype(np.uint8)
+        out[y0:y1, x0:x1] |= cv2.dilate(part, disk(r)) > 0
+    return out
 
 
 def plain_median(frames: np.ndarray) -> np.ndarray:
