@@ -120,7 +120,7 @@ class PlateConfig:
     inpaint: str = "auto"
     """'auto' (PatchMatch where a hole is at least a patch wide, Telea in slivers), 'telea', 'ns' or 'patchmatch'
     for pixels no frame saw (``make_plate(inpainter=fn)`` overrides)."""
-    inpaint_margin: float = 0.1
+    inpaint_margin: float = 0.15
     """Each part no frame saw (an object that never moved) is grown by this fraction of its width (the diameter of
     a disk of its area, at least 1 px) before it is filled: its rim and halo, which a mask rarely covers, must not
     leak into the fill. The grown pixels are inpainted too (confidence 0)."""

@@ -260,7 +260,7 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--out", required=True, help="plate PNG to write")
     p.add_argument("--confidence", help="confidence PNG to write (255 many frames, 128 few, 0 inpainted)")
     add_config_options(p, PlateConfig, only=("inpaint", "reference_frame", "max_frames", "many_frames", "seed"),
-                       choices={"inpaint": ["telea", "ns", "patchmatch"]})
+                       choices={"inpaint": ["auto", "telea", "ns", "patchmatch"]})
     p.set_defaults(fn=cmd_plate)
 
     p = subparsers.add_parser("table", help="table height (and tilt) from the objects resting on it or a board lying on it")
