@@ -170,7 +170,7 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
     import cv2
 
     if labels is not None:
-        return _label_seams(frame, anchor, labels, band)
+        return _label_seams(frame, anchor, labels, band, None if regions is None else ~regions)
     m = regions.astype(np.uint8)
     k, lab = cv2.connectedComponents(m, connectivity=8)
     if k <= 1:
@@ -203,9 +203,9 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     return out[0].astype(np.float32), out[1].astype(np.float32)
 
 
-def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int
+def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`region_seams` of the regions of a label image, each against the outside (label 0) only."""
+    """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0)."""
     k = int(lab.max()) + 1
     s_f, s_a = np.zeros(k, np.float32), np.zeros(k, np.float32)
     if k <= 1:
@@ -224,38 +224,49 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
         a, b, c, d = max(0, y0[i] - m), min(h, y1[i] + m + 1), max(0, x0[i] - m), min(w, x1[i] + m + 1)
         sub = lab[a:b, c:d]
         mi = (sub == i).view(np.uint8)
-        sf, sa = _seams(frame[a:b, c:d], anchor[a:b, c:d], mi, sub == 0, mi.astype(np.int32), 2, band)
+        out = (sub == 0) if outside is None else outside[a:b, c:d]
+        sf, sa = _seams(frame[a:b, c:d], anchor[a:b, c:d], mi, out, mi.astype(np.int32), 2, band)
         s_f[i], s_a[i] = sf[1], sa[1]
     return lab, s_f, s_a, k
 
 
-def split_by_agreement(small: np.ndarray, t: int, dev: np.ndarray, tau: np.ndarray, valid_s: np.ndarray | None,
-                       jaccard: float, min_area: int) -> np.ndarray:
-    """``(hs, ws) int32`` labels of frame ``t``'s deviating pixels ``dev``, split where the set of frames that agree
-    with the frame changes: neighbours whose sets of agreeing frames (colour within the pair's threshold) overlap by
-    less than ``jaccard`` (intersection over union) are cut apart. A thing in front and the place a lingering
-    thing left are shown by different frames, so a region that merged them is split. Pieces under ``min_area``
-    join the neighbouring piece they touch most (or stay alone)."""
-    import cv2
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
+def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndarray | None, jaccard: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Whether neighbouring pixels of frame ``t`` are shown alike by the other frames: at each pixel the set of frames
+    whose colour is within the pair's threshold of frame ``t``'s; neighbours are linked when their sets overlap by
+    at least ``jaccard`` (intersection over union). Returns (links to the right ``(hs, ws - 1)``, links down
+    ``(hs - 1, ws)``) bool; they do not depend on the anchor (cached across passes)."""
     th = np.maximum(tau, tau[t])[:, None, None]
     agree = chan_max(np.abs(small - small[t][None])) <= th
     if valid_s is not None:
         agree &= valid_s
+    out = []
+    for p, q in (((slice(None), slice(None), slice(None, -1)), (slice(None), slice(None), slice(1, None))),
+                 ((slice(None), slice(None, -1), slice(None)), (slice(None), slice(1, None), slice(None)))):
+        a, b = agree[p], agree[q]
+        inter = np.count_nonzero(a & b, axis=0)
+        union = np.count_nonzero(a | b, axis=0)
+        out.append(inter >= jaccard * np.maximum(union, 1))
+    return out[0], out[1]
+
+
+def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, min_area: int) -> np.ndarray:
+    """``(hs, ws) int32`` labels of a frame's deviating pixels ``dev``, split where the set of frames that agree with
+    the frame changes (:func:`agreement_links`). A thing in front and the place a lingering thing left are shown by
+    different frames, so a region that merged them is split. Pieces under ``min_area`` are grown over by the
+    neighbouring pieces (or stay alone)."""
+    import cv2
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     hs, ws = dev.shape
     idx = np.full((hs, ws), -1, np.int64)
     ys, xs = np.nonzero(dev)
     idx[ys, xs] = np.arange(len(ys))
     rows, cols = [], []
-    for (a0, a1), (b0, b1) in ((((slice(None), slice(None, -1)), (slice(None), slice(1, None)))),
-                              (((slice(None, -1), slice(None)), (slice(1, None), slice(None))))):
-        p, q = (a0, a1), (b0, b1)
-        both = dev[p] & dev[q]
-        inter = (agree[(slice(None),) + p] & agree[(slice(None),) + q]).sum(0)
-        union = (agree[(slice(None),) + p] | agree[(slice(None),) + q]).sum(0)
-        keep = both & (inter >= jaccard * np.maximum(union, 1))
+    for link, p, q in ((links[0], (slice(None), slice(None, -1)), (slice(None), slice(1, None))),
+                       (links[1], (slice(None, -1), slice(None)), (slice(1, None), slice(None)))):
+        keep = dev[p] & dev[q] & link
         rows.append(idx[p][keep])
         cols.append(idx[q][keep])
     r, c = np.concatenate(rows), np.concatenate(cols)
@@ -273,8 +284,10 @@ def split_by_agreement(small: np.ndarray, t: int, dev: np.ndarray, tau: np.ndarr
             fill = (big == 0) & (lab > 0) & (grown > 0)
             big[fill] = grown[fill]
         lab = np.where(big > 0, big, lab).astype(np.int32)
-    _, inv = np.unique(lab, return_inverse=True)
-    return inv.reshape(lab.shape).astype(np.int32)
+    used = np.zeros(lab.max() + 1, bool)
+    used[lab.ravel()] = True
+    used[0] = True
+    return (np.cumsum(used) - 1).astype(np.int32)[lab]
 
 
 def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0)) -> np.ndarray:
@@ -326,7 +339,7 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
                      ratio: float, open_px: int, close_px: int, min_area: int, holes: bool = True,
-                     split: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     split: float = 0.0, links: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per frame, the pixels that deviate from the anchor, each called background / foreground / undecided.
 
     ``small``: ``(n, hs, ws, 3) float32`` frames; ``anchor_s`` ``(hs, ws, 3)``; ``valid_s`` optional ``(n, hs, ws)``
@@ -336,6 +349,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     (the anchor's contrast across it above the frame's, :func:`region_seams`). Returns ``(n, hs, ws) bool`` each:
     ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``."""
     n = small.shape[0]
+    links = {} if links is None else links
     bg = np.zeros(small.shape[:3], bool)
     fg = np.zeros_like(bg)
     und = np.zeros_like(bg)
@@ -346,9 +360,13 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         dev = clean(dev, open_px, close_px, min_area, holes)
         if not dev.any():
             continue
+        def pieces(part, t=t):
+            if t not in links:
+                links[t] = agreement_links(small, t, tau, valid_s, split)
+            return split_by_agreement(links[t], part, min_area)
+
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
-                                               lambda: split_by_agreement(small, t, dev, tau, valid_s, split, min_area)
-                                               if split > 0 else None)
+                                               pieces if split > 0 else None)
         if fg[t].any():
             und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
@@ -365,7 +383,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     r_bg[0] = r_fg[0] = False
     und_r = dev & ~r_bg[lab] & ~r_fg[lab]
     whole = np.ones(dev.shape, bool)
-    labels = pieces() if pieces is not None and und_r.any() else None
+    labels = pieces(und_r) if pieces is not None and und_r.any() else None
     if labels is not None:
         # regions decided whole keep their call; the others take the calls of their pieces (split where the frames
         # that agree with this one change), each judged on its outline towards the unchanged pixels
@@ -602,9 +620,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         peel = disk(max(1, int(round(cfg.peel_reach * np.sqrt(h * w)))))
         grow = np.ones((3, 3), np.uint8)
         und_n = np.zeros(size[::-1], np.int64)
+        links = {}
         for it in range(max(1, cfg.passes)):
             bg_s, fg_s, und_s = classify_regions(small, anchor_s, valid_s, tau_t, cfg.ghost_ratio, cfg.open_px,
-                                                 cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard)
+                                                 cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard, links)
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
                 break
