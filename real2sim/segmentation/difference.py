@@ -83,6 +83,15 @@ class DifferenceConfig:
     """Lowest noise sigma (8-bit levels): a synthetic noise-free frame must not make every quantisation step an object."""
     refine: bool = True
     """Put the outline at half contrast between the object's and the plate's colours (:func:`_refine_outline`)."""
+    texture: bool = True
+    """Darkening whose texture is not the plate's under a smooth shade is an object, not a shadow
+    (:func:`_texture_evidence`)."""
+    tex_fit_frac: float = 0.003
+    """Gaussian window of the local shade fit (fraction of ``sqrt(h * w)``) for the texture test."""
+    tex_ratio: float = 4.0
+    """The texture test's residual energy at this many times its image median counts as weak change (``k_low``)."""
+    tex_window_frac: float = 0.008
+    """Gaussian window over which the texture test's residual energy is averaged (fraction of ``sqrt(h * w)``)."""
     exposure: bool = True
     """Match the plate to the frame's exposure first (robust per-channel gain and offset)."""
     extra: dict = field(default_factory=dict)
@@ -206,6 +215,76 @@ def match_sharpness(I: np.ndarray, P: np.ndarray, scale: float) -> tuple[np.ndar
     return out[0], out[1], best_b
 
 
+def _binned_stats(values: np.ndarray, key: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Per-pixel robust centre (median) and spread (1.4826 MAD) of ``values`` in quantile bins of ``key``
+    (``(h, w)`` each), interpolated; the spread is non-decreasing in ``key``."""
+    step = max(1, int(np.sqrt(values.size / 60000)))
+    v, k = values[::step, ::step].ravel(), key[::step, ::step].ravel()
+    edges = np.quantile(k, np.linspace(0, 1, bins + 1))
+    centres, med, mad = [], [], []
+    for i in range(bins):
+        sel = (k >= edges[i]) & (k <= edges[i + 1])
+        if sel.sum() < 30:
+            continue
+        m = float(np.median(v[sel]))
+        centres.append(float(np.median(k[sel])))
+        med.append(m)
+        mad.append(1.4826 * float(np.median(np.abs(v[sel] - m))))
+    if not centres:
+        m = float(np.median(v))
+        return np.full(values.shape, m, np.float32), np.full(values.shape, 1.4826 * float(np.median(np.abs(v - m))) + 1e-6, np.float32)
+    med, mad = np.maximum.accumulate(np.array(med)), np.maximum.accumulate(np.maximum(np.array(mad), 1e-6))
+    return np.interp(key, centres, med).astype(np.float32), np.interp(key, centres, mad).astype(np.float32)
+
+
+def _local_median(x: np.ndarray, k: int, lo: float, hi: float) -> np.ndarray:
+    """Median of ``x`` (``(h, w)`` float) over a ``k x k`` window, quantised to 255 levels between ``lo`` and ``hi``
+    (cv2's median is fast for any window on 8-bit images only). A median, not a mean: an object's change does not
+    spill into the shadow beside it."""
+    import cv2
+
+    q = np.clip(np.rint((x - lo) * (255.0 / (hi - lo))), 0, 255).astype(np.uint8)
+    return (lo + cv2.medianBlur(q, k).astype(np.float32) * ((hi - lo) / 255.0)).astype(np.float32)
+
+
+def _texture_evidence(I: np.ndarray, P: np.ndarray, chroma_excess: np.ndarray, key: np.ndarray, S: float,
+                      cfg: "DifferenceConfig", cand: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Evidence, pooled over a window, that darkening is not a shadow; ``(h, w)`` float32 z-scores (robust, against
+    the same statistic over the whole image binned by ``key``, the plate's texture: the change is the minority).
+
+    - **texture**: a cast shadow keeps the plate's texture (``I ~ s * P`` with ``s`` smooth), a dark object of the
+      plate's colour replaces it with its own. ``s`` is the median of the per-pixel ratio in a small window (it
+      keeps a shadow's edge); the residual along the plate's colour (and across it, less its local median: a real
+      shadow's light is bluer) is the texture the shade cannot explain. Its energy's local median, as a ratio to
+      the image's median energy there, in z-scores (only ratios above 1 count).
+    - **pooled colour**: the per-pixel colour change beyond what a shadow's colour shift allows
+      (``chroma_excess``, in noise sigmas), median over the window: noise a pixel cannot see above, a window can.
+    """
+    import cv2
+
+    kw = max(3, 2 * int(round(cfg.tex_window_frac * S)) + 1)
+    k = 5 if S >= 400 else 3
+    PP = np.maximum((P * P).sum(-1), 1.0)
+    s_px = ((I * P).sum(-1) / PP).astype(np.float32)
+    d = (I - cv2.medianBlur(s_px, k)[..., None] * P).astype(np.float32)
+    ph = P / np.sqrt(PP)[..., None]
+    along = (d * ph).sum(-1)
+    perp = (d - along[..., None] * ph).astype(np.float32)
+    e = along ** 2 + ((perp - cv2.medianBlur(perp, k)) ** 2).sum(-1)
+    e0 = max(float(np.median(e)), 1e-3)
+    le = np.log2(e / e0 + 1e-6)
+    ce = chroma_excess
+    if cand is not None:  # pixels outside ``cand`` (clear change) are neutral in the pooling
+        le, ce = np.where(cand, le, 0.0), np.where(cand, ce, 0.0)
+    E = _local_median(le, kw, -8.0, 8.0)
+    med, spread = _binned_stats(E, key)
+    tex = np.minimum((E - med) / spread, cfg.k_low * np.maximum(np.exp2(E - med) - 1, 0) / (cfg.tex_ratio - 1))
+    C = _local_median(ce, kw, -16.0, 48.0)
+    med, spread = _binned_stats(C, key)
+    col = (C - med) / spread
+    return tex.astype(np.float32), col.astype(np.float32)
+
+
 def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None) -> ChangeMaps:
     """Object and shadow evidence of ``image`` against ``plate`` (both ``(h, w, 3) uint8``): see the module
     docstring, steps 1-4."""
@@ -241,7 +320,13 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     bright = np.maximum(lum_change, 0) / sig_l
     deep = np.maximum(cfg.min_shade - s_px, 0) * norm_p / sig_l
     obj = np.maximum(np.maximum(colour, bright), deep).astype(np.float32)
-    shadow = np.where(obj < cfg.k_low, darkening / sig_l, 0).astype(np.float32)
+    dark_z = darkening / sig_l
+    if cfg.texture:
+        # darkening whose texture or pooled colour is not a shadow's is an object (the strong change is neutral in
+        # the pooling: it must not spill into the shadow beside it)
+        tex, col = _texture_evidence(I, P, (chroma - allowed) / sig_c, grad, S, cfg, obj < cfg.k_high)
+        obj = np.where(dark_z > cfg.k_low, np.maximum(obj, np.maximum(tex, col)), obj).astype(np.float32)
+    shadow = np.where(obj < cfg.k_low, dark_z, 0).astype(np.float32)
     return ChangeMaps(obj, shadow, s_px.astype(np.float32), float(np.median(sig_c)), gains,
                       {"blur_px": round(float(sb), 2), "sharpness_px": round(sharp, 2)},
                       frame=I, plate=P, sig_c=sig_c)
@@ -348,6 +433,28 @@ def _explained(ch: ChangeMaps, region: np.ndarray, cfg: DifferenceConfig) -> np.
     return out & region
 
 
+def _component_near(m: np.ndarray, points, radius: int) -> np.ndarray:
+    """Union of the components of ``m`` (``(h, w) bool``) under the points; for a point off ``m``, the component
+    that covers most of the disk of ``radius`` around it (the change the click is on, not the nearest speck)."""
+    import cv2
+
+    n, lab = cv2.connectedComponents(m.astype(np.uint8), connectivity=8)
+    h, w = m.shape
+    keep = set()
+    for x, y in points:
+        xi, yi = min(max(int(round(x)), 0), w - 1), min(max(int(round(y)), 0), h - 1)
+        if lab[yi, xi]:
+            keep.add(int(lab[yi, xi]))
+            continue
+        y0, y1, x0, x1 = max(0, yi - radius), min(h, yi + radius + 1), max(0, xi - radius), min(w, xi + radius + 1)
+        yy, xx = np.mgrid[y0:y1, x0:x1]
+        win = lab[y0:y1, x0:x1][(yy - yi) ** 2 + (xx - xi) ** 2 <= radius * radius]
+        win = win[win > 0]
+        if len(win):
+            keep.add(int(np.bincount(win).argmax()))
+    return np.isin(lab, list(keep)) if keep else np.zeros((h, w), bool)
+
+
 def _grow_from_prompt(weak: np.ndarray, strong: np.ndarray, prompt: Prompt, radius: int,
                       cfg: DifferenceConfig, ch: ChangeMaps | None = None) -> np.ndarray:
     """Hysteresis from the prompt: the strong change near the clicks (within ``seed_frac`` of the image size,
@@ -361,14 +468,21 @@ def _grow_from_prompt(weak: np.ndarray, strong: np.ndarray, prompt: Prompt, radi
     pos = prompt.positives
     band = np.zeros((h, w), bool)
     if pos:
-        comp = component_at(weak, pos, radius=radius)
-        if ch is not None and ch.frame is not None:
-            band = _explained(ch, strong & comp, cfg)
-            strong = strong & ~band
         near = np.zeros((h, w), np.uint8)
         r0 = max(radius, int(round(cfg.seed_frac * _scale((h, w)))))
         for x, y in pos:
             cv2.circle(near, (int(round(x)), int(round(y))), r0, 1, -1)
+        comp = _component_near(weak, pos, radius)
+        on_weak = any(weak[min(max(int(round(y)), 0), h - 1), min(max(int(round(x)), 0), w - 1)] for x, y in pos)
+        if ch is not None and not on_weak:
+            # a click on darkening at the plate's colour (the dark face of a cube): the object is the change that
+            # darkening touches near the click
+            sh_at = component_at(ch.shadow > cfg.k_low, pos, radius=radius) & (near > 0)
+            if sh_at.any():
+                comp |= _hysteresis(weak, dilate(sh_at, 1))
+        if ch is not None and ch.frame is not None:
+            band = _explained(ch, strong & comp, cfg)
+            strong = strong & ~band
         seed = strong & comp & (near > 0)
         core = _hysteresis(strong, seed)
         if not core.any():
@@ -412,7 +526,10 @@ def _clean(m: np.ndarray, cfg: DifferenceConfig, points, dark: np.ndarray | None
         m8 = cv2.morphologyEx(m8, cv2.MORPH_CLOSE, disk(rc))
     m2 = m8 > 0
     if dark is not None:
-        m2 |= dark & _hull(m2)
+        at = np.zeros_like(m2)
+        for x, y in points or []:
+            at[min(max(int(round(y)), 0), m2.shape[0] - 1), min(max(int(round(x)), 0), m2.shape[1] - 1)] = True
+        m2 |= dark & _hull(m2 | at)
     m2 = fill_holes(m2)
     if points:
         m2 = component_at(m2, points, radius=3)
