@@ -53,6 +53,8 @@ class DifferenceConfig:
     """Strong change: object evidence above this many noise sigmas (seeds the region)."""
     min_shade: float = 0.35
     """A pixel darker than this fraction of the plate is an object, not a shadow."""
+    shadow_half: float = 0.5
+    """The shadow mask keeps the darkening at least this fraction of the shadow's depth (0: all of it)."""
     shadow_hue_shift: float = 0.12
     """Colour residual a shadow may have, as a fraction of its darkening or of its brightness, whichever is less
     (shadows are lit by bluer ambient light)."""
@@ -273,16 +275,20 @@ def _texture_evidence(I: np.ndarray, P: np.ndarray, chroma_excess: np.ndarray, k
     e = along ** 2 + ((perp - cv2.medianBlur(perp, k)) ** 2).sum(-1)
     e0 = max(float(np.median(e)), 1e-3)
     le = np.log2(e / e0 + 1e-6)
-    ce = chroma_excess
-    if cand is not None:  # pixels outside ``cand`` (clear change) are neutral in the pooling
-        le, ce = np.where(cand, le, 0.0), np.where(cand, ce, 0.0)
-    E = _local_median(le, kw, -8.0, 8.0)
-    med, spread = _binned_stats(E, key)
+    E, med, spread = _pooled(le, cand, key, kw, -8.0, 8.0)
     tex = np.minimum((E - med) / spread, cfg.k_low * np.maximum(np.exp2(E - med) - 1, 0) / (cfg.tex_ratio - 1))
-    C = _local_median(ce, kw, -16.0, 48.0)
-    med, spread = _binned_stats(C, key)
-    col = (C - med) / spread
-    return tex.astype(np.float32), col.astype(np.float32)
+    C, med, spread = _pooled(chroma_excess, cand, key, kw, -16.0, 48.0)
+    return tex.astype(np.float32), ((C - med) / spread).astype(np.float32)
+
+
+def _pooled(x: np.ndarray, cand: np.ndarray | None, key: np.ndarray, kw: int, lo: float, hi: float):
+    """Local median of ``x`` over ``kw x kw`` (pixels outside ``cand``, the clear change, count as 0: neutral) and
+    its robust per-pixel centre and spread over the image, binned by ``key``: ``(pooled, centre, spread)``."""
+    if cand is not None:
+        x = np.where(cand, x, 0.0)
+    X = _local_median(x, kw, lo, hi)
+    med, spread = _binned_stats(X, key)
+    return X, med, spread
 
 
 def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None) -> ChangeMaps:
@@ -618,11 +624,33 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     # shadow: darkening explained by shading, touching the object, outside it
     near = dilate(mask, max(2, int(round(0.15 * np.sqrt(max(1, mask.sum())))))) & ~mask
     sh = _hysteresis((ch.shadow > cfg.k_low) & ~mask, (ch.shadow > cfg.k_high) & near)
+    sh = _shadow_core(sh, ch, cfg, mask, near)
     conf = _confidence(ch, mask, cfg, lambda a, b: _clean(region(a, b), cfg, pos, ch.shadow > a))
     details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
     if note:
         details["note"] = note
     return MaskResult(mask, conf, shadow=sh, details=details)
+
+
+def _shadow_core(sh: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, mask: np.ndarray,
+                 near: np.ndarray) -> np.ndarray:
+    """The shadow's outline at half its depth, as the object's is at half contrast: of the darkening ``sh``
+    (``(h, w) bool``), the pixels darkened by at least ``shadow_half`` of the shadow's depth (the 90th percentile of
+    ``1 - s``, ``s`` smoothed over the blur), in the components that touch ``near`` (the object's surround)."""
+    import cv2
+
+    if not sh.any() or cfg.shadow_half <= 0:
+        return sh
+    sig = max(0.7, ch.info.get("blur_px", 0))
+    depth = 1 - cv2.GaussianBlur(ch.shade, (0, 0), sig)
+    b = int(round(1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    body = dilate(mask, b) if mask.any() else np.zeros_like(sh)
+    sh = sh & ~body  # the object's blurred edge is darker than any shadow: neither shadow nor its depth
+    if not sh.any():
+        return sh
+    peak = float(np.percentile(depth[sh], 90))
+    core = sh & (depth >= cfg.shadow_half * peak)
+    return _hysteresis(core, core & dilate(near, b))
 
 
 def _confidence(ch: ChangeMaps, mask: np.ndarray, cfg: DifferenceConfig, region) -> float:
