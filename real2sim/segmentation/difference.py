@@ -121,6 +121,8 @@ class ChangeMaps:
     """``(h, w, 3) float32`` the plate as compared (at the frame's exposure and sharpness)."""
     sig_c: np.ndarray | None = None
     """``(h, w) float32`` chroma noise sigma per pixel."""
+    shadow_pooled: np.ndarray | None = None
+    """``(h, w) float32`` shadow evidence pooled over a window (local median; z-scores), 0 on object evidence."""
 
 
 def _scale(shape) -> float:
@@ -333,9 +335,14 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
         tex, col = _texture_evidence(I, P, (chroma - allowed) / sig_c, grad, S, cfg, obj < cfg.k_high)
         obj = np.where(dark_z > cfg.k_low, np.maximum(obj, np.maximum(tex, col)), obj).astype(np.float32)
     shadow = np.where(obj < cfg.k_low, dark_z, 0).astype(np.float32)
+    pooled = None
+    if cfg.texture:  # a faint shadow on a dark table in a noisy frame: a window sees it where a pixel cannot
+        kw = max(3, 2 * int(round(cfg.tex_window_frac * S)) + 1)
+        X, med, spread = _pooled(np.clip(dark_z, -16, 48), obj < cfg.k_low, grad, kw, -16.0, 48.0)
+        pooled = np.where(obj < cfg.k_low, np.maximum((X - med) / spread, 0), 0).astype(np.float32)
     return ChangeMaps(obj, shadow, s_px.astype(np.float32), float(np.median(sig_c)), gains,
                       {"blur_px": round(float(sb), 2), "sharpness_px": round(sharp, 2)},
-                      frame=I, plate=P, sig_c=sig_c)
+                      frame=I, plate=P, sig_c=sig_c, shadow_pooled=pooled)
 
 
 def _hysteresis(weak: np.ndarray, strong: np.ndarray) -> np.ndarray:
@@ -623,7 +630,9 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         mask &= ~component_at(mask, [(x, y)], radius=0)
     # shadow: darkening explained by shading, touching the object, outside it
     near = dilate(mask, max(2, int(round(0.15 * np.sqrt(max(1, mask.sum())))))) & ~mask
-    sh = _hysteresis((ch.shadow > cfg.k_low) & ~mask, (ch.shadow > cfg.k_high) & near)
+    # seeds: per-pixel or pooled shadow evidence (a faint shadow in a noisy frame); growth: per-pixel only
+    seeds = ch.shadow if ch.shadow_pooled is None else np.maximum(ch.shadow, ch.shadow_pooled)
+    sh = _hysteresis((ch.shadow > cfg.k_low) & ~mask, (seeds > cfg.k_high) & near)
     sh = _shadow_core(sh, ch, cfg, mask, near)
     conf = _confidence(ch, mask, cfg, lambda a, b: _clean(region(a, b), cfg, pos, ch.shadow > a))
     details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
