@@ -71,12 +71,13 @@ def _capture(tmp_path, clip, prompts, robot="widowx", pose=True):
     return Bundle.load(tmp_path / "scene")
 
 
-@pytest.mark.parametrize("seed", [1, 4])
+@pytest.mark.parametrize("seed", [0, 1, 4])
 def test_robot_found_in_every_frame_of_a_synthetic_clip(tmp_path, robot_model, seed):
     """One command with a box on the robot: a mask and fitted joints in every frame, against the rendered truth.
-    Not every trajectory passes: of six measured (seeds 0-5), seeds 0 and 2 drift in the wrist joints to 0.65-0.75
-    in their last frames, which are then flagged ``lost`` or not depending on small differences (docs/capture.md,
-    "The robot in every frame"); these two are the ones that pass. They pin the behaviour, not the headline."""
+    Seed 0 drifted in the wrist joints to 0.65-0.75 in its last frames until each frame was also tried from the
+    previous frame's joints moved on at their last velocity (now 0.90 at worst). Of six trajectories measured
+    (seeds 0-5), five keep every frame >= 0.85; seed 2 does not (0.61 on its prompt frame, 0.71 on its last:
+    without a plate the clip median keeps the arm where it lingers, docs/capture.md "The robot in every frame")."""
     rdef, _, space = robot_model
     clip = _clip(n_frames=10, seed=seed)
     b = _capture(tmp_path, clip, {"robot": {"box": _box(clip.masks[0])}})
