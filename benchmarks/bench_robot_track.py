@@ -8,8 +8,7 @@ capture did before), and a fit of every frame from the default pose (no seeding 
 
 The real Bridge clip (bridge_real_1.mp4): reference robot mask per frame = frame minus the person-made plate
 (threshold 40, the carried can's propagated mask and specks removed, the arm's connected parts kept). The README's
-camera pose belongs to another frame; the tracker lays silhouettes on the arm with it, with wrong joints. Then the
-camera estimated from the clip itself from that start (segmentation.robot_camera.camera_from_clip).
+camera pose belongs to another frame; the tracker lays silhouettes on the arm with it, with wrong joints.
 
     .venv/bin/python benchmarks/bench_robot_track.py [--quick]
 """
@@ -190,16 +189,6 @@ def real_clip():
               f"({c.wall / n:.2f} wall)")
     print("  (the README camera pose is the stack_cube frame's: the joints fitted here are not this arm's, the "
           "silhouettes are)")
-    from real2sim.segmentation.robot_camera import camera_from_clip
-
-    with Clock() as c:
-        cam, tr, rep = camera_from_clip(frames, bridge_camera(), model, joint_space(rdef, model), rdef.default_qpos,
-                                        0, plate, np.stack(can))
-    ious = np.array([_iou(m, r) for m, r in zip(tr.masks, refs)])
-    print(f"  camera from the clip (README start)  {'applied' if rep['applied'] else 'kept the start pose'}: tracked "
-          f"fit {rep['iou_fitted_before']:.3f} -> {rep['iou_fitted_after']:.3f}, camera moved "
-          f"{rep['pose_change']['translation_mm']:.1f} mm {rep['pose_change']['rotation_deg']:.2f} deg ({rep['stopped']});"
-          f" masks IoU min {ious.min():.3f} mean {ious.mean():.3f}  {c.cpu / n:.2f} CPU s/frame")
 
 
 def main() -> None:

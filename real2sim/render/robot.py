@@ -149,13 +149,6 @@ class RobotSilhouette:
         self.P = np.c_[(c[1:] - c[0]).T, c[0]]
         self.world_to_clip = self.P @ np.linalg.inv(np.asarray(camera.T_world_camera, float))
 
-    def set_pose(self, T_world_camera) -> None:
-        """Move the camera to ``T_world_camera`` (same intrinsics; the clustered meshes are kept: camera
-        alignment moves it by centimetres)."""
-        T = np.asarray(T_world_camera, float)
-        self.camera = dataclasses.replace(self.camera, T_world_camera=T)
-        self.world_to_clip = self.P @ np.linalg.inv(T)
-
     def clip(self, q) -> np.ndarray:
         """``(n, 4)`` clip coordinates of the clustered meshes at joints ``q``."""
         poses = link_poses(self.model.joints, self.model.root, dict(zip(self.model.joint_names, np.asarray(q, float))))

@@ -26,7 +26,6 @@ pixels, cables included), plus the silhouette where the evidence is ignored.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -321,14 +320,6 @@ class Fitter:
         self.fine = scaled_camera(camera, cfg.polish_scale)
         self.sil_fine = RobotSilhouette(model, self.fine)
 
-    def set_pose(self, T_world_camera) -> None:
-        """Move the camera (same intrinsics) without rebuilding the silhouette renderers."""
-        T = np.asarray(T_world_camera, float)
-        for name in ("camera", "small", "coarse", "fine"):
-            setattr(self, name, dataclasses.replace(getattr(self, name), T_world_camera=T))
-        for sil in (self.sil_small, self.sil_coarse, self.sil_full, self.sil_fine):
-            sil.set_pose(T)
-
     def iou(self, q, ev: Evidence) -> float:
         return soft_iou(self.sil_small(q), ev.target, ev.weight)
 
@@ -435,8 +426,6 @@ class RobotTrack:
     notes: list = field(default_factory=list)
     iou_start: float | None = None
     """Silhouette IoU of the start joints on the start frame (what the fit improved on)."""
-    evidence: list = field(default_factory=list)
-    """Per frame, the :class:`Evidence` the fit was made against (model tracks; empty otherwise)."""
 
 
 def _order(n: int, start: int):
@@ -584,7 +573,7 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
              float(np.nanmedian(iou)), secs / n)
     ev = evs[start]
     iou0 = soft_iou(fitter.sil_full(q_start), ev.fg.astype(np.float32), (~ev.ignore).astype(np.float32))
-    return RobotTrack(Q, masks, sils, iou, states, nev, "model", secs, notes, iou0, evs)
+    return RobotTrack(Q, masks, sils, iou, states, nev, "model", secs, notes, iou0)
 
 
 def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, prompt_mask, seeds=None):
