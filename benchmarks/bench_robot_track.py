@@ -8,7 +8,7 @@ capture did before), and a fit of every frame from the default pose (no seeding 
 
 The real Bridge clip (bridge_real_1.mp4): reference robot mask per frame = frame minus the person-made plate
 (threshold 40, the carried can's propagated mask and specks removed, the arm's connected parts kept). The README's
-camera pose belongs to another frame; the tracker finds the model does not fit and falls back to motion.
+camera pose belongs to another frame; the tracker lays silhouettes on the arm with it, with wrong joints.
 
     .venv/bin/python benchmarks/bench_robot_track.py [--quick]
 """
@@ -189,3 +189,18 @@ def real_clip():
               f"({c.wall / n:.2f} wall)")
     print("  (the README camera pose is the stack_cube frame's: the joints fitted here are not this arm's, the "
           "silhouettes are)")
+
+
+def main() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    quick = "--quick" in sys.argv
+    t0 = time.perf_counter()
+    synthetic(quick)
+    real_clip()
+    print(f"done in {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

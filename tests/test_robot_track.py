@@ -74,9 +74,9 @@ def _capture(tmp_path, clip, prompts, robot="widowx", pose=True):
 @pytest.mark.parametrize("seed", [1, 4])
 def test_robot_found_in_every_frame_of_a_synthetic_clip(tmp_path, robot_model, seed):
     """One command with a box on the robot: a mask and fitted joints in every frame, against the rendered truth.
-    Not every trajectory passes: of six measured (seeds 0-5), seeds 0 and 2 drift in the wrist joints to 0.65-0.75
-    in their last frames, which are then flagged ``lost`` or not depending on small differences (docs/capture.md,
-    "The robot in every frame"); these two are the ones that pass. They pin the behaviour, not the headline."""
+    Of six trajectories measured (seeds 0-5), five keep every frame >= 0.85 (seed 0 since the velocity seed, see
+    the next test); seed 2 does not (0.61 on its prompt frame, 0.71 on its last: without a plate the clip median
+    keeps the arm where it lingers, docs/capture.md "The robot in every frame")."""
     rdef, _, space = robot_model
     clip = _clip(n_frames=10, seed=seed)
     b = _capture(tmp_path, clip, {"robot": {"box": _box(clip.masks[0])}})
@@ -92,6 +92,23 @@ def test_robot_found_in_every_frame_of_a_synthetic_clip(tmp_path, robot_model, s
     assert (b.root / rep["picture"]).is_file()
     assert {cap.mask_state(f"{i:06d}", "robot") for i in range(10)} <= {"prompt", "moved"}
     assert np.allclose(b.manifest.robot.joint_positions, cap.frames[0].joint_positions)
+
+
+def test_wrist_does_not_drift_at_the_end_of_a_trajectory(tmp_path, robot_model):
+    """Seed 0's last frames drifted in the wrist joints (shoulder, wrist angle and wrist rotate trade off in a
+    silhouette seen from above) to mask IoU 0.65-0.75, until each frame was also started from the previous frame's
+    joints moved on at their last velocity: every frame's mask >= 0.85 (measured 0.90 at worst) and the wrist
+    within 15 deg. (The fit IoU its report gives is 0.78 on the last frame: the clip-median evidence there is
+    partial; the mask is what is graded here.)"""
+    rdef, _, space = robot_model
+    clip = _clip(n_frames=10, seed=0)
+    b = _capture(tmp_path, clip, {"robot": {"box": _box(clip.masks[0])}})
+    cap = b.manifest.capture
+    ious = [_iou(read_mask(b.path(cap.masks[f"{i:06d}"]["robot"])), clip.masks[i]) for i in range(10)]
+    assert min(ious) >= BAR, np.round(ious, 3)
+    q = np.array([f.joint_positions for f in cap.frames])
+    err = np.degrees(np.abs(q - clip.joints)[:, space.arm])
+    assert np.median(err) < 5.0 and err[-3:].max() < 15.0, np.round(err, 1)
 
 
 def test_a_rigid_mask_does_not_follow_the_arm(robot_model):

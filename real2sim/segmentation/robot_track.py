@@ -502,6 +502,10 @@ def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=
     for i, j in _order(n, start):
         last = good.get(j, Q[j])
         cands = [last] + ([seeds[i]] if seeds is not None else [])
+        prev = 2 * j - i  # the frame before the seed frame, in this direction of travel
+        if j in good and prev in good:  # the seed moved on at its last velocity (a smooth trajectory)
+            sp = fitter.space
+            cands.append(sp.to_q(2 * sp.to_x(last) - sp.to_x(good[prev]), last))
         ev = used[i] = _near(fitter, evs[i], last)
         wide = (0.5, 0.4, 0.4)
         if ev.fg.sum() < 0.002 * ev.fg.size < evs[i].fg.sum():  # nothing near where it was: back into view elsewhere
