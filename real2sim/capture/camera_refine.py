@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from real2sim.core.bundle import Bundle, hash_jsonable
-from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError
 from real2sim.core.imaging import iou, read_mask, read_rgb_float, write_rgb
 from real2sim.core.manifest import CameraSpec
@@ -79,18 +78,6 @@ def pose_change(T0, T1) -> dict:
     ang = np.degrees(np.arccos(np.clip((np.trace(R) - 1) / 2, -1.0, 1.0)))
     return {"translation_mm": round(float(np.linalg.norm(T1[:3, 3] - T0[:3, 3]) * 1000), 3),
             "rotation_deg": round(float(ang), 4)}
-
-
-def _scaled(camera, scale: float):
-
-    K = np.array(camera.K, float)
-    K[:2] *= scale
-    return Camera(int(round(camera.width * scale)), int(round(camera.height * scale)), K,
-                  np.array(camera.T_world_camera, float), near=camera.near, far=camera.far)
-
-
-def _with_pose(camera, T):
-    return dataclasses.replace(camera, T_world_camera=np.asarray(T, float))
 
 
 def _views(bundle: Bundle, camera: str, frames=None) -> list[tuple[int, str, np.ndarray]]:
@@ -195,11 +182,11 @@ def refine_camera(bundle: Bundle, camera: str = "main", frames=None, dof: int = 
         return _perturb(T0, full * UNIT)
 
     def silhouettes(cam, T):
-        c = _with_pose(cam, T)
+        c = cam.with_pose(T)
         return [link_id_image(model, c, q)[0] >= 0 for q in qs]
 
     def loss_at(s):
-        small = _scaled(cam0, s)
+        small = cam0.scaled(s)
         # soft target: the fraction of each low-resolution pixel the mask covers (IoU varies more smoothly)
         targets = [cv2.resize(mk.astype(np.float32), (small.width, small.height), interpolation=cv2.INTER_AREA)
                    for mk in masks]
@@ -243,7 +230,7 @@ def _picture(bundle: Bundle, camera: str, rep: dict, path) -> None:
             img = np.zeros((cam.height, cam.width, 3), np.float32)
         panels = []
         for T in (rep["T_world_camera_before"], rep["T_world_camera_after"]):
-            sil = link_id_image(model, _with_pose(cam, T), q)[0] >= 0
+            sil = link_id_image(model, cam.with_pose(T), q)[0] >= 0
             out = 0.5 * img
             out[mk & sil] = 0.35 * out[mk & sil] + 0.65 * np.array([0.1, 0.9, 0.1])
             out[mk & ~sil] = 0.35 * out[mk & ~sil] + 0.65 * np.array([1.0, 0.1, 0.1])
@@ -337,7 +324,7 @@ def refine_camera_stage(bundle: Bundle, camera: str = RefineCameraConfig.camera,
         rendered = bool(rec and rec.status in ("done", "stale") and any(rel in rec.outputs for _, rel, _ in views))
         rep["masks_rendered_by_robot_masks_stage"] = rendered
         if improved:
-            m.cameras[camera] = CameraSpec.from_camera(_with_pose(m.cameras[camera].camera(), T1))  # run_stage marks its readers stale
+            m.cameras[camera] = CameraSpec.from_camera(m.cameras[camera].camera().with_pose(T1))  # run_stage marks its readers stale
         else:
             log.warning("camera_refine: %s", msg)
         if rep["robot_poses"] == 1 and dof == 6:
