@@ -49,8 +49,18 @@ def exportable_bundle(recipe_bundle):
     return give_simple_collision(recipe_bundle)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_data():
+    """``../shared/data`` (real frames, plates, meshes); the test is skipped, with the reason, when it is absent.
+    Every test that reads it goes through this fixture, which marks it ``realdata`` (see below)."""
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
     return SHARED_DATA
+
+
+def pytest_collection_modifyitems(config, items):
+    """``realdata`` on every test whose fixtures include ``shared_data`` (directly or through another fixture), so
+    ``-m "not realdata"`` runs exactly the tests that need nothing outside the repository."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.realdata)

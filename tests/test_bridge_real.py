@@ -17,16 +17,12 @@ pytestmark = pytest.mark.realdata
 
 
 @pytest.fixture(scope="module")
-def bridge(tmp_path_factory):
-    """Module-scoped (one run for every test here), so it checks the folder as the ``shared_data`` fixture does."""
-    from conftest import SHARED_DATA
-
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
+def bridge(tmp_path_factory, shared_data):
+    """Built once for every test here."""
     from real2sim.demos.bridge import build_bridge_scene
 
     out = tmp_path_factory.mktemp("bridge")
-    return build_bridge_scene(SHARED_DATA, out, episodes=2)
+    return build_bridge_scene(shared_data, out, episodes=2)
 
 
 def test_bridge_data_fixture(shared_data):

@@ -43,13 +43,8 @@ def _directions(n: int, seed: int = 0, t: float = 0.02, r_deg: float = 2.0) -> l
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    """The frame with cube masks, fitted joints and the robot mask (built once; each test works on a copy).
-    Module-scoped, so it checks the data folder as the ``shared_data`` fixture does."""
-    from conftest import SHARED_DATA
-
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
+def prepared(tmp_path_factory, shared_data):
+    """The frame with cube masks, fitted joints and the robot mask (built once; each test works on a copy)."""
     from real2sim import capture
     from real2sim.demos.bridge import (
         CAMERA,
@@ -68,14 +63,14 @@ def prepared(tmp_path_factory):
     inputs = out / "inputs"
     inputs.mkdir()
     (inputs / "camera.json").write_text(json.dumps(CAMERA))
-    b = bundle_from_recipe(_recipe(inputs, SHARED_DATA), out / "scene")
-    b = capture.init_bundle(b.root, SHARED_DATA / FRAME, camera=inputs / "camera.json", robot=ROBOT, overwrite=True)
+    b = bundle_from_recipe(_recipe(inputs, shared_data), out / "scene")
+    b = capture.init_bundle(b.root, shared_data / FRAME, camera=inputs / "camera.json", robot=ROBOT, overwrite=True)
     segment_stage(b, {oid: {"frame": 0, "prompt": Prompt(points=[xy])} for oid, xy in CLICKS.items()},
                   backend="grabcut", propagate_masks=False)
     b = Bundle.load(b.root)
     plate = b.path("background/plate_person.png")
     plate.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(SHARED_DATA / PERSON_PLATE, plate)  # the journey fits the joints against the person-made plate
+    shutil.copyfile(shared_data / PERSON_PLATE, plate)  # the journey fits the joints against the person-made plate
     b.manifest.capture.plate = b.rel(plate)
     b.save()
     rec, _ = robot_fit_stage(b)

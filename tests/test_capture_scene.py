@@ -34,11 +34,7 @@ def _clicks(tmp_path, rng):
 
 
 @pytest.fixture(scope="module")
-def clip_bundle(tmp_path_factory):
-    from conftest import SHARED_DATA
-
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data folder {SHARED_DATA} is absent (it ships with CI and ../shared)")
+def clip_bundle(tmp_path_factory, shared_data):
     tmp = tmp_path_factory.mktemp("clip")
     rng = np.random.default_rng(0)
     clicks, true_cam = _clicks(tmp, rng)
@@ -46,10 +42,10 @@ def clip_bundle(tmp_path_factory):
     (tmp / "camera.json").write_text(json.dumps(off))
     (tmp / "prompts.json").write_text(json.dumps(PROMPTS))
     root = tmp / "clip"
-    assert main(["init", str(root), "--frames", str(SHARED_DATA / "bridge" / "bridge_real_1.mp4"), "--camera",
+    assert main(["init", str(root), "--frames", str(shared_data / "bridge" / "bridge_real_1.mp4"), "--camera",
                  str(tmp / "camera.json"), "--robot", "widowx", "--points", str(clicks), "--prompts",
                  str(tmp / "prompts.json")]) == 0
-    return Bundle.load(root), true_cam, SHARED_DATA
+    return Bundle.load(root), true_cam, shared_data
 
 
 def test_one_command_gives_a_calibrated_camera(clip_bundle):

@@ -33,14 +33,9 @@ def differs(frame, plate):
 
 
 @pytest.fixture(scope="module")
-def clip():
-    from conftest import SHARED_DATA as shared_data
-
+def clip(shared_data):
     from real2sim.capture.frames import read_frames
     from real2sim.core.imaging import read_rgb
-
-    if not shared_data.is_dir():
-        pytest.skip(f"real data folder {shared_data} is absent (it ships with CI and ../shared)")
 
     frames = read_frames(shared_data / "bridge" / "bridge_real_1.mp4").frames
     plate = read_rgb(shared_data / "bridge" / "bridge_real_1_cleanup.png")

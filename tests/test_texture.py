@@ -177,7 +177,6 @@ def test_pose_alignment_recovers_mujoco_pose(mujoco_truth, oid):
     assert res.converged, res.message
     assert dt < 0.003 and dr < 2.0, (dt, dr, res.ious)
     assert res.ious[0] > 0.97
-    assert res.seconds < 20  # target <= 2 s (benchmarks); generous here for shared CI machines
 
 
 @pytest.mark.render

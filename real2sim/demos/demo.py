@@ -60,6 +60,10 @@ class DemoReport:
     task: str = ""
     """The task evaluated (the scene's first unless chosen)."""
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    stages_ran: dict[str, bool] = field(default_factory=dict)
+    """Build stage -> whether it ran (False: its inputs were unchanged, the bundle's result was kept)."""
+    episodes_ran: dict[str, int] = field(default_factory=dict)
+    """Engine -> episodes run now (a re-run resumes from the results already on disk: 0)."""
     exports: dict[str, str] = field(default_factory=dict)
     pose_error_mm: dict[str, dict[str, float]] = field(default_factory=dict)
     """object -> {"before": ADD-S mm of the rough placement, "after": after alignment}."""
@@ -121,7 +125,7 @@ def run_demo(out_dir: Path, scene: str = DemoConfig.scene, workers: int = DemoCo
     bundle = timed("capture", lambda: _capture(out_dir, scene, truth))
     moved = misplacement(truth)
     rep.pose_error_mm = {oid: {"before": round(_add_s_mm(bundle, truth, oid), 2)} for oid in moved}
-    timed("build", lambda: pipeline.build(bundle, cfg, cache_dir=cache))
+    rep.stages_ran = timed("build", lambda: pipeline.build(bundle, cfg, cache_dir=cache))
     bundle = Bundle.load(bundle.root)
     for oid in moved:
         rep.pose_error_mm[oid]["after"] = round(_add_s_mm(bundle, truth, oid), 2)
@@ -147,7 +151,8 @@ def run_demo(out_dir: Path, scene: str = DemoConfig.scene, workers: int = DemoCo
         if (bundle.reports_dir() / name).is_file():
             rep.pictures[stage] = f"reports/{name}"
     atomic_write_json(bundle.reports_dir() / "demo.json", {
-        "stage_seconds": rep.stage_seconds, "exports": rep.exports, "pose_error_mm": rep.pose_error_mm,
+        "stage_seconds": rep.stage_seconds, "stages_ran": rep.stages_ran, "episodes_ran": rep.episodes_ran,
+        "exports": rep.exports, "pose_error_mm": rep.pose_error_mm,
         "build": rep.build, "drop_position_mm": rep.drop_position_mm, "drop_angle_deg": rep.drop_angle_deg,
         "projection_px": rep.projection_px, "success": rep.success, "mmrv": rep.mmrv, "pearson": rep.pearson,
         "render": rep.render_notes, "pictures": rep.pictures})
@@ -214,9 +219,11 @@ def _evaluate(bundle: Bundle, task: str | None, episodes: int, rep: DemoReport) 
     for engine in simulator_names():
         out = bundle.root / "results" / engine
         rep.success[engine] = {}
+        rep.episodes_ran[engine] = 0
         for policy in POLICIES:
             s = evaluate(bundle.root, task, policy, episodes, workers=1, backend=engine, out_dir=out, obs_mode="state")
             rep.success[engine][policy] = round(s.rate, 3)
+            rep.episodes_ran[engine] += s.ran
         csvs[engine] = write_sim_csv(out / "episodes.jsonl", out / "sim.csv")
     return csvs
 
