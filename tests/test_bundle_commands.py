@@ -10,6 +10,17 @@ from real2sim.apps.cli import main
 from real2sim.core.geometry import look_at_opencv
 
 
+def _rgb(path) -> np.ndarray:
+    from PIL import Image
+
+    return np.asarray(Image.open(path).convert("RGB"), np.float64)
+
+
+def _psnr(a: np.ndarray, b: np.ndarray) -> float:
+    """PSNR (dB, 8-bit peak) written here, independent of the library's."""
+    return float(10 * np.log10(255.0 ** 2 / np.mean((np.asarray(a, float) - b) ** 2)))
+
+
 def _bundle_with_frames(tmp_path, n=3):
     from test_segmentation import synthetic_scene
 
@@ -77,3 +88,10 @@ def test_bridge_clip_to_plate_with_two_commands(tmp_path, shared_data):
     assert b.manifest.capture.plate and b.path(b.manifest.capture.plate).is_file()
     assert b.manifest.stages["plate"].metrics["inpainted_fraction"] < 0.1
     assert (b.root / "reports" / "plate.png").is_file()
+    # graded against the person-made plate (frame 0 with the arm and can painted out), PSNR computed here:
+    # above the clip's first frame and its plain per-pixel median (measured 22.4 dB, median 20.2, frame 0 18.0)
+    clean = _rgb(shared_data / "bridge" / "bridge_real_1_cleanup.png")
+    frames = np.stack([_rgb(b.path(f.image)) for f in b.manifest.capture.frames])
+    plate = _rgb(b.path(b.manifest.capture.plate))
+    ours, median, first = (_psnr(x, clean) for x in (plate, np.median(frames, 0), frames[0]))
+    assert ours > median + 1.0 and ours > first + 3.0, (ours, median, first)
