@@ -42,7 +42,6 @@ def test_cubes_masks_and_alignment(bridge):
         px = rep["alignment_px"]["cubes"][oid]
         assert px["iou_render_vs_mask"] >= 0.85 and px["mask_centroid_vs_projected_centre_px"] < 3.0, px
         assert rep["texture"][oid]["psnr_db"] > 25, rep["texture"][oid]
-    assert -0.03 < rep["table_height_m"] < 0.03
 
 
 def test_robot_joints_fitted_to_the_frame(bridge):
@@ -68,9 +67,15 @@ def test_exports_load_and_evaluation_ran_in_both_engines(bridge):
         rates = rep["success"][engine]["lift_green_cube"]
         assert set(rates) == {"scripted", "scripted:noise=0.03", "random"}
         assert all(r["trials"] == 2 for r in rates.values())
-        assert rates["scripted"]["rate"] >= rates["random"]["rate"], rates
+        # lifting one cube: the oracle lifts it every time, random actions never (docs/journey.md: 6/6 and 0/6)
+        assert rates["scripted"]["rate"] == 1.0 and rates["random"]["rate"] == 0.0, rates
         assert (bundle.root / "results" / engine / "sim.csv").is_file()
-    assert 0.0 <= rep["metrics"]["lift_green_cube"]["mmrv"] <= 1.0
+    from test_metrics import simpler_reference_mmrv
+
+    for task, m in rep["metrics"].items():  # the reported MMRV is SIMPLER's loop over the reported rates
+        pols = sorted(rep["success"]["mujoco"][task])
+        rates = [[rep["success"][e][task][p]["rate"] for p in pols] for e in ("mujoco", "sapien")]
+        assert m["mmrv"] == pytest.approx(simpler_reference_mmrv(*rates), abs=1e-3), (task, m, rates)
 
 
 def test_visual_gap_improves_and_reports_exist(bridge):
