@@ -132,6 +132,46 @@ def test_sam_backend_runs_real_predictor_with_tiny_model():
         BACKENDS["sam"] = old
 
 
+def _sam_reference(model, img, click=None, box=None):
+    """SAM's own batched ``Sam.forward`` (not the ``SamPredictor`` the backend wraps): the image resized to the
+    encoder's side, the prompt mapped with it, the best-scored of the three masks at the original size."""
+    import torch
+    from segment_anything.utils.transforms import ResizeLongestSide
+
+    t = ResizeLongestSide(model.image_encoder.img_size)
+    x = torch.as_tensor(t.apply_image(img)).permute(2, 0, 1).contiguous()
+    item = {"image": x, "original_size": img.shape[:2]}
+    if click is not None:
+        item["point_coords"] = torch.as_tensor(t.apply_coords(np.array([[click]], float), img.shape[:2]),
+                                               dtype=torch.float32)
+        item["point_labels"] = torch.ones(1, 1, dtype=torch.int64)
+    if box is not None:
+        item["boxes"] = torch.as_tensor(t.apply_boxes(np.array([box], float), img.shape[:2]), dtype=torch.float32)
+    out = model([item], multimask_output=box is None)[0]
+    return out["masks"][0, int(out["iou_predictions"][0].argmax())].numpy()
+
+
+def test_sam_backend_gives_sams_own_mask_for_each_prompt():
+    """The backend's plumbing (prompt coordinates in image pixels, the image resized, the best-scored mask, back at
+    the image's size) against SAM's batched forward pass: the same mask for clicks and boxes, and a different mask
+    where the prompt differs, so a backend ignoring the prompt or mapping it wrongly fails."""
+    pytest.importorskip("segment_anything")
+    from real2sim.segmentation import SamBackend
+
+    img, _, _ = synthetic_scene()
+    model = tiny_sam()
+    be = SamBackend(model=model)
+    got = {}
+    for click in ((65, 55), (130, 20)):
+        ref = _sam_reference(model, img, click=click)
+        got[click] = be(img, Prompt([click]))
+        assert 0.0 < ref.mean() < 1.0, "the reference mask is trivial: the test would not see a wrong prompt"
+        assert (got[click] == ref).mean() > 0.999, (got[click] == ref).mean()
+    assert (got[(65, 55)] != got[(130, 20)]).mean() > 0.01  # the prompt moves the mask
+    box = (45, 35, 90, 75)
+    assert (be(img, Prompt(box=box)) == _sam_reference(model, img, box=box)).mean() > 0.999
+
+
 def test_sam_without_checkpoint_is_a_clear_error(monkeypatch):
     pytest.importorskip("segment_anything")
     from real2sim.core.errors import DependencyMissing
