@@ -44,6 +44,28 @@ def test_cubes_masks_and_alignment(bridge):
         assert rep["texture"][oid]["psnr_db"] > 25, rep["texture"][oid]
 
 
+def test_aligned_cubes_cover_the_cubes_found_with_the_person_made_plate(bridge, shared_data):
+    """Independent of the pipeline's own masks and IoU: each exported cube pose, its mesh's corners projected here
+    through the bundle's camera, against the cube's pixels found by differencing the frame with the person-made
+    plate (tests/reference.py). Measured: green 0.82 (a few pixels off: the journey aligns to its own one-click mask,
+not to this one), yellow 0.95; the same cubes 1 cm off score 0.61-0.72, 2 cm off 0.36-0.52."""
+    from PIL import Image
+    from reference import bridge_cube_masks, convex_silhouette, ref_iou
+
+    from real2sim.core.meshes import load_mesh
+
+    bundle, _ = bridge
+    img = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_first_frame.png").convert("RGB"))
+    plate = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_plate.png").convert("RGB"))
+    truth = bridge_cube_masks(img, plate)
+    cam = next(iter(bundle.manifest.cameras.values())).camera()
+    for name in ("green", "yellow"):
+        o = bundle.object(f"{name}_cube")
+        sil = convex_silhouette(cam.K, cam.T_world_camera, (cam.width, cam.height),
+                                load_mesh(bundle.path(o.visual.mesh)).vertices, o.pose.matrix())
+        assert ref_iou(sil, truth[name]) >= 0.78, (name, ref_iou(sil, truth[name]))
+
+
 def test_robot_joints_fitted_to_the_frame(bridge):
     _, rep = bridge
     fit = rep["robot_fit"]

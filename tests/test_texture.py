@@ -360,40 +360,25 @@ def _bridge_camera():
     return Camera(640, 480, K, T)
 
 
-def _cube_masks(img_u8, plate_u8):
-    """Plate differencing + the cubes' hues: the differing blob that holds the largest patch of each cube's colour."""
-    import cv2
-    from scipy.ndimage import binary_fill_holes
-
-    diff = np.abs(img_u8.astype(int) - plate_u8.astype(int)).max(-1)
-    hsv = cv2.cvtColor(img_u8, cv2.COLOR_RGB2HSV)
-    fg = cv2.morphologyEx((diff > 45).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    _, lab = cv2.connectedComponents(fg)
-    out = {}
-    for name, (lo, hi) in {"green": (50, 95), "yellow": (18, 40)}.items():
-        hue = (diff > 40) & (hsv[..., 0] >= lo) & (hsv[..., 0] <= hi) & (hsv[..., 1] > 60)
-        hue = cv2.morphologyEx(hue.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-        hue = cv2.morphologyEx(hue, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
-        n, hl, st, _ = cv2.connectedComponentsWithStats(hue)
-        seed = hl == 1 + np.argmax(st[1:, cv2.CC_STAT_AREA])
-        out[name] = binary_fill_holes(np.isin(lab, np.unique(lab[seed & (lab > 0)])))
-    return out
-
-
 @pytest.mark.realdata
 def test_bridge_cubes_align_and_texture(shared_data):
+    """Graded independently of the pipeline: the aligned 3 cm cube's silhouette (its corners projected here) against
+    the cube's pixels found with the person-made plate, and the textured cube composited over that plate against
+    the frame over the cube's pixels and the render's (a cube moved 1-2 cm fails both: measured silhouette IoU
+    0.90 / 0.95 -> 0.36-0.72, composite 27.8 / 24.6 dB -> 13-18; the re-render against the frame it was textured
+    from stays at 31-42 dB whatever the pose, so it is not a check)."""
     from PIL import Image
+    from reference import bridge_cube_masks, convex_silhouette, ref_iou, ref_psnr
 
-    from real2sim.core.imaging import psnr
     from real2sim.render.align import AlignConfig, View, align_pose
     from real2sim.render.mesh import ensure_uv, load_texmesh
     from real2sim.texture.backproject import TextureConfig, backproject, render_textured
 
     img_u8 = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_first_frame.png").convert("RGB"))
     plate_u8 = np.asarray(Image.open(shared_data / "bridge" / "stack_cube_plate.png").convert("RGB"))
-    img = img_u8.astype(np.float32) / 255
+    img, plate = img_u8.astype(np.float32) / 255, plate_u8.astype(np.float32) / 255
     cam = _bridge_camera()
-    masks = _cube_masks(img_u8, plate_u8)
+    masks = bridge_cube_masks(img_u8, plate_u8)
     meshes = {n: load_texmesh(shared_data / "objects" / f"{n}_cube_3cm" / "textured.dae") for n in masks}
     # 1) table height from the cubes: free height, then the cubes' bottoms (median)
     bottoms = []
@@ -403,20 +388,20 @@ def test_bridge_cubes_align_and_texture(shared_data):
                        AlignConfig(init="search", dof="planar_z"))
         bottoms.append(float((r.pose[:3, :3] @ meshes[n].vertices.T).T[:, 2].min() + r.pose[2, 3]))
     table = float(np.median(bottoms))
-    assert -0.05 < table < 0.05
     # 2) resting on that table: x, y, yaw
     for n, mask in masks.items():
         r = align_pose(meshes[n].vertices, meshes[n].faces, [View(cam, mask, img, n)], None, table,
                        AlignConfig(init="search"))
-        print(f"bridge {n} cube: table {table:.4f} m, IoU {r.mean_iou:.3f}, residual {r.residual_px:.2f} px")
-        assert r.mean_iou >= 0.85, (n, r.ious, r.residual_px)
+        sil = convex_silhouette(cam.K, cam.T_world_camera, (cam.width, cam.height), meshes[n].vertices, r.pose)
+        print(f"bridge {n} cube: table {table:.4f} m, silhouette IoU {ref_iou(sil, mask):.3f}")
+        assert ref_iou(sil, mask) >= 0.85, (n, ref_iou(sil, mask), r.residual_px)
         mesh, _ = ensure_uv(meshes[n])
-        v = View(cam, mask, img, n)
-        tex = backproject(mesh, r.pose, [v], TextureConfig(size=256))
+        tex = backproject(mesh, r.pose, [View(cam, mask, img, n)], TextureConfig(size=256))
         rend, cov = render_textured(cam, mesh, r.pose, tex.texture)
-        p = psnr(rend, img, cov & mask)
-        print(f"bridge {n} cube: texture coverage {tex.coverage:.3f}, re-render PSNR {p:.2f} dB")
-        assert tex.coverage > 0.2 and p > 20, (n, tex.coverage, p)
+        composite, region = np.where(cov[..., None], rend, plate), mask | cov
+        p, p_plate = ref_psnr(composite, img, region), ref_psnr(plate, img, region)
+        print(f"bridge {n} cube: texture coverage {tex.coverage:.3f}, composite {p:.2f} dB, plate alone {p_plate:.2f}")
+        assert tex.coverage > 0.2 and p > 22.0 and p > p_plate + 10.0, (n, tex.coverage, p, p_plate)
 
 
 # -- robot appearance -----------------------------------------------------------------------------------------

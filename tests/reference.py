@@ -1,0 +1,62 @@
+"""Reference measures written in the tests, independent of the library's (``real2sim.core.imaging`` and the
+renderers): what the real-data checks grade the pipeline with, so a bug in the library's IoU, PSNR or projection
+cannot grade itself."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def ref_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """Intersection over union of two ``(h, w) bool`` masks (0 when both are empty)."""
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    union = np.logical_or(a, b).sum()
+    return float(np.logical_and(a, b).sum() / union) if union else 0.0
+
+
+def ref_psnr(a: np.ndarray, b: np.ndarray, region: np.ndarray | None = None, peak: float = 1.0) -> float:
+    """PSNR (dB) of two ``(h, w, 3)`` images over ``region`` (``(h, w) bool``; all pixels when None)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if region is not None:
+        a, b = a[region], b[region]
+    return float(10 * np.log10(peak ** 2 / max(np.mean((a - b) ** 2), 1e-12)))
+
+
+def project(K: np.ndarray, T_world_camera: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``(n, 2)`` pixels of world ``(n, 3)`` points through an OpenCV pinhole (x right, y down, z forward)."""
+    T = np.linalg.inv(np.asarray(T_world_camera, float))
+    X = np.asarray(points, float) @ T[:3, :3].T + T[:3, 3]
+    uv = X @ np.asarray(K, float).T
+    return uv[:, :2] / uv[:, 2:]
+
+
+def convex_silhouette(K, T_world_camera, size: tuple[int, int], vertices: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """``(h, w) bool`` silhouette of a convex object (a cube): the convex hull of its projected vertices.
+    ``size``: (width, height); ``pose``: ``(4, 4)`` object to world."""
+    import cv2
+
+    pose = np.asarray(pose, float)
+    uv = project(K, T_world_camera, np.asarray(vertices, float) @ pose[:3, :3].T + pose[:3, 3])
+    m = np.zeros((size[1], size[0]), np.uint8)
+    cv2.fillConvexPoly(m, cv2.convexHull(np.round(uv * 16).astype(np.int32)), 1, shift=4)
+    return m.astype(bool)
+
+
+def bridge_cube_masks(img_u8: np.ndarray, plate_u8: np.ndarray) -> dict[str, np.ndarray]:
+    """The Bridge stack-cube frame's cubes from the person-made plate: plate differencing (> 45 levels) plus the
+    cubes' hues; the differing blob that holds the largest patch of each cube's colour. ``green``, ``yellow``."""
+    import cv2
+    from scipy.ndimage import binary_fill_holes
+
+    diff = np.abs(img_u8.astype(int) - plate_u8.astype(int)).max(-1)
+    hsv = cv2.cvtColor(img_u8, cv2.COLOR_RGB2HSV)
+    fg = cv2.morphologyEx((diff > 45).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    _, lab = cv2.connectedComponents(fg)
+    out = {}
+    for name, (lo, hi) in {"green": (50, 95), "yellow": (18, 40)}.items():
+        hue = (diff > 40) & (hsv[..., 0] >= lo) & (hsv[..., 0] <= hi) & (hsv[..., 1] > 60)
+        hue = cv2.morphologyEx(hue.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        hue = cv2.morphologyEx(hue, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
+        n, hl, st, _ = cv2.connectedComponentsWithStats(hue)
+        seed = hl == 1 + np.argmax(st[1:, cv2.CC_STAT_AREA])
+        out[name] = binary_fill_holes(np.isin(lab, np.unique(lab[seed & (lab > 0)])))
+    return out
