@@ -107,7 +107,8 @@ def test_usd_declares_no_physics(exported):
 @pytest.mark.render
 def test_renders_agree_object_by_object(exported):
     """Each object covers the same pixels in MuJoCo's and SAPIEN's renders of the bundle camera."""
-    from real2sim.core.imaging import iou
+    from reference import ref_iou as iou
+
     from real2sim.render.silhouette import mask_centroid
 
     scenes = crosscheck.load_engines(exported, ("mjcf", "sapien"))

@@ -5,10 +5,10 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from reference import ref_iou as iou
 
 from real2sim.core.errors import ExportError, UnsupportedCapability
 from real2sim.core.geometry import transform_points
-from real2sim.core.imaging import iou
 from real2sim.core.meshes import load_mesh
 from real2sim.engines import get_exporter
 from real2sim.render.silhouette import mask_centroid, silhouette

@@ -57,7 +57,9 @@ def test_newcomer_reaches_ranked_policies_in_both_engines(tmp_path, shared_data)
     assert fit["iou_fitted"] > 0.7, fit
     # the build ran the robot loop by itself: the final plate was made with the fitted robot's mask, so where the
     # arm is it shows the table the person-made plate shows, not the arm in the frame
-    from real2sim.core.imaging import psnr, read_mask, read_rgb
+    from reference import ref_psnr as psnr
+
+    from real2sim.core.imaging import read_mask, read_rgb
 
     scene = json.loads((b / "scene.json").read_text())
     assert scene["stages"]["plate"]["status"] == scene["stages"]["robot_fit"]["status"] == "done"

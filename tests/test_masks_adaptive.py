@@ -8,8 +8,9 @@ import logging
 
 import numpy as np
 import pytest
+from reference import ref_iou as iou
 
-from real2sim.core.imaging import iou, write_rgb
+from real2sim.core.imaging import write_rgb
 from real2sim.demos.mask_cases import procedural_case, procedural_plate
 from real2sim.segmentation import (
     BACKENDS,

