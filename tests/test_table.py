@@ -316,8 +316,10 @@ def test_cli_table_with_board(tmp_path):
 # -- the real Bridge frame ----------------------------------------------------------------------------------------
 @pytest.mark.realdata
 def test_bridge_frame_table_from_the_cubes(shared_data, tmp_path):
-    """The two cubes of stack_cube_first_frame.png, one GrabCut click each (as the Bridge journey does): the table
-    comes out at about +4 mm, and the 2 cm disagreement between the cubes is reported as a camera-pose warning."""
+    """The two cubes of stack_cube_first_frame.png, one GrabCut click each (as the Bridge journey does), the table
+    started 3 cm too high: it comes back to the WidowX's base (the camera pose is given relative to ``base_link``,
+    and the Bridge arm stands on the table top: z = 0 up to its mount plate; measured +4.2 mm), and the 2 cm
+    disagreement between the cubes is reported as a camera-pose warning."""
     import shutil
 
     from PIL import Image
@@ -338,6 +340,8 @@ def test_bridge_frame_table_from_the_cubes(shared_data, tmp_path):
     (b.root / "capture" / "frames").mkdir(parents=True)
     shutil.copyfile(shared_data / bridge.FRAME, b.root / "capture" / "frames" / "000000.png")
     m.capture.frames = [FrameSpec("capture/frames/000000.png", 0.0, "main")]
+    m.table_height = 0.03  # the table object's top moves with it
+    m.objects["table"].pose.position = [*m.objects["table"].pose.position[:2], m.objects["table"].pose.position[2] + 0.03]
     img = np.asarray(Image.open(shared_data / bridge.FRAME).convert("RGB"))
     (b.root / "masks" / "000000").mkdir(parents=True)
     for oid, xy in bridge.CLICKS.items():
@@ -350,7 +354,7 @@ def test_bridge_frame_table_from_the_cubes(shared_data, tmp_path):
     rep = json.loads((b.root / "reports" / "table.json").read_text())
     print(f"bridge: table {rep['height_m'] * 1e3:+.2f} mm, spread {rep['spread_m'] * 1e3:.1f} mm, bottoms "
           + ", ".join(f"{k} {v['bottom_m'] * 1e3:+.2f}" for k, v in rep["sources"].items()))
-    assert abs(b.manifest.table_height - 0.0042) < 0.003, rep
+    assert abs(b.manifest.table_height) < 0.01, rep
     assert set(rep["residuals_m"]) == {"green_cube", "yellow_cube"}
     assert rep["spread_m"] > 0.01 and any("camera" in w for w in rep["warnings"])
     assert "spread" in rec.message and rep["table_object"]["moved"]
