@@ -1,12 +1,26 @@
-"""Run every benchmark in this folder (each prints ratios measured in one run)."""
+"""Run every benchmark in this folder (each prints ratios measured in one run), then the mutation check
+(``mutation_check.py``: does the suite notice deliberate bugs?). Arguments filter by file name."""
 from __future__ import annotations
 
 import runpy
 import sys
 from pathlib import Path
 
-for path in sorted(Path(__file__).parent.glob("bench_*.py")):
-    if len(sys.argv) > 1 and not any(a in path.name for a in sys.argv[1:]):
-        continue
-    print(f"== {path.name}")
-    runpy.run_path(str(path), run_name="__main__")
+HERE = Path(__file__).parent
+
+
+def _wanted(name: str) -> bool:
+    return len(sys.argv) <= 1 or any(a in name for a in sys.argv[1:])
+
+
+for path in sorted(HERE.glob("bench_*.py")):
+    if _wanted(path.name):
+        print(f"== {path.name}")
+        runpy.run_path(str(path), run_name="__main__")
+if _wanted("mutation_check.py"):
+    print("== mutation_check.py")
+    sys.argv = [str(HERE / "mutation_check.py")]
+    mutation = runpy.run_path(str(HERE / "mutation_check.py"))
+    survived = mutation["main"]()
+    if survived:
+        sys.exit(f"mutation check: {survived} named mutant(s) survived")

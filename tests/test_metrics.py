@@ -60,6 +60,8 @@ def test_wilson_interval_known_value():
     lo, hi = wilson_interval(8, 10)
     assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
     assert wilson_interval(0, 10)[0] == 0.0
+    with pytest.raises(ValueError, match="trials"):  # no episodes: no interval (not a division by zero)
+        wilson_interval(0, 0)
 
 
 def _csv(path, rows, header="policy,task,successes,trials"):
