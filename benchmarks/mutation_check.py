@@ -11,7 +11,7 @@ check that behaviour.
   every arithmetic operator and comparison in the function swapped for its neighbour (+ -, * /, < <=, > >=,
   == !=), one mutant per site.
 
-    .venv/bin/python benchmarks/mutation_check.py [--named-only] [--limit N]
+    .venv/bin/python benchmarks/mutation_check.py [--named-only] [--limit N] [--only TEXT]
 
 Prints one line per mutant and the survivors at the end; the exit status is the number of named mutants that
 survived (operator survivors are reported, not failed on: some are equivalent mutants, e.g. ``>`` vs ``>=`` on
@@ -89,6 +89,16 @@ def _centre_call(self, image, prompt, plate=None):
     h, w = image.shape[:2]
     return _mutant_call(self, image, Prompt([((w - 1) / 2, (h - 1) / 2)]), plate)
 SamBackend.__call__ = _centre_call
+"""),
+    Mutant("collision hulls in the repaired mesh's centred frame", "real2sim/collision/decomposition.py",
+           ["tests/test_collision.py::test_l_shape_coacd"],
+           append="""
+_mutant_repair = repair_mesh
+def repair_mesh(mesh, *args, **kwargs):
+    solid, notes = _mutant_repair(mesh, *args, **kwargs)
+    solid = solid.copy()
+    solid.apply_translation(-solid.centroid)
+    return solid, notes
 """),
 ]
 
@@ -189,11 +199,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--named-only", action="store_true", help="only the named mutants (the bugs that once passed)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many operator mutants (0: all)")
+    ap.add_argument("--only", default="", help="only the mutants whose name contains this text")
     args = ap.parse_args()
     mutants = list(NAMED)
     if not args.named_only:
         ops = operator_mutants()
         mutants += ops[:args.limit] if args.limit else ops
+    if args.only:
+        mutants = [m for m in mutants if args.only in m.name]
     work = _scratch_copy()
     results = []
     try:
