@@ -100,6 +100,13 @@ def repair_mesh(mesh, *args, **kwargs):
     solid.apply_translation(-solid.centroid)
     return solid, notes
 """),
+    Mutant("mesh objects' mass from water's density, not theirs", "real2sim/collision/inertia.py",
+           ["tests/test_bundle.py::test_inertia_from_density_matches_closed_form"],
+           append="""
+_mutant_mass_properties = mass_properties
+def mass_properties(mesh, density, mass=None):
+    return _mutant_mass_properties(mesh, 1000.0, mass)
+"""),
 ]
 
 OPERATOR_TARGETS = [
