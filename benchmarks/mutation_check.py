@@ -107,6 +107,16 @@ _mutant_mass_properties = mass_properties
 def mass_properties(mesh, density, mass=None):
     return _mutant_mass_properties(mesh, 1000.0, mass)
 """),
+    Mutant("init stores the first frame for every frame", "real2sim/capture/init.py",
+           ["tests/test_capture.py::test_init_from_image_folder_and_camera",
+            "tests/test_capture.py::test_init_from_video_and_lerobot"],
+           append="""
+_mutant_read_frames = read_frames
+def read_frames(*args, **kwargs):
+    src = _mutant_read_frames(*args, **kwargs)
+    src.frames = np.repeat(src.frames[:1], len(src.frames), 0)
+    return src
+"""),
 ]
 
 OPERATOR_TARGETS = [
