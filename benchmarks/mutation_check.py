@@ -117,6 +117,16 @@ def read_frames(*args, **kwargs):
     src.frames = np.repeat(src.frames[:1], len(src.frames), 0)
     return src
 """),
+    Mutant("masks command copies the prompt mask to every frame", "real2sim/segmentation/stage.py",
+           ["tests/test_bundle_commands.py::test_masks_command_keeps_earlier_entities"],
+           append="""
+_mutant_propagate_many = propagate_many
+def propagate_many(frames, masks, start=0, config=None):
+    out = _mutant_propagate_many(frames, masks, start, config)
+    for ent, p in out.items():
+        p.masks = [np.array(masks[ent], copy=True) for _ in p.masks]
+    return out
+"""),
 ]
 
 OPERATOR_TARGETS = [
