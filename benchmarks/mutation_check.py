@@ -127,6 +127,13 @@ def propagate_many(frames, masks, start=0, config=None):
         p.masks = [np.array(masks[ent], copy=True) for _ in p.masks]
     return out
 """),
+    Mutant("the worker pool runs every episode in-process", "real2sim/evaluation/envs/runner.py",
+           ["tests/test_evaluate.py::test_local_pool_two_workers"],
+           append="""
+def _run_pool(cfg, seeds, workers, record):
+    for s in seeds:
+        record(run_episode(cfg, s))
+"""),
 ]
 
 OPERATOR_TARGETS = [
