@@ -11,7 +11,7 @@ check that behaviour.
   every arithmetic operator and comparison in the function swapped for its neighbour (+ -, * /, < <=, > >=,
   == !=), one mutant per site.
 
-    .venv/bin/python benchmarks/mutation_check.py [--named-only] [--limit N]
+    .venv/bin/python benchmarks/mutation_check.py [--named-only] [--limit N] [--only TEXT]
 
 Prints one line per mutant and the survivors at the end; the exit status is the number of named mutants that
 survived (operator survivors are reported, not failed on: some are equivalent mutants, e.g. ``>`` vs ``>=`` on
@@ -89,6 +89,50 @@ def _centre_call(self, image, prompt, plate=None):
     h, w = image.shape[:2]
     return _mutant_call(self, image, Prompt([((w - 1) / 2, (h - 1) / 2)]), plate)
 SamBackend.__call__ = _centre_call
+"""),
+    Mutant("collision hulls in the repaired mesh's centred frame", "real2sim/collision/decomposition.py",
+           ["tests/test_collision.py::test_l_shape_coacd"],
+           append="""
+_mutant_repair = repair_mesh
+def repair_mesh(mesh, *args, **kwargs):
+    solid, notes = _mutant_repair(mesh, *args, **kwargs)
+    solid = solid.copy()
+    solid.apply_translation(-solid.centroid)
+    return solid, notes
+"""),
+    Mutant("mesh objects' mass from water's density, not theirs", "real2sim/collision/inertia.py",
+           ["tests/test_bundle.py::test_inertia_from_density_matches_closed_form"],
+           append="""
+_mutant_mass_properties = mass_properties
+def mass_properties(mesh, density, mass=None):
+    return _mutant_mass_properties(mesh, 1000.0, mass)
+"""),
+    Mutant("init stores the first frame for every frame", "real2sim/capture/init.py",
+           ["tests/test_capture.py::test_init_from_image_folder_and_camera",
+            "tests/test_capture.py::test_init_from_video_and_lerobot"],
+           append="""
+_mutant_read_frames = read_frames
+def read_frames(*args, **kwargs):
+    src = _mutant_read_frames(*args, **kwargs)
+    src.frames = np.repeat(src.frames[:1], len(src.frames), 0)
+    return src
+"""),
+    Mutant("masks command copies the prompt mask to every frame", "real2sim/segmentation/stage.py",
+           ["tests/test_bundle_commands.py::test_masks_command_keeps_earlier_entities"],
+           append="""
+_mutant_propagate_many = propagate_many
+def propagate_many(frames, masks, start=0, config=None):
+    out = _mutant_propagate_many(frames, masks, start, config)
+    for ent, p in out.items():
+        p.masks = [np.array(masks[ent], copy=True) for _ in p.masks]
+    return out
+"""),
+    Mutant("the worker pool runs every episode in-process", "real2sim/evaluation/envs/runner.py",
+           ["tests/test_evaluate.py::test_local_pool_two_workers"],
+           append="""
+def _run_pool(cfg, seeds, workers, record):
+    for s in seeds:
+        record(run_episode(cfg, s))
 """),
 ]
 
@@ -189,11 +233,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--named-only", action="store_true", help="only the named mutants (the bugs that once passed)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many operator mutants (0: all)")
+    ap.add_argument("--only", default="", help="only the mutants whose name contains this text")
     args = ap.parse_args()
     mutants = list(NAMED)
     if not args.named_only:
         ops = operator_mutants()
         mutants += ops[:args.limit] if args.limit else ops
+    if args.only:
+        mutants = [m for m in mutants if args.only in m.name]
     work = _scratch_copy()
     results = []
     try:

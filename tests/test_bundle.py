@@ -98,6 +98,8 @@ def test_missing_texture_warns_and_records_flat_colour(tmp_path, caplog):
 
 
 def test_unreadable_mesh_is_refused_with_the_file_named(tmp_path):
+    import shutil
+
     from real2sim import MeshError
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
@@ -107,7 +109,9 @@ def test_unreadable_mesh_is_refused_with_the_file_named(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(recipe))
     with pytest.raises(MeshError, match="broken.obj"):
         bundle_from_recipe(tmp_path / "r.json", tmp_path / "b")
-    assert builtin_recipe().exists()
+    assert not (tmp_path / "b").exists()  # nothing half-made left behind
+    shutil.copyfile(builtin_recipe().parent / "assets" / "cube" / "visual.obj", bad)  # the user fixes the mesh
+    assert list(bundle_from_recipe(tmp_path / "r.json", tmp_path / "b").manifest.objects) == ["thing"]
 
 
 def test_same_recipe_gives_identical_bundle_bytes(tmp_path):
@@ -128,6 +132,12 @@ def test_inertia_from_density_matches_closed_form(exportable_bundle):
     np.testing.assert_allclose(np.diag(cube.inertial.inertia), [cube.inertial.mass * a * a / 6] * 3, rtol=1e-9)
     mug = exportable_bundle.object("mug")  # hollow mesh: lighter than its convex hull
     assert 0.1 < mug.inertial.mass < 0.3
+    # its density times its mesh's volume and centre of mass, as trimesh computes them here (0.197 kg)
+    import trimesh
+
+    ref = trimesh.load(exportable_bundle.path(mug.visual.mesh), force="mesh")
+    assert mug.inertial.mass == pytest.approx(mug.density * ref.volume, rel=1e-3)
+    np.testing.assert_allclose(mug.inertial.com, ref.center_mass, atol=1e-5)
 
 
 def test_manifest_defaults_are_valid():

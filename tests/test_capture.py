@@ -198,7 +198,12 @@ def test_init_from_image_folder_and_camera(tmp_path):
     b = init_bundle(tmp_path / "scene", tmp_path / "frames", camera=cam, robot="widowx")
     b = Bundle.load(b.root)
     assert len(b.manifest.capture.frames) == 4
-    assert b.path(b.manifest.capture.frames[3].image).is_file()
+    # each stored frame is its source image, in order (PNG in, PNG out: bit for bit)
+    from PIL import Image
+
+    for f, src in zip(b.manifest.capture.frames, sorted((tmp_path / "frames").glob("*.png")), strict=True):
+        assert np.array_equal(np.asarray(Image.open(b.path(f.image)).convert("RGB")),
+                              np.asarray(Image.open(src).convert("RGB"))), f.image
     assert b.manifest.cameras["main"].width == 64
     assert b.manifest.robot.name == "widowx250s" and len(b.manifest.robot.joint_positions) == 8
     assert b.manifest.stages["capture"].status == "done"
@@ -215,6 +220,11 @@ def test_init_from_video_and_lerobot(tmp_path):
     b = init_bundle(tmp_path / "v", tmp_path / "clip.mp4")
     assert len(b.manifest.capture.frames) == 6
     assert abs(b.manifest.capture.frames[2].timestamp - 0.2) < 1e-6
+    from PIL import Image
+
+    # frame i of the clip is grey level 30 i (mp4 compression moves it a few levels)
+    means = [np.asarray(Image.open(b.path(f.image)).convert("RGB"), float).mean() for f in b.manifest.capture.frames]
+    assert np.abs(np.array(means) - 30 * np.arange(6)).max() < 6, means
 
     root = tmp_path / "lerobot"
     (root / "meta").mkdir(parents=True)

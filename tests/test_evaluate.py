@@ -143,7 +143,10 @@ def test_local_pool_two_workers(bundle, tmp_path):
 
     recs = read_results(s.results_path)
     assert s.trials == 2 and s.successes >= 1
-    assert len({r["worker_pid"] for r in recs}) >= 1 and all(r["worker_pid"] for r in recs)
+    # the episodes ran in the pool's processes, not in this one (a pool that runs them in-process passes the rest)
+    import os
+
+    assert all(r["worker_pid"] for r in recs) and os.getpid() not in {r["worker_pid"] for r in recs}, recs
 
 
 def test_ray_path(bundle, tmp_path):

@@ -124,6 +124,10 @@ def test_cli_writes_json_and_plot(tmp_path):
     d = json.loads((tmp_path / "m.json").read_text())
     assert d["tasks"]["pick"]["mmrv"] == 0.0
     assert d["tasks"]["push"]["mmrv"] > 0.0
+    # per task, SIMPLER's loop over the rates in the files (push: b and c swap ranks, 0.3 each for two of three)
+    push_real, push_sim = [0.1, 0.7, 0.4], [0.2, 0.3, 0.6]
+    assert d["tasks"]["push"]["mmrv"] == pytest.approx(simpler_reference_mmrv(push_real, push_sim)) == pytest.approx(0.2)
+    assert d["tasks"]["push"]["pearson_r"] == pytest.approx(np.corrcoef(push_real, push_sim)[0, 1], abs=1e-6)
     from PIL import Image
 
     assert Image.open(tmp_path / "m.png").size[0] > 600

@@ -73,19 +73,27 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
     robot = _import_robot(r, data["robot"]) if data.get("robot") is not None else None  # refuse before writing
     tasks = r.obj(data.get("tasks", {}), "tasks", set(data.get("tasks", {})))
     tasks = {k: TaskSpec.parse(r, v, f"tasks.{k}") for k, v in tasks.items()}
+    new_dir = not Path(out_dir).exists()
     bundle = Bundle.create(out_dir, name=r.string(data["name"], "name"), overwrite=overwrite)
-    m = bundle.manifest
-    m.provenance["recipe"] = recipe_path.name
-    m.table_height = r.number(data.get("table_height", 0.0), "table_height")
-    m.physics = PhysicsSpec.parse(r, data.get("physics", {}), "physics")
-    m.cameras = {k: CameraSpec.from_camera(camera_from_recipe(r, v, f"cameras.{k}")) for k, v in data.get("cameras", {}).items()}
-    if "lights" in data:
-        m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
-    for oid, od in data["objects"].items():
-        m.objects[oid] = _import_object(bundle, r, base, oid, od)
-    m.robot = robot
-    m.tasks = tasks
-    bundle.save()
+    try:
+        m = bundle.manifest
+        m.provenance["recipe"] = recipe_path.name
+        m.table_height = r.number(data.get("table_height", 0.0), "table_height")
+        m.physics = PhysicsSpec.parse(r, data.get("physics", {}), "physics")
+        m.cameras = {k: CameraSpec.from_camera(camera_from_recipe(r, v, f"cameras.{k}"))
+                     for k, v in data.get("cameras", {}).items()}
+        if "lights" in data:
+            m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
+        for oid, od in data["objects"].items():
+            m.objects[oid] = _import_object(bundle, r, base, oid, od)
+        m.robot = robot
+        m.tasks = tasks
+        bundle.save()
+    except BaseException:
+        # a refused recipe leaves no half-made bundle behind (it would block the corrected recipe: "already exists")
+        if new_dir:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
     return bundle
 
 
