@@ -68,3 +68,16 @@ def bridge_cube_masks(img_u8: np.ndarray, plate_u8: np.ndarray) -> dict[str, np.
         seed = hl == 1 + np.argmax(st[1:, cv2.CC_STAT_AREA])
         out[name] = binary_fill_holes(np.isin(lab, np.unique(lab[seed & (lab > 0)])))
     return out
+
+
+def bridge_gripper_mask(img_u8: np.ndarray) -> np.ndarray:
+    """The WidowX's gripper in the Bridge stack-cube frame, found without the robot model or any plate: it is the
+    one large black thing in the picture (HSV value < 70 against a grey wall and an orange table); the largest
+    such component, holes filled (the grey plate between the fingers)."""
+    import cv2
+    from scipy.ndimage import binary_fill_holes
+
+    dark = cv2.cvtColor(img_u8, cv2.COLOR_RGB2HSV)[..., 2] < 70
+    m = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    n, lab, st, _ = cv2.connectedComponentsWithStats(m)
+    return binary_fill_holes(lab == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))) if n > 1 else m.astype(bool)
