@@ -98,6 +98,9 @@ class GrabCutConfig:
     """A context cue's GrabCut EM iterations."""
     part_growth: float = 1.8
     """A mask is a part (a lid, a label) of another candidate that holds it and is at least this many times larger."""
+    whole_contrast: float = 0.25
+    """... and has an outline (:func:`_contrast` at least this): a box's leak into the table around the object has
+    none ..."""
     part_support: float = 0.75
     """... and agrees this well with another candidate (a whole found twice, not one box's leak)."""
     early_exit: int = 2
@@ -512,9 +515,15 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, whole_sizes,
         sup[i] = float(stab) if i == 0 else max([iou(masks[i], o) for o in others] or [0.0])
     sol = [_solidity(m) if valid[i] else 0.0 for i, m in enumerate(masks)]
     con = [_contrast(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
-    pool = [(m, sol[i], sup[i]) for i, m in enumerate(masks) if valid[i] and i > 0]
+    outlined = [masks[k] for k in range(1, n) if valid[k] and con[k] >= cfg.whole_contrast]
+
+    def confirmed(m):  # agreement with another cue whose mask has an outline (a whole found twice, not a leak)
+        return max([iou(m, o) for o in outlined if o is not m] or [0.0])
+
+    pool = [(m, sol[i], confirmed(m)) for i, m in enumerate(masks) if valid[i] and i > 0 and con[i] >= cfg.whole_contrast]
     for f in whole_sizes:
-        pool.append((f, _solidity(f), max([iou(f, o) for o, v in zip(masks[1:], valid[1:]) if v] or [0.0])))
+        if _contrast(lab_full, f) >= cfg.whole_contrast:
+            pool.append((f, _solidity(f), confirmed(f)))
     part = [(i == 0 and ambiguous) or any(_holds(b, masks[i], cfg.part_growth, cfg.max_growth)
                                           and bs >= cfg.min_solidity and bsup >= cfg.part_support
                                           for b, bs, bsup in pool) for i in range(n)]
@@ -523,11 +532,12 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, whole_sizes,
     log.debug("cues %s", [(names[i], round(sup[i], 2), round(con[i], 2), round(sol[i], 2), part[i], round(score[i], 2),
                            int(masks[i].sum())) for i in range(n)])
     if part[best]:  # a part: the best-supported larger compact candidate holding it
-        wholes = [i for i in range(n) if i != best and valid[i] and sup[i] >= cfg.stable_iou
+        wholes = [i for i in range(n) if i != best and valid[i] and sup[i] >= cfg.stable_iou and con[i] >= cfg.whole_contrast
                   and sol[i] >= cfg.min_solidity and _holds(masks[i], masks[best], cfg.part_growth, cfg.max_growth)]
         if wholes:
             best = max(wholes, key=lambda i: score[i] / (0.5 if part[i] else 1.0))
-    if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0]:
+    if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
+            and con[0] >= cfg.whole_contrast and confirmed(masks[0]) >= cfg.part_support:
         best = 0  # never a part of the whole the sizes found
     conf = float(np.clip(sup[best], 0, 1) * (0.4 + 0.6 * con[best])) * (0.5 if part[best] else 1.0)
     if best == 0:
