@@ -437,7 +437,7 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     picked = "sizes"
     conf = float(np.clip(stab, 0, 1) * (0.4 + 0.6 * _contrast(lab, m_c))) * (0.5 if ambiguous else 1.0)
     if cfg.cues:
-        mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous,
+        mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous, conf,
                                                           [f for f, o in zip(full, ok) if o], full[chosen], cfg)
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried)}
@@ -485,7 +485,8 @@ def _holds(big: np.ndarray, small: np.ndarray, growth: float, max_growth: float 
     return bool(a > 0 and growth * a < big.sum() <= max_growth * a and (big & small).sum() >= 0.85 * a)
 
 
-def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, whole_sizes, chosen_full, cfg: GrabCutConfig):
+def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_sizes, chosen_full,
+              cfg: GrabCutConfig):
     """The chosen size's mask against the other cues' masks (colour region, context boxes).
 
     Every candidate is scored as support (IoU with the best-agreeing other candidate: an object is found by
@@ -539,9 +540,9 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, whole_sizes,
     if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
             and con[0] >= cfg.whole_contrast and confirmed(masks[0]) >= cfg.part_support:
         best = 0  # never a part of the whole the sizes found
+    if best == 0:  # the sizes' confidence (``conf``), halved when it is a part
+        return mask, shadow, "sizes", conf * (0.5 if part[0] and not ambiguous else 1.0), part[0]
     conf = float(np.clip(sup[best], 0, 1) * (0.4 + 0.6 * con[best])) * (0.5 if part[best] else 1.0)
-    if best == 0:
-        return mask, shadow, "sizes", conf, part[0]
     return masks[best], np.zeros_like(masks[best]), names[best], conf, part[best]
 
 
