@@ -86,7 +86,7 @@ class GrabCutConfig:
     """Compare the chosen size's mask with the other cues' masks (below) and take the best-scored whole one."""
     legacy: bool = True
     """Cue: main@02b6871's colour-region GrabCut (grown from the click's colour)."""
-    context_scales: tuple[float, ...] = (0.1, 0.16)
+    context_scales: tuple[float, ...] = (0.1, 0.16, 0.25)
     """Cue: plain GrabCut from a box of these half-sizes (fractions of the image's smaller side) around the click,
     without the click's colour as sure foreground (a click on a lid does not make the lid the object), with a
     wide context (``context_margin`` box half-sizes) as background."""
@@ -516,15 +516,17 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
         sup[i] = float(stab) if i == 0 else max([iou(masks[i], o) for o in others] or [0.0])
     sol = [_solidity(m) if valid[i] else 0.0 for i, m in enumerate(masks)]
     con = [_contrast(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
-    outlined = [masks[k] for k in range(1, n) if valid[k] and con[k] >= cfg.whole_contrast]
+    kind = [nm.split()[0] for nm in names]  # sizes, colour, context: the generators
+    sizes_con = [_contrast(lab_full, f) for f in whole_sizes]
+    outlined = [(masks[k], kind[k]) for k in range(1, n) if valid[k] and con[k] >= cfg.whole_contrast]
+    outlined += [(f, "sizes") for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
 
-    def confirmed(m):  # agreement with another cue whose mask has an outline (a whole found twice, not a leak)
-        return max([iou(m, o) for o in outlined if o is not m] or [0.0])
+    def confirmed(m, k):  # agreement with another generator's mask that has an outline (a whole found twice, by
+        return max([iou(m, o) for o, ko in outlined if ko != k] or [0.0])  # independent cues, not one box's leak)
 
-    pool = [(m, sol[i], confirmed(m)) for i, m in enumerate(masks) if valid[i] and i > 0 and con[i] >= cfg.whole_contrast]
-    for f in whole_sizes:
-        if _contrast(lab_full, f) >= cfg.whole_contrast:
-            pool.append((f, _solidity(f), confirmed(f)))
+    pool = [(m, sol[i], confirmed(m, kind[i])) for i, m in enumerate(masks)
+            if valid[i] and i > 0 and con[i] >= cfg.whole_contrast]
+    pool += [(f, _solidity(f), confirmed(f, "sizes")) for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
     part = [(i == 0 and ambiguous) or any(_holds(b, masks[i], cfg.part_growth, cfg.max_growth)
                                           and bs >= cfg.min_solidity and bsup >= cfg.part_support
                                           for b, bs, bsup in pool) for i in range(n)]
@@ -538,7 +540,7 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
         if wholes:
             best = max(wholes, key=lambda i: score[i] / (0.5 if part[i] else 1.0))
     if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
-            and con[0] >= cfg.whole_contrast and confirmed(masks[0]) >= cfg.part_support:
+            and con[0] >= cfg.whole_contrast and confirmed(masks[0], "sizes") >= cfg.part_support:
         best = 0  # never a part of the whole the sizes found
     if best == 0:  # the sizes' confidence (``conf``), halved when it is a part
         return mask, shadow, "sizes", conf * (0.5 if part[0] and not ambiguous else 1.0), part[0]
