@@ -27,10 +27,15 @@ see :func:`grabcut_result`.
 From a box: main@02b6871's GrabCut in the box (unchanged; the robot's box of ``real2sim init`` relies on it), with
 its stability under a 5 % looser box as the confidence.
 
-Second cue (clicks): main@02b6871's GrabCut from a colour region grown at the click
-(:mod:`segmentation.grabcut_legacy`) runs too; its mask is taken when it scores better (agreement with one of the
-sizes' whole masks x outline contrast x convexity against the chosen mask's stability x contrast x convexity), or
-when the chosen mask may be a part of a larger object and the colour-region mask is that compact larger whole.
+Other cues (clicks), :func:`_pick_cue`: main@02b6871's GrabCut from a colour region grown at the click
+(:mod:`segmentation.grabcut_legacy`), and plain GrabCut from boxes of ``context_scales`` x the image's smaller side
+around the click with a wide context as background and no sure foreground at the click (a click on a lid does not
+make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored as
+support (IoU with the best-agreeing other candidate) x (0.5 + outline contrast) x solidity, halved when it is a
+part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
+(``whole_contrast``) that another generator's outlined mask confirms (``part_support``). The best-scored is taken;
+a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
+replaced by one of its parts.
 """
 from __future__ import annotations
 
