@@ -452,7 +452,8 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
 def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> np.ndarray:
     """Plain GrabCut from a square box of half-size ``r`` around ``click`` (everything in it probable foreground,
     no sure-foreground disk), the box plus ``context_margin * r`` of context around it (background) resampled to
-    at most ``context_side`` pixels; the component at the click, holes filled, as a full-image ``(h, w) bool``."""
+    at most ``context_side`` pixels; the component at the click, holes filled, as a full-image ``(h, w) bool``;
+    empty when the mask runs along more than ``touch_frac`` of the box's sides (the box cut a larger object)."""
     import cv2
 
     h, w = image.shape[:2]
@@ -476,8 +477,19 @@ def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> 
                     cfg.context_iterations, cv2.GC_INIT_WITH_RECT)
     except cv2.error:
         return np.zeros((h, w), bool)
-    fg = ((m == cv2.GC_FGD) | (m == cv2.GC_PR_FGD)).astype(np.float32)
-    up = cv2.resize(fg, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR) >= 0.5
+    fg = (m == cv2.GC_FGD) | (m == cv2.GC_PR_FGD)
+    sides = []  # the box's sides inside the image: a mask along them was cut by the box (the object is larger)
+    if cx - r > 0:
+        sides.append(fg[ry0:ry1 + 1, min(rx0 + 1, rx1)])
+    if cx + r < w - 1:
+        sides.append(fg[ry0:ry1 + 1, max(rx1 - 1, rx0)])
+    if cy - r > 0:
+        sides.append(fg[min(ry0 + 1, ry1), rx0:rx1 + 1])
+    if cy + r < h - 1:
+        sides.append(fg[max(ry1 - 1, ry0), rx0:rx1 + 1])
+    if sides and float(np.concatenate(sides).mean()) > cfg.touch_frac:
+        return np.zeros((h, w), bool)
+    up = cv2.resize(fg.astype(np.float32), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR) >= 0.5
     out = np.zeros((h, w), bool)
     out[y0:y1, x0:x1] = up
     out = cv2.morphologyEx(out.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
