@@ -208,3 +208,38 @@ def test_outline_of_a_blurred_frame_is_at_half_contrast():
                          c.mask))
     assert min(ours) > 0.92, ours
     assert np.mean(ours) > np.mean(plain) + 0.05, (ours, plain)  # the threshold alone puts it outside
+
+
+def _can_with_lid(seed: int, size=(240, 320)):
+    """A can seen from above at an angle on a procedural table: a shaded dark-red body under a bright grey elliptical
+    lid. Returns (image, whole-can truth, lid truth, a click at the lid's centre)."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    h, w = size
+    img = procedural_plate(h, w, rng).astype(np.float32)
+    cw = int(rng.uniform(0.09, 0.12) * w)
+    ch, lid_h = int(rng.uniform(1.5, 1.8) * cw), int(0.6 * cw)
+    x0, y0 = int(rng.uniform(0.3, 0.6) * w), int(rng.uniform(0.3, 0.5) * h)
+    can = np.zeros((h, w), np.uint8)
+    cv2.rectangle(can, (x0, y0 + lid_h // 2), (x0 + cw, y0 + ch), 1, -1)
+    cv2.ellipse(can, (x0 + cw // 2, y0 + ch), (cw // 2, lid_h // 2), 0, 0, 180, 1, -1)
+    lid = np.zeros((h, w), np.uint8)
+    cv2.ellipse(lid, (x0 + cw // 2, y0 + lid_h // 2), (cw // 2, lid_h // 2), 0, 0, 360, 1, -1)
+    lid = lid.astype(bool)
+    body = can.astype(bool) & ~lid
+    u = (np.arange(w) - x0) / cw
+    shade = np.clip(0.6 + 0.5 * np.cos(np.clip(u * 2.5 - 0.8, -np.pi / 2, np.pi / 2)), 0.3, 1.1)[None, :, None]
+    img = np.where(body[..., None], np.array([150, 25, 30], np.float32) * shade, img)
+    img[lid] = [185, 185, 190]
+    img = np.clip(img + rng.normal(0, 1.5, img.shape), 0, 255).astype(np.uint8)
+    ys, xs = np.nonzero(lid)
+    return img, body | lid, lid, (float(xs.mean()), float(ys.mean()))
+
+
+@pytest.mark.parametrize("size", [(240, 320), (480, 640)])
+def test_click_on_a_lid_gives_the_can_not_the_lid(size):
+    for seed in (0, 1, 2):
+        img, can, lid, click = _can_with_lid(seed, size)
+        res = segment_result(img, Prompt([click]), backend="grabcut")
+        assert iou(res.mask, can) > 0.85, (seed, iou(res.mask, can), iou(res.mask, lid), res.details)

@@ -27,10 +27,15 @@ see :func:`grabcut_result`.
 From a box: main@02b6871's GrabCut in the box (unchanged; the robot's box of ``real2sim init`` relies on it), with
 its stability under a 5 % looser box as the confidence.
 
-Second cue (clicks): main@02b6871's GrabCut from a colour region grown at the click
-(:mod:`segmentation.grabcut_legacy`) runs too; its mask is taken when it scores better (agreement with one of the
-sizes' whole masks x outline contrast x convexity against the chosen mask's stability x contrast x convexity), or
-when the chosen mask may be a part of a larger object and the colour-region mask is that compact larger whole.
+Other cues (clicks), :func:`_pick_cue`: main@02b6871's GrabCut from a colour region grown at the click
+(:mod:`segmentation.grabcut_legacy`), and plain GrabCut from boxes of ``context_scales`` x the image's smaller side
+around the click with a wide context as background and no sure foreground at the click (a click on a lid does not
+make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored as
+support (IoU with the best-agreeing other candidate) x (0.5 + outline contrast) x solidity, halved when it is a
+part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
+(``whole_contrast``) that another generator's outlined mask confirms (``part_support``). The best-scored is taken;
+a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
+replaced by one of its parts.
 """
 from __future__ import annotations
 
@@ -62,8 +67,9 @@ class GrabCutConfig:
     stable_iou: float = 0.85
     """A size whose mask agrees this well with the next size's is taken (the object does not change when the box
     grows; a part of it or a leak does)."""
-    max_growth: float = 10.0
-    """A larger stable mask replaces a smaller one it holds when at most this many times its area ..."""
+    max_growth: float = 5.0
+    """A larger candidate holding a mask is the whole it is a part of when at most this many times its area (a lid
+    or a label is a fifth of a can or more; a mask many times larger is the background around the object) ..."""
     min_solidity: float = 0.8
     """... and at least this convex (area / convex hull): an object holding its coloured part, not a leak."""
     max_box_fill: float = 0.6
@@ -81,8 +87,27 @@ class GrabCutConfig:
     """Lightness ratio to the background of a shadow pixel (darker than this fraction: an object)."""
     remove_shadow: bool = True
     """Remove the cast shadow from the mask."""
+    cues: bool = True
+    """Compare the chosen size's mask with the other cues' masks (below) and take the best-scored whole one."""
     legacy: bool = True
-    """Also run main@02b6871's colour-region GrabCut and take it when it scores better (a second cue)."""
+    """Cue: main@02b6871's colour-region GrabCut (grown from the click's colour)."""
+    context_scales: tuple[float, ...] = (0.1, 0.16, 0.25)
+    """Cue: plain GrabCut from a box of these half-sizes (fractions of the image's smaller side) around the click,
+    without the click's colour as sure foreground (a click on a lid does not make the lid the object), with a
+    wide context (``context_margin`` box half-sizes) as background."""
+    context_margin: float = 3.0
+    """Context around the box of a context cue, in box half-sizes."""
+    context_side: int = 200
+    """A context cue's GrabCut runs on its crop resampled to at most this many pixels a side (speed)."""
+    context_iterations: int = 5
+    """A context cue's GrabCut EM iterations."""
+    part_growth: float = 1.8
+    """A mask is a part (a lid, a label) of another candidate that holds it and is at least this many times larger."""
+    whole_contrast: float = 0.25
+    """... and has an outline (:func:`_contrast` at least this): a box's leak into the table around the object has
+    none ..."""
+    part_support: float = 0.75
+    """... and agrees this well with another candidate (a whole found twice, not one box's leak)."""
     early_exit: int = 2
     """Stop growing the box once this many consecutive larger boxes gave the same whole mask (0: try all sizes)."""
     legacy_side: int | None = 160
@@ -414,24 +439,130 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
         mask = refine_edges(image, mask, band=band, ring=2 * band)
     mask = component_at(mask, pos, radius=max(3, int(round(2 / crop.scale)))) if pos else _largest(mask)
     mask = fill_holes(mask)
-    conf = float(np.clip(stab, 0, 1) * (0.4 + 0.6 * _contrast(lab, m_c))) * (0.5 if ambiguous else 1.0)
     picked = "sizes"
-    if pos and cfg.legacy and prompt.box is None:
-        # second cue: main@02b6871's colour-region GrabCut; the better-scored mask is taken
-        legacy = np.asarray(legacy_grabcut(image, prompt, LegacyConfig(max_side=cfg.legacy_side,
-                                                                         iterations=cfg.legacy_iterations)), bool)
-        if legacy.any() and not legacy_too_big(legacy):
-            lab_full = _lab(image)
-            agree = max([iou(legacy, f) for f, o in zip(full, ok) if o] or [0.0])
-            s_new = stab * (0.5 + _contrast(lab_full, mask)) * _solidity(mask) * (0.5 if ambiguous else 1.0)
-            s_old = agree * (0.5 + _contrast(lab_full, legacy)) * _solidity(legacy)
-            holds = (legacy & mask).sum() >= 0.85 * mask.sum() and legacy.sum() > 1.8 * mask.sum()
-            if s_old > s_new or (ambiguous and holds and _solidity(legacy) >= cfg.min_solidity):
-                mask, shadow, picked = legacy, np.zeros_like(legacy), "colour region"
-                conf = float(np.clip(agree, 0, 1) * (0.4 + 0.6 * _contrast(lab_full, legacy)))
+    conf = float(np.clip(stab, 0, 1) * (0.4 + 0.6 * _contrast(lab, m_c))) * (0.5 if ambiguous else 1.0)
+    if cfg.cues:
+        mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous, conf,
+                                                          [f for f, o in zip(full, ok) if o], full[chosen], cfg)
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried)}
     return MaskResult(mask, conf, shadow=shadow, details=details)
+
+
+def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> np.ndarray:
+    """Plain GrabCut from a square box of half-size ``r`` around ``click`` (everything in it probable foreground,
+    no sure-foreground disk), the box plus ``context_margin * r`` of context around it (background) resampled to
+    at most ``context_side`` pixels; the component at the click, holes filled, as a full-image ``(h, w) bool``;
+    empty when the mask runs along more than ``touch_frac`` of the box's sides (the box cut a larger object)."""
+    import cv2
+
+    h, w = image.shape[:2]
+    cx, cy = click
+    g = r * (1.0 + cfg.context_margin)
+    x0, y0 = int(max(0, np.floor(cx - g))), int(max(0, np.floor(cy - g)))
+    x1, y1 = int(min(w, np.ceil(cx + g) + 1)), int(min(h, np.ceil(cy + g) + 1))
+    f = min(1.0, cfg.context_side / max(x1 - x0, y1 - y0))
+    size = (max(2, int(round((x1 - x0) * f))), max(2, int(round((y1 - y0) * f))))
+    sub = image[y0:y1, x0:x1]
+    sub = cv2.resize(sub, size, interpolation=cv2.INTER_AREA) if f < 1 else sub
+    rx0, ry0 = int(max(0, (cx - r - x0) * f)), int(max(0, (cy - r - y0) * f))
+    rx1, ry1 = int(min(size[0] - 1, (cx + r - x0) * f)), int(min(size[1] - 1, (cy + r - y0) * f))
+    if rx1 - rx0 < 2 or ry1 - ry0 < 2 or (rx0 == 0 and ry0 == 0 and rx1 == size[0] - 1 and ry1 == size[1] - 1):
+        return np.zeros((h, w), bool)
+    m = np.zeros(sub.shape[:2], np.uint8)
+    cv2.setRNGSeed(cfg.seed)
+    bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
+    try:
+        cv2.grabCut(np.ascontiguousarray(sub[..., ::-1]), m, (rx0, ry0, rx1 - rx0, ry1 - ry0), bgd, fgd,
+                    cfg.context_iterations, cv2.GC_INIT_WITH_RECT)
+    except cv2.error:
+        return np.zeros((h, w), bool)
+    fg = (m == cv2.GC_FGD) | (m == cv2.GC_PR_FGD)
+    sides = []  # the box's sides inside the image: a mask along them was cut by the box (the object is larger)
+    if cx - r > 0:
+        sides.append(fg[ry0:ry1 + 1, min(rx0 + 1, rx1)])
+    if cx + r < w - 1:
+        sides.append(fg[ry0:ry1 + 1, max(rx1 - 1, rx0)])
+    if cy - r > 0:
+        sides.append(fg[min(ry0 + 1, ry1), rx0:rx1 + 1])
+    if cy + r < h - 1:
+        sides.append(fg[max(ry1 - 1, ry0), rx0:rx1 + 1])
+    if sides and float(np.concatenate(sides).mean()) > cfg.touch_frac:
+        return np.zeros((h, w), bool)
+    up = cv2.resize(fg.astype(np.float32), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR) >= 0.5
+    out = np.zeros((h, w), bool)
+    out[y0:y1, x0:x1] = up
+    out = cv2.morphologyEx(out.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
+    return fill_holes(component_at(out, [click], radius=max(2, int(round(1 / f)))))
+
+
+def _holds(big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:
+    """``big`` holds ``small`` (85 % of it) and is ``growth`` to ``max_growth`` times its area."""
+    a = small.sum()
+    return bool(a > 0 and growth * a < big.sum() <= max_growth * a and (big & small).sum() >= 0.85 * a)
+
+
+def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_sizes, chosen_full,
+              cfg: GrabCutConfig):
+    """The chosen size's mask against the other cues' masks (colour region, context boxes).
+
+    Every candidate is scored as support (IoU with the best-agreeing other candidate: an object is found by
+    independent hypotheses, a leak or a fragment by one) x (0.5 + outline contrast) x solidity, halved when a
+    larger compact candidate holds it (a part: a lid, a label). The best-scored is taken; a part is replaced by the
+    best-scored larger compact candidate holding it when that one is supported (a can, not its lid), and a whole
+    is never replaced by one of its parts. Returns (mask, shadow, picked, confidence, part)."""
+    h, w = image.shape[:2]
+    pos = prompt.positives
+    cx, cy = np.mean([p[0] for p in pos]), np.mean([p[1] for p in pos])
+    names, masks = ["sizes"], [mask]
+    if cfg.legacy:
+        lg = np.asarray(legacy_grabcut(image, prompt, LegacyConfig(max_side=cfg.legacy_side,
+                                                                   iterations=cfg.legacy_iterations)), bool)
+        names.append("colour region")
+        masks.append(lg)
+    for s in cfg.context_scales:
+        names.append(f"context {s:g}")
+        masks.append(_context_grabcut(image, (cx, cy), s * min(h, w), cfg))
+    lab_full = _lab(image)
+    valid = [i == 0 or (m.sum() >= 20 and not legacy_too_big(m)) for i, m in enumerate(masks)]
+    n = len(masks)
+    sup = [0.0] * n
+    for i in range(n):
+        others = [masks[j] for j in range(n) if j != i and valid[j]]
+        others += [f for f in whole_sizes if i != 0 or f is not chosen_full]
+        sup[i] = float(stab) if i == 0 else max([iou(masks[i], o) for o in others] or [0.0])
+    sol = [_solidity(m) if valid[i] else 0.0 for i, m in enumerate(masks)]
+    con = [_contrast(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
+    kind = [nm.split()[0] for nm in names]  # sizes, colour, context: the generators
+    sizes_con = [_contrast(lab_full, f) for f in whole_sizes]
+    outlined = [(masks[k], kind[k]) for k in range(1, n) if valid[k] and con[k] >= cfg.whole_contrast]
+    outlined += [(f, "sizes") for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
+
+    def confirmed(m, k):  # agreement with another generator's mask that has an outline (a whole found twice, by
+        return max([iou(m, o) for o, ko in outlined if ko != k] or [0.0])  # independent cues, not one box's leak)
+
+    pool = [(m, sol[i], confirmed(m, kind[i])) for i, m in enumerate(masks)
+            if valid[i] and i > 0 and con[i] >= cfg.whole_contrast]
+    pool += [(f, _solidity(f), confirmed(f, "sizes")) for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
+    part = [(i == 0 and ambiguous) or any(_holds(b, masks[i], cfg.part_growth, cfg.max_growth)
+                                          and bs >= cfg.min_solidity and bsup >= cfg.part_support
+                                          for b, bs, bsup in pool) for i in range(n)]
+    score = [sup[i] * (0.5 + con[i]) * sol[i] * (0.5 if part[i] else 1.0) if valid[i] else -1.0 for i in range(n)]
+    best = max(range(n), key=lambda i: (score[i], -i))
+    log.debug("cues %s", [(names[i], round(sup[i], 2), round(con[i], 2), round(sol[i], 2), part[i], round(score[i], 2),
+                           int(masks[i].sum())) for i in range(n)])
+    if part[best]:  # a part: the best-supported larger compact candidate holding it
+        wholes = [i for i in range(n) if i != best and valid[i] and sup[i] >= cfg.stable_iou and con[i] >= cfg.whole_contrast
+                  and sol[i] >= cfg.min_solidity and _holds(masks[i], masks[best], cfg.part_growth, cfg.max_growth)]
+        if wholes:
+            best = max(wholes, key=lambda i: score[i] / (0.5 if part[i] else 1.0))
+    if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
+            and con[0] >= cfg.whole_contrast and confirmed(masks[0], "sizes") >= cfg.part_support:
+        best = 0  # never a part of the whole the sizes found
+    if best == 0:  # the sizes' confidence (``conf``), halved when it is a part
+        return mask, shadow, "sizes", conf * (0.5 if part[0] and not ambiguous else 1.0), part[0]
+    conf = float(np.clip(sup[best], 0, 1) * (0.4 + 0.6 * con[best])) * (0.5 if part[best] else 1.0)
+    return masks[best], np.zeros_like(masks[best]), names[best], conf, part[best]
 
 
 def grabcut(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None,
