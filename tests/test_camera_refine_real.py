@@ -182,7 +182,6 @@ def test_keeps_the_readme_pose_when_refinement_cannot_tell_a_better_one(real_bun
     # refinement finds a pose a little away with a slightly higher IoU (measured +0.005, 1.5 mm / 0.5 deg): less
     # than the real mask can resolve, so the stage keeps the camera
     assert ran and not rec.metrics["applied"] and not rep["applied"]
-    assert rep["mean_iou_after"] - rep["mean_iou_before"] < rep["min_gain"]
     assert "previous camera pose kept" in rec.message
     assert Bundle.load(b.root).manifest.cameras["main"].T_world_camera == T_readme
     assert not refine_camera_stage(b)[1]  # nothing changed: skipped
