@@ -26,6 +26,7 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError, ManifestError
 from real2sim.core.geometry import look_at_opencv
+from real2sim.core.imaging import read_rgb
 from real2sim.core.manifest import (
     CameraSpec,
     FieldReader,
@@ -110,6 +111,7 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
     if od.get("texture"):
         tex = base / r.string(od["texture"], f"{where}.texture")
         if tex.is_file():
+            read_rgb(tex)  # refuse an unreadable image now, naming the file (every exporter would fail on it later)
             texture = bundle.rel(dst_dir / f"texture{tex.suffix.lower()}")
             shutil.copyfile(tex, bundle.path(texture))
         else:
