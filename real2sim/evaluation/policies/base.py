@@ -80,8 +80,16 @@ class ReplayPolicy:
             p = Path(path)
             if not p.is_file():
                 raise PolicySpecError(f"{p}: recorded actions not found (replay:path=...)")
-            actions = np.load(p) if p.suffix == ".npy" else np.asarray(json.loads(p.read_text()), float)
-        self.actions = np.asarray(actions, float)
+            try:
+                actions = (np.load(p, allow_pickle=False) if p.suffix == ".npy"
+                           else json.loads(p.read_text(encoding="utf-8")))
+            except (ValueError, OSError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+                raise PolicySpecError(f"{p}: cannot read recorded actions ({' '.join(str(exc).split())[:160]}); "
+                                      "give a .npy (T, d) array or a .json list of lists") from exc
+        try:
+            self.actions = np.asarray(actions, float)
+        except (TypeError, ValueError) as exc:
+            raise PolicySpecError(f"{path}: recorded actions are not a (T, d) array of numbers ({exc})") from exc
         if self.actions.ndim != 2 or not np.isfinite(self.actions).all():
             raise PolicySpecError(f"recorded actions must be a finite (T, d) array, got shape {self.actions.shape}")
         self.name = "replay"
@@ -158,7 +166,7 @@ def make_policy(spec: str, remote_timeout_s: float = 10.0, remote_retries: int =
         raise UnknownNameError("policy", name, list(reg) + ["http://HOST:PORT"])
     try:
         pol = reg[name](**kwargs)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # unknown keys, values of the wrong kind ('noise=abc')
         raise PolicySpecError(f"policy spec '{spec}': {exc}") from exc
     pol.name = spec
     return pol
