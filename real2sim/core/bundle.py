@@ -198,20 +198,27 @@ class Bundle:
 
 
 # Diagnostic fields that legitimately differ between runs (wall time, cache state);
-# they are left out of :func:`bundle_digest`.
-VOLATILE_KEYS = frozenset({"seconds", "cache_hit", "coacd_seconds"})
+# they are left out of :func:`bundle_digest`. Every key named ``seconds``, ``*_seconds`` or ``seconds_*`` is a timing and volatile
+# (:func:`is_volatile_key`), so a new timing cannot make two identical builds differ: name timings that way.
+VOLATILE_KEYS = frozenset({"seconds", "cache_hit"})
+
+
+def is_volatile_key(key) -> bool:
+    """Whether a JSON key holds a timing or cache state (left out of digests and stage fingerprints)."""
+    return key in VOLATILE_KEYS or (isinstance(key, str) and (key.endswith("_seconds") or key.startswith("seconds_")))
 
 
 def _strip_volatile(obj):
     if isinstance(obj, dict):
-        return {k: _strip_volatile(v) for k, v in obj.items() if k not in VOLATILE_KEYS}
+        return {k: _strip_volatile(v) for k, v in obj.items() if not is_volatile_key(k)}
     if isinstance(obj, list):
         return [_strip_volatile(v) for v in obj]
     return obj
 
 
 def content_hash(path: Path) -> str:
-    """Hash of a file's content; JSON files without :data:`VOLATILE_KEYS` (timings change, results do not)."""
+    """Hash of a file's content; JSON files without volatile keys (:func:`is_volatile_key`: timings change,
+    results do not)."""
     path = Path(path)
     if path.suffix == ".json":
         return hash_jsonable(_strip_volatile(json.loads(path.read_text())))
