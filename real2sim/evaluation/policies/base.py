@@ -136,6 +136,26 @@ class RemotePolicyAdapter:
         return a
 
 
+PAGE_POLICIES = ("scripted", "random")
+"""Policies that read no file and reach no server: the only ones a web page may start (``replay:path=`` would
+probe the server's files, a URL would make it send requests anywhere)."""
+
+
+def check_page_policy(spec: str) -> str:
+    """``spec`` if it names one of :data:`PAGE_POLICIES` (with options), else a :class:`PolicySpecError` that says
+    where to run the others (the command line)."""
+    spec = str(spec or "").strip()
+    name, kwargs = ("", {}) if "://" in spec else parse_spec(spec)
+    if name not in PAGE_POLICIES:
+        raise PolicySpecError(f"policy '{spec[:80]}' cannot be run from the review page; choose {' or '.join(PAGE_POLICIES)} "
+                              "(options like 'scripted:noise=0.02' allowed). Run replay files and policy servers with "
+                              "'real2sim eval DIR --policy ...' on the command line")
+    bad = [k for k, v in kwargs.items() if not isinstance(v, (int, float)) or isinstance(v, bool)]
+    if bad:
+        raise PolicySpecError(f"policy '{spec[:80]}': option(s) {', '.join(bad)} must be numbers on the review page")
+    return spec
+
+
 def _registry():
 
     return {"scripted": ScriptedPolicy, "random": RandomPolicy, "replay": ReplayPolicy}
@@ -172,4 +192,4 @@ def make_policy(spec: str, remote_timeout_s: float = 10.0, remote_retries: int =
     return pol
 
 
-__all__ = ["Policy", "PolicySpecError", "RandomPolicy", "RemotePolicyAdapter", "ReplayPolicy", "make_policy", "parse_spec"]
+__all__ = ["PAGE_POLICIES", "Policy", "PolicySpecError", "check_page_policy", "RandomPolicy", "RemotePolicyAdapter", "ReplayPolicy", "make_policy", "parse_spec"]
