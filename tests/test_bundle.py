@@ -143,3 +143,39 @@ def test_inertia_from_density_matches_closed_form(exportable_bundle):
 def test_manifest_defaults_are_valid():
     d = Manifest(name="empty").to_dict()
     assert Manifest.from_dict(d) == Manifest(name="empty")
+
+
+def test_timings_never_change_a_digest_whatever_their_name(tmp_path):
+    """Two identical builds of a texture stage once differed by 'splat_seconds' alone (it was not a volatile key)."""
+    import json as _json
+
+    from real2sim.core.bundle import content_hash
+
+    report = {"objects": {"cube": {"psnr_db": 31.5, "splat_seconds": 0.41, "refine_seconds": 0.0, "seconds": 1.2}},
+              "stage_seconds": {"texture": 3.1}, "total_seconds": 9.0, "cache_hit": False}
+    rerun = _json.loads(_json.dumps(report))
+    rerun["objects"]["cube"].update(splat_seconds=0.57, refine_seconds=0.01, seconds=1.9)
+    rerun.update(stage_seconds={"texture": 4.2}, total_seconds=11.0, cache_hit=True)
+    other = _json.loads(_json.dumps(report))
+    other["objects"]["cube"]["psnr_db"] = 30.0
+    for name, data in (("a", report), ("b", rerun), ("c", other)):
+        (tmp_path / f"{name}.json").write_text(_json.dumps(data))
+    assert content_hash(tmp_path / "a.json") == content_hash(tmp_path / "b.json")
+    assert content_hash(tmp_path / "a.json") != content_hash(tmp_path / "c.json")  # results still count
+
+
+def test_every_timing_key_the_code_writes_is_volatile():
+    """Scan the package for JSON keys that name a duration: each must be one the digest leaves out."""
+    import re
+    from pathlib import Path
+
+    import real2sim
+    from real2sim.core.bundle import is_volatile_key
+
+    keys = set()
+    for py in Path(real2sim.__file__).parent.rglob("*.py"):
+        keys |= set(re.findall(r"""["'](\w*seconds\w*)["']\s*:""", py.read_text()))
+        keys |= {m for m in re.findall(r"""\[["'](\w*seconds\w*)["']\]\s*=""", py.read_text())}
+    assert keys, "the scan found no timing keys at all: the pattern is broken"
+    assert "splat_seconds" in keys
+    assert not [k for k in keys if not is_volatile_key(k)]

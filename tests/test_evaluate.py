@@ -231,3 +231,52 @@ def test_cli_eval_with_variants_records_them_and_resumes_per_variant_set(bundle,
     with pytest.raises(Real2SimError, match="JSON object"):
         args = ap.parse_args(base + ["--variants", "lighting=0.5"])
         args.fn(args)
+
+
+def test_empty_action_chunk_from_a_real_server_ends_the_run_with_a_clear_error(bundle, tmp_path):
+    """A server answering (0, 7) chunks once spun the episode loop forever (no step, so no time limit)."""
+    from hostile import HostileServer
+
+    from real2sim.evaluation.policies import RemotePolicyError
+    from real2sim.evaluation.policies.remote import pack
+
+    with HostileServer(pack({"actions": np.zeros((0, 7))})) as srv:
+        with pytest.raises(RemotePolicyError, match=r"field 'actions' has shape \(0, 7\)"):
+            _eval(bundle, tmp_path, srv.url, episodes=1)
+    assert srv.calls == 1
+
+
+class _Odd:
+    privileged = False
+
+    def __init__(self, reply, delay_s=0.0):
+        self.name, self.reply, self.delay_s = "odd", reply, delay_s
+
+    def reset(self, *a, **k):
+        pass
+
+    def act(self, obs):
+        import time
+
+        time.sleep(self.delay_s)
+        return self.reply
+
+
+@pytest.mark.parametrize("reply,message", [(np.zeros((0, 7)), r"shape \(0, 7\)"), ([], r"shape \(1, 0\)|shape \(0,\)"),
+                                           (np.full(7, np.inf), "NaN or inf"), ("up", "not numbers")])
+def test_a_local_policy_returning_no_action_is_refused_not_looped(bundle, tmp_path, reply, message):
+    from real2sim.evaluation.envs.runner import EvalConfig, PolicyOutputError, run_episode
+
+    cfg = EvalConfig(str(bundle.root), "odd", "lift_cube", "mujoco", "state", out_dir=str(tmp_path))
+    with pytest.raises(PolicyOutputError, match=message):
+        run_episode(cfg, 0, policy=_Odd(reply))
+
+
+def test_a_slow_policy_is_stopped_by_the_episode_wall_time_limit(bundle, tmp_path):
+    from real2sim.evaluation.envs.runner import EvalConfig, run_episode
+
+    cfg = EvalConfig(str(bundle.root), "odd", "lift_cube", "mujoco", "state", out_dir=str(tmp_path),
+                     episode_timeout_s=0.3)
+    rec = run_episode(cfg, 0, policy=_Odd(np.zeros((1, 7)), delay_s=0.1))
+    assert rec["timed_out"] is True and rec["success"] is False
+    assert 1 <= rec["steps"] < 40  # 40 = the task's step limit; the wall-time limit came first

@@ -144,3 +144,27 @@ def test_unknown_camera_is_refused(mjcf):
     scene.capabilities = frozenset({"physics"})
     with pytest.raises(UnsupportedCapability):
         scene.render("main")
+
+
+def test_an_obj_material_library_never_travels_into_the_bundle_or_the_exports(exportable_bundle, tmp_path):
+    """An OBJ's 'mtllib /abs/path' was copied into exports unchanged (a reader would open a file outside them)."""
+    from real2sim.core.bundle import Bundle
+    from real2sim.pipeline import build, export_bundle
+    from real2sim.pipeline.recipe import add_object
+
+    b = exportable_bundle
+    outside = tmp_path / "outside.mtl"
+    outside.write_text("newmtl m\nmap_Kd /etc/hostname\n")
+    src = tmp_path / "block.obj"
+    src.write_text(f"mtllib {outside}\n  mtllib   ../../x.mtl\nv 0 0 0\nv 0.02 0 0\nv 0 0.02 0\nv 0 0 0.02\n"
+                   "usemtl m\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    add_object(b, "block", src, position=[0.1, 0.1, 0.0])
+    visual = b.path(b.object("block").visual.mesh).read_text()
+    assert "mtllib" not in visual and "usemtl" not in visual and visual.count("\nf ") == 4
+    build(Bundle.load(b.root))
+    b = Bundle.load(b.root)
+    b.path(b.object("block").visual.mesh).write_text(src.read_text())  # a hand-edited bundle file, same geometry
+    export_bundle(b, engines=("mjcf",), force=True)
+    objs = list((b.root / "exports" / "mjcf").rglob("*.obj"))
+    assert objs and not [p for p in objs if b"mtllib" in p.read_bytes() or b"usemtl" in p.read_bytes()]
+    assert not list((b.root / "exports" / "mjcf").rglob("*.mtl"))

@@ -85,3 +85,74 @@ def test_same_inputs_give_the_same_bundle_digest(tmp_path):
         digests.append(bundle_digest(b.root))
     assert digests[0] == digests[1]
     assert any(k.endswith("hull_000.obj") for k in digests[0])
+
+
+def test_a_failed_engine_export_fails_the_stage_and_is_redone_once_fixed(exportable_bundle, capsys):
+    """A corrupt texture breaks the MJCF export while USD and SAPIEN succeed: the stage is 'failed', `export` exits
+    non-zero naming mjcf, `check` reports it, an env refuses the out-of-date MJCF, and after the fix it re-exports."""
+    from real2sim.apps.cli import main
+    from real2sim.core.errors import ExportError
+    from real2sim.evaluation.envs.env import load_backend
+    from real2sim.pipeline.check import check_bundle
+
+    b = exportable_bundle
+    export_bundle(b)
+    tex = b.path(b.object("cube").visual.texture)
+    good = tex.read_bytes()
+    tex.write_bytes(good[:40])  # a truncated PNG
+    results = export_bundle(b)
+    assert isinstance(results["mjcf"], ExportError)
+    assert not isinstance(results["usd"], Exception) and not isinstance(results["sapien"], Exception)
+    rec = Bundle.load(b.root).manifest.stages["export"]
+    assert rec.status == "failed" and rec.metrics["failed"] == ["mjcf"] and "mjcf" in rec.message
+    errors = [f for f in check_bundle(b.root, load_meshes=False) if f.level == "error"]
+    assert any(f.where == "stages.export" and "mjcf" in f.message for f in errors)
+    with pytest.raises(ExportError, match="out of date.*mjcf"):
+        load_backend(Bundle.load(b.root), "mujoco")
+
+    capsys.readouterr()
+    assert main(["export", str(b.root)]) != 0  # not 'unchanged': the failed stage runs again, and fails again
+    out = capsys.readouterr().out
+    assert "mjcf" in out and "PNG" in out and "unchanged" not in out
+
+    tex.write_bytes(good)
+    again = export_bundle(Bundle.load(b.root))
+    assert all(not isinstance(v, (Exception, str)) for v in again.values())  # re-exported, not 'unchanged'
+    assert Bundle.load(b.root).manifest.stages["export"].status == "done"
+    assert not [f for f in check_bundle(b.root, load_meshes=False) if f.level == "error"]
+
+
+def test_every_engine_failing_raises_one_error_naming_them(exportable_bundle):
+    from real2sim.core.errors import ExportError
+
+    b = exportable_bundle
+    b.path(b.object("cube").visual.mesh).write_text("garbage\n")
+    with pytest.raises(ExportError, match="export failed for mjcf, sapien, usd"):
+        export_bundle(b)
+    rec = Bundle.load(b.root).manifest.stages["export"]
+    assert rec.status == "failed" and rec.metrics["failed"] == ["mjcf", "sapien", "usd"]
+
+
+def test_temp_folders_of_a_killed_export_are_swept_by_the_next_export(exportable_bundle):
+    b = exportable_bundle
+    exports = b.root / "exports"
+    for name in (".mjcf.k1ll3d_x", ".usd.old", ".sapien.a8b7c6d5"):
+        (exports / name / "textures").mkdir(parents=True)
+        (exports / name / "textures" / "big.png").write_bytes(b"\0" * 1000)
+    keep = exports / ".mjcf.notes"  # not a temp folder's name: left alone
+    keep.mkdir()
+    export_bundle(b, engines=("usd",))
+    assert sorted(p.name for p in exports.iterdir() if p.name.startswith(".")) == [".mjcf.notes"]
+
+
+def test_add_object_refuses_an_unreadable_texture(exportable_bundle, tmp_path):
+    from real2sim.core.errors import ImageError
+    from real2sim.pipeline.recipe import add_object
+
+    b = exportable_bundle
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    before = (b.root / "scene.json").read_text()
+    with pytest.raises(ImageError, match="bad.png"):
+        add_object(b, "thing", b.path(b.object("cube").visual.mesh), bad)
+    assert (b.root / "scene.json").read_text() == before

@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from hostile import HostileServer
 
 from real2sim.evaluation.policies import PolicyServer, RemotePolicy, RemotePolicyError
 
@@ -87,3 +88,46 @@ def test_reconnects_to_a_restarted_server():
 def test_url_must_be_http():
     with pytest.raises(RemotePolicyError, match="http://"):
         RemotePolicy("localhost:8000")
+
+
+def _arr(dtype, shape, data):
+    return {"__ndarray__": 1, "dtype": dtype, "shape": shape, "data": data}
+
+
+def _hostile_bodies():
+    import msgpack
+
+    from real2sim.evaluation.policies.remote import pack
+
+    return {
+        "garbage bytes": (b"\x93\x01\x02\x03trailing garbage", "not one msgpack message"),
+        "not msgpack at all": (b"<html>502 Bad Gateway</html>", "msgpack"),
+        "reply not a map": (pack([1, 2, 3]), "reply is a list, not a map"),
+        "no actions field": (pack({"acts": [[0.0] * 7]}), "no field 'actions'"),
+        "absurd header": (msgpack.packb({"actions": _arr("<f8", [100000, 100000], b"\0" * 24)}), "field 'data' has 24 bytes"),
+        "negative shape": (msgpack.packb({"actions": _arr("<f8", [-1, 7], b"")}), "field 'shape'"),
+        "bad dtype": (msgpack.packb({"actions": _arr("not-a-dtype", [1, 7], b"")}), "field 'dtype'"),
+        "object dtype": (msgpack.packb({"actions": _arr("|O", [1], b"\0" * 8)}), "field 'dtype'"),
+        "empty chunk": (pack({"actions": np.zeros((0, 7))}), "k >= 1"),
+        "1-d actions": (pack({"actions": np.zeros(7)}), "shape (7,)"),
+        "strings": (pack({"actions": [["a"] * 7]}), "dtype"),
+        "nan": (pack({"actions": np.full((1, 7), np.nan)}), "NaN"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_hostile_bodies()))
+def test_hostile_replies_are_one_clear_error_naming_the_field(case):
+    body, message = _hostile_bodies()[case]
+    with HostileServer(body) as srv:
+        client = RemotePolicy(srv.url, timeout_s=5, retries=2, backoff_s=0.01)
+        with pytest.raises(RemotePolicyError) as err:
+            client.act(obs())
+    text = str(err.value)
+    assert message in text and srv.url in text and "\n" not in text
+    assert srv.calls == 1  # a malformed reply is not retried
+
+
+def test_server_refuses_an_empty_chunk_from_the_wrapped_policy():
+    with PolicyServer(lambda o, i: np.zeros((0, 7))) as srv:
+        with pytest.raises(RemotePolicyError, match=r"HTTP 400.*k >= 1"):
+            RemotePolicy(srv.url, retries=0).act(obs())

@@ -366,3 +366,50 @@ def test_an_event_sent_before_an_undo_does_not_redo_the_undone_edit(exported):
     with pytest.raises(edits.ConcurrentEditError):
         edits.set_object_pose(root, "cube", np.add(p0, [0.03, 0, 0]), [0, 0, 0], expected_version=v0, writer="tab")
     assert Bundle.load(root).manifest.objects["cube"].pose.position == pytest.approx(p0)
+
+
+@pytest.mark.parametrize("spec", ["replay:path=/etc/passwd", "http://169.254.169.254/latest", "https://example.com:1",
+                                  "scripted:path=/etc/passwd", "nosuch", "", "file:///etc/passwd"])
+def test_the_page_refuses_policies_that_read_files_or_reach_servers(exported, spec):
+    """The page's evaluate action once took replay:path= (probing any file on the server) and URLs (making the server
+    send requests anywhere); now only the built-in, file-free policies run, and the message says where the rest go."""
+    pytest.importorskip("gradio")
+    from types import SimpleNamespace
+
+    from real2sim.apps.review.app import _evaluator
+
+    def must_not_run(*a, **k):
+        raise AssertionError("the page started an evaluation")
+
+    do_eval = _evaluator(SimpleNamespace(srv=SimpleNamespace(root=exported.root, on_render_thread=must_not_run)))
+    msg = do_eval(spec, 1, "state", progress=lambda *a, **k: None)
+    assert "cannot be run from the review page" in msg or "must be numbers" in msg
+    assert "real2sim eval" in msg or "must be numbers" in msg
+
+
+def test_the_page_accepts_the_builtin_policies():
+    from real2sim.evaluation.policies.base import check_page_policy
+
+    for spec in ("scripted", "scripted:noise=0.02", "random", " random:scale=0.5 "):
+        assert check_page_policy(spec) == spec.strip()
+
+
+def test_review_password_from_a_file_or_the_environment_not_argv(tmp_path, monkeypatch, exported):
+    from real2sim.apps.cli import make_parser
+    from real2sim.apps.cli.review import AUTH_ENV, review_auth
+    from real2sim.core.errors import Real2SimError
+
+    secret = tmp_path / "auth.txt"
+    secret.write_text("ana:s3cret pass\n")
+    parse = lambda *extra: make_parser().parse_args(["review", str(exported.root), *extra])  # noqa: E731
+    monkeypatch.delenv(AUTH_ENV, raising=False)
+    assert review_auth(parse()) is None
+    assert review_auth(parse("--auth-file", str(secret))) == ("ana", "s3cret pass")
+    monkeypatch.setenv(AUTH_ENV, "bo:pw:with:colons")
+    assert review_auth(parse()) == ("bo", "pw:with:colons")
+    assert review_auth(parse("--auth-file", str(secret))) == ("ana", "s3cret pass")  # the file wins over the variable
+    (tmp_path / "bad.txt").write_text("no colon here\n")
+    with pytest.raises(Real2SimError, match="bad.txt.*USER:PASSWORD"):
+        review_auth(parse("--auth-file", str(tmp_path / "bad.txt")))
+    with pytest.raises(Real2SimError, match="missing.txt"):
+        review_auth(parse("--auth-file", str(tmp_path / "missing.txt")))

@@ -79,6 +79,8 @@ def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "m
 def calibrate_intrinsics(bundle: Bundle, images_dir: Path, pattern: tuple[int, int], square: float, camera: str = "main") -> dict:
     """Checkerboard calibration of K and distortion; keeps the camera's pose."""
 
+    if not Path(images_dir).is_dir():
+        raise CalibrationError(f"{images_dir}: not a folder; --checkerboard takes a folder of checkerboard images")
     files = sorted(p for p in Path(images_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise CalibrationError(f"{images_dir}: no images (PNG/JPEG) of the checkerboard")

@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -67,11 +68,34 @@ def hash_jsonable(obj: Any) -> str:
     return hash_bytes(json.dumps(obj, sort_keys=True, default=str).encode())
 
 
+def sweep_temp_dirs(final: Path) -> list[str]:
+    """Remove what a killed :func:`replace_dir_atomically` of ``final`` left beside it (``.<name>.XXXXXXXX`` temp
+    folders and ``.<name>.old``). Links are unlinked, never followed. Returns the names removed."""
+    final = Path(final)
+    pattern = re.compile(rf"\.{re.escape(final.name)}\.(?:[a-z0-9_]{{8}}|old)")
+    removed = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for p in final.parent.iterdir():
+            if not pattern.fullmatch(p.name):
+                continue
+            if p.is_symlink() or not p.is_dir():
+                p.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+    if removed:
+        log.info("removed %s left in %s by an interrupted run", ", ".join(sorted(removed)), final.parent)
+    return removed
+
+
 @contextlib.contextmanager
 def replace_dir_atomically(final: Path) -> Iterator[Path]:
-    """Yield a fresh temp directory; on success it replaces ``final``, on error ``final`` is untouched."""
+    """Yield a fresh temp directory; on success it replaces ``final``, on error ``final`` is untouched.
+
+    Temp folders an interrupted earlier call left beside ``final`` are swept first."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temp_dirs(final)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
         yield tmp
@@ -174,20 +198,27 @@ class Bundle:
 
 
 # Diagnostic fields that legitimately differ between runs (wall time, cache state);
-# they are left out of :func:`bundle_digest`.
-VOLATILE_KEYS = frozenset({"seconds", "cache_hit", "coacd_seconds"})
+# they are left out of :func:`bundle_digest`. Every key named ``seconds``, ``*_seconds`` or ``seconds_*`` is a timing and volatile
+# (:func:`is_volatile_key`), so a new timing cannot make two identical builds differ: name timings that way.
+VOLATILE_KEYS = frozenset({"seconds", "cache_hit"})
+
+
+def is_volatile_key(key) -> bool:
+    """Whether a JSON key holds a timing or cache state (left out of digests and stage fingerprints)."""
+    return key in VOLATILE_KEYS or (isinstance(key, str) and (key.endswith("_seconds") or key.startswith("seconds_")))
 
 
 def _strip_volatile(obj):
     if isinstance(obj, dict):
-        return {k: _strip_volatile(v) for k, v in obj.items() if k not in VOLATILE_KEYS}
+        return {k: _strip_volatile(v) for k, v in obj.items() if not is_volatile_key(k)}
     if isinstance(obj, list):
         return [_strip_volatile(v) for v in obj]
     return obj
 
 
 def content_hash(path: Path) -> str:
-    """Hash of a file's content; JSON files without :data:`VOLATILE_KEYS` (timings change, results do not)."""
+    """Hash of a file's content; JSON files without volatile keys (:func:`is_volatile_key`: timings change,
+    results do not)."""
     path = Path(path)
     if path.suffix == ".json":
         return hash_jsonable(_strip_volatile(json.loads(path.read_text())))

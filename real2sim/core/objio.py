@@ -1,9 +1,18 @@
 """Deterministic OBJ writing with UVs (what every exporter and engine reads)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
+
+_MATERIAL_LINE = re.compile(rb"(?m)^[ \t]*(?:mtllib|usemtl)\b[^\n]*\n?")
+
+
+def strip_obj_materials(data: bytes) -> bytes:
+    """OBJ bytes without ``mtllib``/``usemtl`` lines: a bundle never ships an OBJ's material library (textures are
+    named in scene.json), and an ``mtllib /abs/path`` would make every reader open a file outside the bundle."""
+    return _MATERIAL_LINE.sub(b"", data)
 
 
 def write_obj(path: Path, vertices, faces, uv=None, face_uv=None, mtl: str | None = None, material: str | None = None) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 from real2sim import collision, pipeline
 from real2sim.collision.stage import default_cache_dir
 from real2sim.core.bundle import Bundle, atomic_write_json
+from real2sim.core.errors import BundleError
 from real2sim.core.geometry import euler_xyz_to_matrix, transform_points
 from real2sim.core.manifest import Pose
 from real2sim.core.meshes import load_mesh
@@ -109,6 +110,8 @@ def run_demo(out_dir: Path, scene: str = DemoConfig.scene, workers: int = DemoCo
     """
 
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BundleError(f"{out_dir}: is a file; the demo writes a bundle folder there (choose another --out)")
     rep = DemoReport(out_dir)
     notify = on_stage or (lambda name: None)
     cache = default_cache_dir()

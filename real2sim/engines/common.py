@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.bundle import Bundle, hash_file
+from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_file
 from real2sim.core.errors import ExportError
+from real2sim.core.objio import strip_obj_materials
 
 
 def content_addressed_copy(src: Path, dst_dir: Path, suffix: str | None = None) -> str:
@@ -15,7 +16,15 @@ def content_addressed_copy(src: Path, dst_dir: Path, suffix: str | None = None) 
     src = Path(src)
     if not src.is_file():
         raise ExportError(f"{src}: file referenced by the bundle is missing; re-run the stage that makes it ('real2sim build')")
-    name = f"{hash_file(src)}{suffix or src.suffix.lower()}"
+    ext = suffix or src.suffix.lower()
+    if ext == ".obj":  # material libraries are never shipped (an absolute mtllib would point out of the export)
+        data = strip_obj_materials(src.read_bytes())
+        name = f"{hash_bytes(data)}{ext}"
+        dst_dir.mkdir(parents=True, exist_ok=True)
+        if not (dst_dir / name).exists():
+            atomic_write_bytes(dst_dir / name, data)
+        return name
+    name = f"{hash_file(src)}{ext}"
     dst_dir.mkdir(parents=True, exist_ok=True)
     if not (dst_dir / name).exists():
         shutil.copyfile(src, dst_dir / name)

@@ -42,8 +42,8 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
         for rel in rec.outputs:
             if not bundle.path(rel).exists():
                 out.append(Finding("error", f"stages.{name}.outputs", f"'{rel}' is listed but missing; re-run the stage with 'real2sim build'"))
-        if rec.status == "failed":
-            out.append(Finding("warning", f"stages.{name}", f"last run failed: {rec.message}"))
+        if rec.status == "failed":  # a failed export leaves exports older than the scene: evaluating them misleads
+            out.append(Finding("error" if name == "export" else "warning", f"stages.{name}", f"last run failed: {rec.message}"))
         elif rec.status == "stale":
             out.append(Finding("warning", f"stages.{name}", "is stale (an input changed); re-run 'real2sim build' / 'real2sim export'"))
     if not any(not o.fixed for o in m.objects.values()):

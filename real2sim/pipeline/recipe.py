@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.bundle import Bundle
+from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError, ManifestError
 from real2sim.core.geometry import look_at_opencv
+from real2sim.core.imaging import read_rgb
 from real2sim.core.manifest import (
     CameraSpec,
     FieldReader,
@@ -36,6 +37,7 @@ from real2sim.core.manifest import (
     TaskSpec,
 )
 from real2sim.core.meshes import load_mesh
+from real2sim.core.objio import strip_obj_materials
 from real2sim.core.stages import mark_changed
 from real2sim.robots import get_robot
 from real2sim.scenes import scene_recipe
@@ -105,11 +107,15 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
     dst_dir = bundle.object_dir(oid)
     dst_dir.mkdir(parents=True, exist_ok=True)
     mesh_dst = dst_dir / f"visual{src.suffix.lower()}"
-    shutil.copyfile(src, mesh_dst)
+    if src.suffix.lower() == ".obj":  # its material library stays behind (the texture is copied and named below)
+        atomic_write_bytes(mesh_dst, strip_obj_materials(src.read_bytes()))
+    else:
+        shutil.copyfile(src, mesh_dst)
     texture = None
     if od.get("texture"):
         tex = base / r.string(od["texture"], f"{where}.texture")
         if tex.is_file():
+            read_rgb(tex)  # refuse an unreadable image now, naming the file (every exporter would fail on it later)
             texture = bundle.rel(dst_dir / f"texture{tex.suffix.lower()}")
             shutil.copyfile(tex, bundle.path(texture))
         else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from real2sim.core.errors import MaskError, require
+from real2sim.core.errors import MaskError, TextureStageError, require
 from real2sim.core.geometry import transform_points
 from real2sim.core.imaging import erode
 from real2sim.core.views import View
@@ -63,6 +63,13 @@ class TextureConfig:
     """Seed of torch (refinement) for determinism."""
     backend: str = "auto"
     """Rasteriser backend ('auto', 'gl', 'numpy')."""
+
+    def __post_init__(self):
+        if not 8 <= int(self.size) <= 16384:
+            raise TextureStageError(f"texture size {self.size}: must be 8..16384 pixels (e.g. 1024)")
+        if self.refine_iters < 0 or self.mask_erode_px < 0:
+            raise TextureStageError(f"refine_iters ({self.refine_iters}) and mask_erode_px ({self.mask_erode_px}) "
+                                    "must be >= 0")
 
 
 @dataclass

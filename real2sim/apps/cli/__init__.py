@@ -1,6 +1,7 @@
 """The ``real2sim`` command line: one entry point, one module per command group.
 
-Each module has ``add_parsers(subparsers)``; commands whose behaviour a stage config describes take their flags,
+Errors are one line on stderr and a non-zero exit (2: bad input or a failed step, 3: a bug); ``--debug`` shows the
+traceback. Each module has ``add_parsers(subparsers)``; commands whose behaviour a stage config describes take their flags,
 defaults and help from that dataclass (:mod:`real2sim.apps.cli.options`). Results go to stdout, log lines and errors
 to stderr (:mod:`real2sim.apps.cli.console`).
 """
@@ -32,6 +33,7 @@ def make_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="real2sim", description="Real frames -> matched simulated scene -> evaluation.")
     ap.add_argument("--version", action="version", version=f"real2sim {__version__}")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="-v: progress of each stage; -vv: debug")
+    ap.add_argument("--debug", action="store_true", help="on an error, show the traceback instead of one line")
     sub = ap.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.add_parsers(sub)
@@ -44,8 +46,19 @@ def main(argv=None) -> int:
     try:
         return args.fn(args)
     except Real2SimError as exc:
-        error(str(exc))
+        if args.debug:
+            raise
+        error(" ".join(str(exc).split()))  # one line, whatever the message carries
         return 2
+    except KeyboardInterrupt:
+        error("interrupted")
+        return 130
+    except Exception as exc:  # a bug: still one line, and the way to the traceback
+        if args.debug:
+            raise
+        error(f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+              "(a bug in real2sim; rerun with --debug for the traceback and report it)")
+        return 3
 
 
 if __name__ == "__main__":

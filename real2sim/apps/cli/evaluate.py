@@ -29,9 +29,21 @@ def _env_kwargs(args) -> dict:
     return env_kwargs
 
 
+def _obs_size(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise Real2SimError(f"--obs-size must be WIDTHxHEIGHT in pixels, e.g. 320x240; got {text!r}") from None
+    if not (8 <= w <= 8192 and 8 <= h <= 8192):
+        raise Real2SimError(f"--obs-size {text}: width and height must be 8..8192 pixels")
+    return w, h
+
+
 def cmd_eval(args) -> int:
     opts = config_from_args(EvalOptions, args)
-    obs_size = tuple(int(x) for x in args.obs_size.lower().split("x")) if args.obs_size else None
+    obs_size = _obs_size(args.obs_size)
     ray = None if args.ray is None else (True if args.ray == "local" else args.ray)
     n_succ = 0
     with progress(f"eval {args.policy} ({opts.backend or simulator_names()[0]})", total=opts.episodes,

@@ -9,6 +9,7 @@ from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import ImageError, SegmentationError
 from real2sim.core.imaging import read_rgb
 from real2sim.segmentation import BACKENDS, Prompt, SamBackend, segment
+from real2sim.segmentation.robot_fit import check_robot_prompt
 from real2sim.segmentation.stage import segment_stage
 
 
@@ -68,6 +69,12 @@ def cmd_masks(args) -> int:
     bundle = Bundle.load(Path(args.dir))
     stored = bundle.root / "masks" / "prompts.json"
     prompts = json.loads(stored.read_text()) if stored.is_file() else {}  # earlier entities are kept and re-used
+    known = [*bundle.manifest.objects, *prompts]
+    if args.entity not in known and not check_robot_prompt(bundle, args.entity):
+        choices = sorted(set(known)) + (["robot"] if bundle.manifest.robot else [])
+        raise SegmentationError(f"unknown entity '{args.entity}' in {bundle.root}; entities: {', '.join(choices) or '(none)'}. "
+                                f"Prompt one of those, or add the object first ('real2sim add-object {args.dir} {args.entity} "
+                                "--mesh MESH')")
     pts = list(args.point or []) + list(args.negative or [])
     labels = [1] * len(args.point or []) + [0] * len(args.negative or [])
     prompts[args.entity] = {"frame": args.frame, "prompt": Prompt(pts, labels, args.box).to_dict(),

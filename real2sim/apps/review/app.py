@@ -28,6 +28,7 @@ from real2sim.apps.review.views import err_md, ok_md
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError
 from real2sim.engines import engine_names
+from real2sim.evaluation.policies.base import PAGE_POLICIES, check_page_policy
 from real2sim.pipeline import export_bundle
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -529,7 +530,8 @@ def _export_tab(page: _Page, app: gr.Blocks) -> None:
     with gr.Tab("Export & evaluate", id="export_tab"):
         with gr.Row():
             engines = gr.CheckboxGroup(engine_names(), value=engine_names(), label="Engines")
-            policy = gr.Textbox("scripted", label="Policy (as for 'real2sim eval --policy')", elem_id="eval_policy")
+            policy = gr.Textbox("scripted", label=f"Policy: {' or '.join(PAGE_POLICIES)}[:noise=0.02] (replay files and "
+                                "policy servers: 'real2sim eval' on the command line)", elem_id="eval_policy")
             episodes = gr.Number(3, label="Episodes", precision=0, minimum=1, maximum=200, elem_id="eval_episodes")
             obs_mode = gr.Dropdown(["state", "render", "composited"], value="state", label="Observation")
         with gr.Row():
@@ -583,7 +585,8 @@ def _evaluator(page: _Page):
             n = int(episodes)
             if not 1 <= n <= 200:
                 raise ValueError(f"episodes must be 1..200, got {n}")
-        except (TypeError, ValueError) as exc:
+            policy = check_page_policy(policy)
+        except (TypeError, ValueError, Real2SimError) as exc:
             return err_md(str(exc))
         progress(0, desc=f"evaluating {policy} for {n} episode(s)")
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import (
+    ExportError,
     Real2SimError,
     UnknownNameError,
     UnsupportedCapability,
@@ -39,6 +40,7 @@ from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.meshes import load_mesh
 from real2sim.engines import engine_for, get_engine, get_exporter, simulator_names
 from real2sim.evaluation.envs import tasks as T
+from real2sim.export import failed_engines
 from real2sim.robots.control import Controller, ControllerConfig
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,9 @@ def load_backend(bundle: Bundle, backend: str):
     d = exp.out_dir(bundle)
     if not d.is_dir():
         raise Real2SimError(f"{d}: no {spec.name} export in this bundle. Fix: run 'real2sim export {bundle.root}'")
+    failed = failed_engines(bundle)
+    if spec.name in failed:
+        raise ExportError(f"{d} is out of date: the last export to {spec.name} failed ({failed[spec.name]})")
     return exp.load(d)
 
 

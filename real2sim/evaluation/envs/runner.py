@@ -52,6 +52,8 @@ class EvalOptions:
     """First episode seed."""
     videos: bool = False
     """Write one mp4 per episode under OUT/videos."""
+    episode_timeout_s: float = 600.0
+    """Wall-clock limit of one episode; one still running then ends as a failure (recorded with timed_out)."""
 
 
 @dataclass
@@ -65,6 +67,7 @@ class EvalConfig:
     videos: bool = False
     out_dir: str = "results"
     env_kwargs: dict = field(default_factory=dict)
+    episode_timeout_s: float = EvalOptions.episode_timeout_s
 
 
 @dataclass
@@ -117,23 +120,32 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
     pol.reset(info["instruction"], info, int(seed))
     frames = [env.render()] if cfg.videos else None
     init, variant = info["init"], info.get("variant") or None
-    steps, success, done = 0, False, False
+    steps, done, timed_out = 0, False, False
+    deadline = t0 + float(cfg.episode_timeout_s)
+    # Bounded by steps (every act() yields >= 1 step, and env truncates at max_steps; the runner stops there too)
+    # and by wall time (checked after each action), whatever the policy returns.
     while not done:
-        chunk = np.asarray(pol.act(obs), float)
-        if chunk.ndim == 1:
-            chunk = chunk[None]
+        chunk = _chunk(pol.act(obs), cfg.policy)
         for a in chunk:
             obs, _, term, trunc, info = env.step(a)
             steps += 1
             if frames is not None:
                 frames.append(env.render())
-            if term or trunc:
+            if term or trunc or steps >= env.max_steps:
                 done = True
                 break
-    success = bool(info["success"])
+            if time.perf_counter() > deadline:
+                break
+        if not done and time.perf_counter() > deadline:
+            log.warning("episode %d of %s: still running after %.0f s (episode_timeout_s); ended as a failure",
+                        seed, cfg.policy, cfg.episode_timeout_s)
+            done = timed_out = True
+    success = bool(info["success"]) and not timed_out
     rec = {"policy": cfg.policy, "task": env.task_id, "backend": cfg.backend, "seed": int(seed), "success": success,
            "steps": steps, "seconds": round(time.perf_counter() - t0, 4), "init": init, "obs_mode": env.obs_mode,
            "worker_pid": os.getpid()}
+    if timed_out:
+        rec["timed_out"] = True
     if cfg.env_kwargs.get("variants"):
         rec["variants_config"] = cfg.env_kwargs["variants"]
     if env.obs_mode != "state":
@@ -143,6 +155,26 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
     if frames is not None and frames[0] is not None:
         rec["video"] = write_video(frames, Path(cfg.out_dir) / "videos" / f"{_slug(cfg.policy)}_{env.task_id}_{cfg.backend}_{seed}.mp4")
     return rec
+
+
+class PolicyOutputError(Real2SimError):
+    """A policy returned something that is not an action chunk."""
+
+
+def _chunk(actions, policy: str) -> np.ndarray:
+    """A policy's reply as a finite ``(k, d)`` chunk with k >= 1 (a (d,) action is a chunk of one), or the error."""
+    try:
+        a = np.asarray(actions, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise PolicyOutputError(f"policy '{policy}' returned {type(actions).__name__}, not numbers: {exc}") from exc
+    if a.ndim == 1:
+        a = a[None]
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise PolicyOutputError(f"policy '{policy}' returned actions of shape {a.shape}; "
+                                "expected a (k, d) chunk with k >= 1 actions (an empty chunk would never end the episode)")
+    if not np.isfinite(a).all():
+        raise PolicyOutputError(f"policy '{policy}' returned NaN or inf actions")
+    return a
 
 
 def _slug(s: str) -> str:
@@ -239,7 +271,7 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
              workers: int = EvalOptions.workers, backend: str | None = EvalOptions.backend, ray=None,
              videos: bool = EvalOptions.videos, out_dir=EvalOptions.out_dir, seed: int = EvalOptions.seed,
              obs_mode: str = EvalOptions.obs_mode, obs_size=None, progress: Callable[[int, int, dict], None] | None = None,
-             env_kwargs: dict | None = None) -> EvalSummary:
+             env_kwargs: dict | None = None, episode_timeout_s: float = EvalOptions.episode_timeout_s) -> EvalSummary:
     """Run ``episodes`` seeded episodes (seeds ``seed .. seed + episodes - 1``), resuming from ``out_dir``.
 
     ``workers`` > 1 uses a local process pool (spawned processes, one env each, reused across
@@ -249,6 +281,8 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
 
     if episodes < 1:
         raise Real2SimError(f"episodes must be >= 1, got {episodes}")
+    if not episode_timeout_s > 0:
+        raise Real2SimError(f"episode_timeout_s must be > 0, got {episode_timeout_s}")
     backend = get_engine(backend).simulator if backend else default_backend()
     bundle_dir = str(Path(bundle_dir).resolve())
     manifest = Bundle.load(Path(bundle_dir)).manifest
@@ -259,7 +293,7 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
     results_path = out / RESULTS
     _repair(results_path)
     cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
-                     str(out), dict(env_kwargs or {}))
+                     str(out), dict(env_kwargs or {}), float(episode_timeout_s))
     vcfg = cfg.env_kwargs.get("variants") or None
     shading = None if obs_mode == "state" else resolve_shading(manifest, cfg.env_kwargs.get("shading", "auto"))
 

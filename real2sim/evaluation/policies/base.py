@@ -80,8 +80,16 @@ class ReplayPolicy:
             p = Path(path)
             if not p.is_file():
                 raise PolicySpecError(f"{p}: recorded actions not found (replay:path=...)")
-            actions = np.load(p) if p.suffix == ".npy" else np.asarray(json.loads(p.read_text()), float)
-        self.actions = np.asarray(actions, float)
+            try:
+                actions = (np.load(p, allow_pickle=False) if p.suffix == ".npy"
+                           else json.loads(p.read_text(encoding="utf-8")))
+            except (ValueError, OSError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+                raise PolicySpecError(f"{p}: cannot read recorded actions ({' '.join(str(exc).split())[:160]}); "
+                                      "give a .npy (T, d) array or a .json list of lists") from exc
+        try:
+            self.actions = np.asarray(actions, float)
+        except (TypeError, ValueError) as exc:
+            raise PolicySpecError(f"{path}: recorded actions are not a (T, d) array of numbers ({exc})") from exc
         if self.actions.ndim != 2 or not np.isfinite(self.actions).all():
             raise PolicySpecError(f"recorded actions must be a finite (T, d) array, got shape {self.actions.shape}")
         self.name = "replay"
@@ -128,6 +136,26 @@ class RemotePolicyAdapter:
         return a
 
 
+PAGE_POLICIES = ("scripted", "random")
+"""Policies that read no file and reach no server: the only ones a web page may start (``replay:path=`` would
+probe the server's files, a URL would make it send requests anywhere)."""
+
+
+def check_page_policy(spec: str) -> str:
+    """``spec`` if it names one of :data:`PAGE_POLICIES` (with options), else a :class:`PolicySpecError` that says
+    where to run the others (the command line)."""
+    spec = str(spec or "").strip()
+    name, kwargs = ("", {}) if "://" in spec else parse_spec(spec)
+    if name not in PAGE_POLICIES:
+        raise PolicySpecError(f"policy '{spec[:80]}' cannot be run from the review page; choose {' or '.join(PAGE_POLICIES)} "
+                              "(options like 'scripted:noise=0.02' allowed). Run replay files and policy servers with "
+                              "'real2sim eval DIR --policy ...' on the command line")
+    bad = [k for k, v in kwargs.items() if not isinstance(v, (int, float)) or isinstance(v, bool)]
+    if bad:
+        raise PolicySpecError(f"policy '{spec[:80]}': option(s) {', '.join(bad)} must be numbers on the review page")
+    return spec
+
+
 def _registry():
 
     return {"scripted": ScriptedPolicy, "random": RandomPolicy, "replay": ReplayPolicy}
@@ -158,10 +186,10 @@ def make_policy(spec: str, remote_timeout_s: float = 10.0, remote_retries: int =
         raise UnknownNameError("policy", name, list(reg) + ["http://HOST:PORT"])
     try:
         pol = reg[name](**kwargs)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # unknown keys, values of the wrong kind ('noise=abc')
         raise PolicySpecError(f"policy spec '{spec}': {exc}") from exc
     pol.name = spec
     return pol
 
 
-__all__ = ["Policy", "PolicySpecError", "RandomPolicy", "RemotePolicyAdapter", "ReplayPolicy", "make_policy", "parse_spec"]
+__all__ = ["PAGE_POLICIES", "Policy", "PolicySpecError", "check_page_policy", "RandomPolicy", "RemotePolicyAdapter", "ReplayPolicy", "make_policy", "parse_spec"]

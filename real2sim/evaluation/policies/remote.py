@@ -10,13 +10,15 @@ GET       /health      -> ``{"status": "ok", "protocol": 1, "name": str}``
 POST      /reset       ``{"episode_id": str, "instruction": str}`` -> ``{"ok": true}``
 POST      /act         ``{"episode_id": str, "step": int, "instruction": str,
                        "observation": {name: array | number | str}}``
-                       -> ``{"actions": (k, d) array}`` (an action chunk, k >= 1)
+                       -> ``{"actions": (k, d) array}`` (an action chunk, k >= 1, finite numbers)
 ========  ===========  ==========================================================
 
 Errors come back as HTTP 4xx/5xx with ``{"error": str}``. The client retries
 connection failures and 5xx replies with exponential backoff (``retries``), never a
 4xx (a bad request will not get better), and raises :class:`RemotePolicyError` with
-the URL and the server's message. Every request has a timeout.
+the URL and the server's message. Every request has a timeout. Replies are checked before use: one msgpack
+map, arrays whose header matches their bytes, ``actions`` a finite numeric ``(k, d)`` array with k, d >= 1;
+anything else is a :class:`RemotePolicyError` naming the URL and the field.
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ from real2sim.core.errors import Real2SimError, require
 log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 CONTENT_TYPE = "application/msgpack"
+MAX_REPLY_BYTES = 256 * 2**20
+"""Replies larger than this are refused (an action chunk is a few hundred bytes)."""
 
 
 class RemotePolicyError(Real2SimError):
@@ -55,10 +59,33 @@ def _encode(obj: Any) -> Any:
     return obj
 
 
+def _array(obj: dict) -> np.ndarray:
+    """An encoded array, its header checked against its bytes before anything is allocated (ValueError if not)."""
+    try:
+        dtype = np.dtype(obj.get("dtype"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"array field 'dtype' {obj.get('dtype')!r} is not a numpy dtype") from exc
+    if dtype.kind not in "biufcSU" or dtype.fields is not None:
+        raise ValueError(f"array field 'dtype' {dtype.str!r}: only numbers, booleans and strings travel")
+    shape, data = obj.get("shape"), obj.get("data")
+    if (not isinstance(shape, (list, tuple)) or len(shape) > 32
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+        raise ValueError(f"array field 'shape' {str(shape)[:80]} is not a list of non-negative integers")
+    if not isinstance(data, (bytes, bytearray)):
+        raise ValueError(f"array field 'data' is {type(data).__name__}, not bytes")
+    n = 1
+    for d in shape:
+        n *= d
+    if n * dtype.itemsize != len(data):
+        raise ValueError(f"array header says shape {list(shape)} of {dtype.str} ({n * dtype.itemsize} bytes) "
+                         f"but field 'data' has {len(data)} bytes")
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+
+
 def _decode(obj: Any) -> Any:
     if isinstance(obj, dict):
         if obj.get("__ndarray__") == 1:
-            return np.frombuffer(obj["data"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"]).copy()
+            return _array(obj)
         return {k: _decode(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_decode(v) for v in obj]
@@ -71,8 +98,34 @@ def pack(obj: Any) -> bytes:
 
 
 def unpack(data: bytes) -> Any:
+    """Decode a msgpack body; ValueError (with what is wrong) for anything that is not one well-formed message."""
     msgpack = require("msgpack", "remote")
-    return _decode(msgpack.unpackb(data, raw=False))
+    try:
+        obj = msgpack.unpackb(data, raw=False)
+    except ValueError as exc:  # msgpack's ExtraData, FormatError, StackError, incomplete input are ValueErrors
+        raise ValueError(f"body is not one msgpack message ({type(exc).__name__}: {str(exc)[:120]})") from exc
+    except Exception as exc:  # msgpack raises TypeError/RecursionError-like errors on some garbage too
+        raise ValueError(f"body is not msgpack ({type(exc).__name__}: {str(exc)[:120]})") from exc
+    return _decode(obj)
+
+
+def check_actions(actions: Any, where: str) -> np.ndarray:
+    """A policy's action chunk as a finite float ``(k, d)`` array with k, d >= 1, or ValueError naming ``where``."""
+    if isinstance(actions, np.ndarray):
+        a = actions
+    else:
+        try:
+            a = np.asarray(actions)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where} is not an array ({exc})") from exc
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{where} has dtype {a.dtype}; expected numbers")
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"{where} has shape {a.shape}; expected a (k, d) chunk with k >= 1 actions")
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all():
+        raise ValueError(f"{where} has NaN or inf")
+    return a
 
 
 # -- server -------------------------------------------------------------------------------
@@ -134,12 +187,12 @@ class PolicyServer:
         self._thread: threading.Thread | None = None
 
     def _act(self, body: dict) -> dict:
-        actions = np.asarray(self.act_fn(body["observation"], body.get("instruction", "")), dtype=np.float64)
+        if not isinstance(body, dict) or not isinstance(body.get("observation"), dict):
+            raise ValueError("body must be a map with an 'observation' map")
+        actions = np.asarray(self.act_fn(body["observation"], body.get("instruction", "")))
         if actions.ndim == 1:
             actions = actions[None]
-        if actions.ndim != 2 or not np.isfinite(actions).all():
-            raise ValueError(f"policy returned actions of shape {actions.shape} (need (k, d), finite)")
-        return {"actions": actions}
+        return {"actions": check_actions(actions, "the policy's actions")}
 
     @property
     def url(self) -> str:
@@ -198,17 +251,27 @@ class RemotePolicy:
                                          headers={"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE})
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    return unpack(resp.read())
+                    raw = resp.read(MAX_REPLY_BYTES + 1)
             except urllib.error.HTTPError as exc:
                 try:
-                    msg = unpack(exc.read()).get("error", str(exc))
-                except Exception:
+                    msg = str(unpack(exc.read(64_000)).get("error", exc))[:500]
+                except Exception:  # an error page that is not ours (a proxy's HTML): its status line says enough
                     msg = str(exc)
                 if exc.code < 500:
                     raise RemotePolicyError(f"{self.url}{path}: HTTP {exc.code}: {msg}") from exc
                 last = RemotePolicyError(f"{self.url}{path}: HTTP {exc.code}: {msg}")
             except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException, OSError) as exc:
                 last = exc
+            else:
+                if len(raw) > MAX_REPLY_BYTES:
+                    raise RemotePolicyError(f"{self.url}{path}: reply is larger than {MAX_REPLY_BYTES} bytes")
+                try:
+                    reply = unpack(raw)
+                except ValueError as exc:
+                    raise RemotePolicyError(f"{self.url}{path}: {exc}") from exc
+                if not isinstance(reply, dict):
+                    raise RemotePolicyError(f"{self.url}{path}: reply is a {type(reply).__name__}, not a map")
+                return reply
             if attempt < self.retries:
                 delay = self.backoff_s * 2**attempt
                 log.warning("%s%s failed (%s); retry %d/%d in %.2f s", self.url, path, last, attempt + 1, self.retries, delay)
@@ -229,7 +292,9 @@ class RemotePolicy:
         """``(k, d)`` action chunk for one observation."""
         reply = self._request("POST", "/act", {"observation": observation, "instruction": instruction,
                                                "episode_id": episode_id, "step": step})
-        actions = np.asarray(reply.get("actions"))
-        if actions.ndim != 2:
-            raise RemotePolicyError(f"{self.url}/act returned actions of shape {actions.shape}; expected (k, d)")
-        return actions
+        if "actions" not in reply:
+            raise RemotePolicyError(f"{self.url}/act: reply has no field 'actions' (fields: {sorted(map(str, reply))[:10]})")
+        try:
+            return check_actions(reply["actions"], "field 'actions'")
+        except ValueError as exc:
+            raise RemotePolicyError(f"{self.url}/act: {exc}") from exc
