@@ -278,11 +278,11 @@ def mutations(bases: dict, n: int, seed: int = 0):
                 raw = json.dumps(new, indent=None).encode("utf-8", "surrogatepass")
             except (RecursionError, ValueError):
                 # json.dumps refuses this deep a tree; write the nesting by hand (the file is what a user could write)
-                raw = _dump_deep(new).encode("utf-8", "surrogatepass")
+                raw = dump_deep(new).encode("utf-8", "surrogatepass")
         yield name, kind, must, raw
 
 
-def _dump_deep(node) -> str:
+def dump_deep(node) -> str:
     parts: list[str] = []
     stack = [node]
     while stack:
