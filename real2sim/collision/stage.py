@@ -52,7 +52,7 @@ def collision_stage(bundle: Bundle, config: CollisionConfig | None = None, cache
                     failed[oid] += f"; convex fallback failed too: {exc}"
                     continue
                 res.report["fallback_from_error"] = failed[oid]
-            out_dir = bundle.object_dir(oid) / "collision"
+            out_dir = bundle.path(f"objects/{oid}/collision")
             with replace_dir_atomically(out_dir) as tmp:
                 write_result(res, tmp)
             hulls = [bundle.rel(out_dir / f"hull_{i:03d}.obj") for i in range(len(res.hulls))]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from real2sim.core.errors import BundleError, ManifestError, UnknownNameError
-from real2sim.core.manifest import Manifest, ObjectSpec, StageRecord
+from real2sim.core.manifest import MAX_DEPTH, Manifest, ObjectSpec, StageRecord
 from real2sim.core.version import __version__
 
 log = logging.getLogger(__name__)
@@ -110,6 +110,53 @@ def replace_dir_atomically(final: Path) -> Iterator[Path]:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _too_deep_at(text: str, limit: int) -> tuple[int, int]:
+    """(line, column) where JSON ``text`` first nests deeper than ``limit`` (scanned without recursion)."""
+    depth, in_str, esc, line, col = 0, False, False, 1, 0
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif in_str:
+            esc, in_str = (False, True) if esc else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return line, col
+        elif ch in "]}":
+            depth -= 1
+    return line, col
+
+
+def read_manifest_json(path: Path) -> Any:
+    """Parse ``scene.json``; every way the bytes can be wrong (unreadable, not UTF-8, not JSON, nested past the
+    parser's stack, numbers past its digit limit) is a :class:`ManifestError` naming the file and the place."""
+    fix = "fix it, or restore the file from version control (or the bundle's .history/ snapshots)"
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot be read ({exc.strerror or exc}); check its permissions") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ManifestError(str(path), f"<byte {exc.start}, line {line}>", f"is not valid UTF-8 ({exc.reason})",
+                            fix) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(str(path), f"<line {exc.lineno} col {exc.colno}>", f"is not valid JSON ({exc.msg})",
+                            fix) from None
+    except RecursionError:
+        line, col = _too_deep_at(text, MAX_DEPTH)
+        raise ManifestError(str(path), f"<line {line} col {col}>", f"is nested deeper than {MAX_DEPTH} levels "
+                            "(no field of a manifest nests that deep)", fix) from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise ManifestError(str(path), "<root>", f"holds a value JSON cannot give here ({exc})", fix) from None
+
+
 class Bundle:
     """A scene bundle on disk. ``Bundle.load(dir)`` validates; ``save()`` is atomic."""
 
@@ -137,34 +184,51 @@ class Bundle:
             raise BundleError(f"{root}: not a directory. Create a bundle with 'real2sim demo --out {root}' or 'real2sim init'")
         if not path.is_file():
             raise BundleError(f"{path}: missing. This directory is not a scene bundle; create one with 'real2sim init' or 'real2sim demo'")
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ManifestError(str(path), f"<line {exc.lineno} col {exc.colno}>", f"is not valid JSON ({exc.msg})",
-                                "fix the syntax, or restore the file from version control") from exc
+        data = read_manifest_json(path)
         return cls(root, Manifest.from_dict(data, str(path)))
 
     def save(self) -> None:
         atomic_write_json(self.root / MANIFEST, self.manifest.to_dict())
 
     # -- paths ----------------------------------------------------------------------------
-    def path(self, rel: str) -> Path:
-        """Absolute path of a bundle-relative path; refuses paths that leave the bundle."""
-        p = (self.root / rel).resolve()
+    def path(self, rel: str | Path) -> Path:
+        """Absolute path of a bundle path (relative, or absolute inside the bundle), symlinks resolved.
+
+        Every read and write of bundle files goes through here (or :meth:`object_dir`, :meth:`reports_dir`,
+        :meth:`exports_dir`, which do): a path that leaves the bundle, directly or through a symlinked folder,
+        is refused with a :class:`BundleError` naming it, before anything is read, written or deleted."""
+        shown = str(rel)[:200]
+        if not isinstance(rel, (str, os.PathLike)) or "\x00" in str(rel):
+            raise BundleError(f"path {shown!r} is not a valid file path (a NUL byte or not a string); "
+                              "bundle paths are relative text paths inside the bundle")
+        if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in Path(rel).parts):
+            raise BundleError(f"path {shown!r}... has a component longer than 255 bytes, which no file system "
+                              "stores; shorten the file name")
+        try:
+            p = (self.root / rel).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # symlink loops, names too long
+            raise BundleError(f"path {shown!r} in bundle {self.root} cannot be resolved ({exc}); "
+                              "fix the path or the symlink it goes through") from None
         if self.root != p and self.root not in p.parents:
-            raise BundleError(f"path '{rel}' points outside the bundle {self.root}; bundle paths must be relative and inside it")
+            raise BundleError(f"path '{shown}' leads outside the bundle {self.root} (to {p}); bundle paths must stay "
+                              "inside it: replace the symlinked folder by a real one or fix the path")
         return p
 
     def rel(self, path: Path) -> str:
-        return Path(path).resolve().relative_to(self.root).as_posix()
+        """The bundle-relative form of ``path``; refuses a path outside the bundle (after symlinks)."""
+        return self.path(path).relative_to(self.root).as_posix()
 
     def object_dir(self, oid: str) -> Path:
-        return self.root / "objects" / oid
+        return self.path(f"objects/{oid}")
 
     def reports_dir(self) -> Path:
-        d = self.root / "reports"
+        d = self.path("reports")
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    def exports_dir(self, engine: str | None = None) -> Path:
+        """``exports/`` or ``exports/<engine>/`` (checked to stay inside the bundle; not created)."""
+        return self.path(f"exports/{engine}" if engine else "exports")
 
     # -- objects --------------------------------------------------------------------------
     def object(self, oid: str) -> ObjectSpec:
@@ -192,7 +256,7 @@ class Bundle:
                 rec.status = "stale"
 
     def write_report(self, stage: str, data: dict) -> str:
-        path = self.reports_dir() / f"{stage}.json"
+        path = self.path(f"reports/{stage}.json")
         atomic_write_json(path, data)
         return self.rel(path)
 

@@ -244,7 +244,7 @@ class Exporter(abc.ABC):
     """The file a user opens in the engine, inside the export folder."""
 
     def out_dir(self, bundle: Bundle) -> Path:
-        return bundle.root / "exports" / self.name
+        return bundle.exports_dir(self.name)
 
     def main_file(self, bundle: Bundle) -> Path:
         """Where :meth:`export` writes the main file for ``bundle``."""

@@ -26,6 +26,7 @@ def export_bundle(bundle: Bundle, engines=None, force: bool = False) -> dict:
     """
 
     engines = [get_engine(e).name for e in engines] if engines else engine_names()
+    bundle.exports_dir()  # exports/ leading outside the bundle (a symlink): refused before anything is swept or written
     for name in engine_names():  # leftovers of a killed export, whichever engine it was writing
         with contextlib.suppress(Real2SimError):
             sweep_temp_dirs(get_exporter(name).out_dir(bundle))

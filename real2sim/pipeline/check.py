@@ -40,15 +40,43 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
         out += _check_camera(bundle, name, spec)
     for name, rec in m.stages.items():
         for rel in rec.outputs:
-            if not bundle.path(rel).exists():
-                out.append(Finding("error", f"stages.{name}.outputs", f"'{rel}' is listed but missing; re-run the stage with 'real2sim build'"))
+            problem = file_problem(bundle, rel, must_be_file=False)
+            if problem:
+                out.append(Finding("error", f"stages.{name}.outputs", f"{problem}; re-run the stage with 'real2sim build'"))
         if rec.status == "failed":  # a failed export leaves exports older than the scene: evaluating them misleads
             out.append(Finding("error" if name == "export" else "warning", f"stages.{name}", f"last run failed: {rec.message}"))
         elif rec.status == "stale":
             out.append(Finding("warning", f"stages.{name}", "is stale (an input changed); re-run 'real2sim build' / 'real2sim export'"))
     if not any(not o.fixed for o in m.objects.values()):
         out.append(Finding("warning", "objects", "no dynamic objects: nothing will move in simulation"))
+    out += _check_capture_files(bundle)
     out += _check_masks(bundle)
+    return out
+
+
+def file_problem(bundle: Bundle, rel: str, must_be_file: bool = True) -> str | None:
+    """Why the bundle path ``rel`` cannot be read (leaves the bundle, missing, not a file), or None."""
+    try:
+        p = bundle.path(rel)
+        ok = p.is_file() if must_be_file else p.exists()
+    except Real2SimError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"'{rel}' cannot be read ({exc.strerror or exc})"
+    return None if ok else f"'{rel}' is missing"
+
+
+def _check_capture_files(bundle: Bundle) -> list[Finding]:
+    """Every frame, the plate and its confidence map exist inside the bundle."""
+    cap, out = bundle.manifest.capture, []
+    files = [(f"capture.frames[{i}].image", f.image, "re-import the frames with 'real2sim init' or remove the entry")
+             for i, f in enumerate(cap.frames)]
+    files += [(f"capture.{k}", getattr(cap, k), f"rebuild it with 'real2sim plate {bundle.root}' or set it to null")
+              for k in ("plate", "plate_confidence")]
+    for where, rel, fix in files:
+        problem = rel is not None and file_problem(bundle, rel)
+        if problem:
+            out.append(Finding("error", where, f"{problem}; {fix}"))
     return out
 
 
@@ -58,8 +86,9 @@ def _check_masks(bundle: Bundle) -> list[Finding]:
     cap, out = bundle.manifest.capture, []
     for key, ents in cap.masks.items():
         for ent, rel in ents.items():
-            if not bundle.path(rel).is_file():
-                out.append(Finding("error", f"capture.masks.{key}.{ent}", f"'{rel}' is missing; segment '{ent}' again "
+            problem = file_problem(bundle, rel)
+            if problem:
+                out.append(Finding("error", f"capture.masks.{key}.{ent}", f"{problem}; segment '{ent}' again "
                                    f"('real2sim masks {bundle.root} --entity {ent} ...') or remove the entry"))
     for key, ents in cap.mask_states.items():
         for ent in ents:
@@ -83,13 +112,9 @@ def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Find
     for field, rel in files:
         if rel is None:
             continue
-        try:
-            p = bundle.path(rel)
-        except Real2SimError as exc:
-            out.append(Finding("error", f"{where}.{field}", str(exc)))
-            continue
-        if not p.is_file():
-            out.append(Finding("error", f"{where}.{field}", f"file '{rel}' is missing; restore it or re-run the stage that writes it"))
+        problem = file_problem(bundle, rel)
+        if problem:
+            out.append(Finding("error", f"{where}.{field}", f"{problem}; restore it or re-run the stage that writes it"))
     if obj.visual.texture is None:
         out.append(Finding("warning", f"{where}.visual.texture", f"no texture; rendered with flat colour {obj.visual.rgba}"))
     if obj.collision.kind == "pending":

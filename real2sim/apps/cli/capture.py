@@ -193,7 +193,7 @@ def cmd_table(args) -> int:
         for q, lv in zip(quiet, levels):
             q.setLevel(lv)
     con = console()
-    rep = json.loads((bundle.root / "reports" / "table.json").read_text())
+    rep = json.loads(bundle.path("reports/table.json").read_text())
     if not ran:
         con.print(f"{bundle.root}: table stage unchanged (same inputs and table height); --force re-runs it")
     con.print(f"table_height {rep['height_m'] * 1e3:+.1f} mm (was {rep['previous_height_m'] * 1e3:+.1f} mm) from "

@@ -18,7 +18,7 @@ RASTER_CHOICES = ["auto", *RASTER_BACKENDS]
 
 def _stage_report(bundle, name: str) -> dict:
     """The JSON report a stage wrote (empty when it has not written one)."""
-    path = bundle.root / "reports" / f"{name}.json"
+    path = bundle.path(f"reports/{name}.json")
     return json.loads(path.read_text()) if path.exists() else {}
 
 
