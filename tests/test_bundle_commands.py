@@ -66,7 +66,12 @@ def test_calibrate_refuses_swapped_or_too_few_points(tmp_path, capsys):
 
 
 def test_masks_command_keeps_earlier_entities(tmp_path):
+    import trimesh
+
     b = _bundle_with_frames(tmp_path)
+    trimesh.creation.box(extents=(0.03, 0.03, 0.03)).export(tmp_path / "cube.obj")
+    for oid in ("cube", "cube_copy"):  # masks are for the bundle's objects (an unknown entity is an error)
+        assert main(["add-object", str(b.root), oid, "--mesh", str(tmp_path / "cube.obj")]) == 0
     assert main(["masks", str(b.root), "--entity", "cube", "--point", "65,55"]) == 0
     assert main(["masks", str(b.root), "--entity", "cube_copy", "--point", "65,55", "--no-propagate"]) == 0
     m = Bundle.load(b.root).manifest.capture.masks
