@@ -30,6 +30,7 @@ frames disagree with the plate there (see :func:`confidence_map`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -59,21 +60,74 @@ class BackgroundEstimate:
 
 
 def temporal_median(frames: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
-    """Per-pixel per-channel median of ``(n, h, w, 3) uint8`` frames -> ``(h, w, 3) uint8``.
+    """Per-pixel per-channel median of ``(n, h, w, 3) uint8`` frames -> ``(h, w, 3) uint8`` (the mean of the two
+    middle values, rounded up, for even ``n``).
 
     ``valid``: optional ``(n, h, w) bool`` samples to use (a masked median, by luminance order); pixels with no valid
-    sample get the unmasked median. Pixel-major partition: about 3x faster than ``np.median(frames, 0)``."""
+    sample get the unmasked median. Unmasked: a selection network (:func:`median_network`) of elementwise min/max
+    over blocks of pixels that stay in cache, the same values as ``np.median(frames, 0)`` about 10x faster."""
     n, h, w, _ = frames.shape
     if valid is None or valid.all():
-        flat = frames.reshape(n, -1)
-        out = np.empty(flat.shape[1], np.uint8)
+        flat = np.ascontiguousarray(frames).reshape(n, -1)
         lo, hi = (n - 1) // 2, n // 2
-        step = max(4096, (1 << 21) // n)  # blocks that stay in cache
+        ops = median_network(n)
+        out = np.empty(flat.shape[1], np.uint8)
+        step = max(4096, (1 << 20) // n)  # n wires of a block stay in cache
         for a in range(0, flat.shape[1], step):
-            part = np.partition(flat[:, a:a + step].T, sorted({lo, hi}), axis=1)
-            out[a:a + step] = (part[:, lo].astype(np.uint16) + part[:, hi] + 1) // 2
+            wires = [flat[t, a:a + step] for t in range(n)] + [None] * (n + 1)
+            for swap, i, j, need_i, need_j in ops:
+                x, y = wires[i], wires[j]
+                if swap:
+                    wires[i], wires[j] = y, x
+                    continue
+                if need_i:
+                    wires[i] = np.minimum(x, y)
+                if need_j:
+                    wires[j] = np.maximum(x, y)
+            out[a:a + step] = wires[lo] if lo == hi else (wires[lo].astype(np.uint16) + wires[hi] + 1) // 2
         return out.reshape(h, w, 3)
     return _masked_median(frames, valid)
+
+
+@lru_cache(maxsize=None)
+def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
+    """The comparators of Batcher's odd-even merge sort of ``n`` wires (padded to a power of two with wires that
+    hold +inf) that the two middle outputs depend on: ``(swap, i, j, need_min, need_max)``. ``swap``: wire ``i``
+    holds a pad and ``j`` data (the comparator only exchanges them); otherwise the min goes to ``i`` (if needed) and
+    the max to ``j`` (if needed)."""
+    size = 1
+    while size < n:
+        size *= 2
+    comps, p = [], 1
+    while p < size:  # Batcher's odd-even merge sort
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p):
+                        comps.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    pad = [w >= n for w in range(size)]
+    ops = []
+    for i, j in comps:  # comparators with a pad on the max side do nothing; a pad on the min side moves up
+        if pad[j]:
+            continue
+        ops.append((pad[i], i, j))
+        if pad[i]:
+            pad[i], pad[j] = False, True
+    need, keep = {(n - 1) // 2, n // 2}, []
+    for swap, i, j in reversed(ops):  # only what the middle outputs depend on
+        ni, nj = i in need, j in need
+        if not (ni or nj):
+            continue
+        if swap:
+            need -= {i, j}
+            need |= ({j} if ni else set()) | ({i} if nj else set())
+        else:
+            need |= {i, j}
+        keep.append((swap, i, j, ni, nj))
+    return tuple(keep[::-1])
 
 
 def chan_max(x: np.ndarray) -> np.ndarray:
@@ -180,52 +234,54 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
 
 
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
-           band: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``."""
+           band: int, both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``.
+    ``both``: the frame and the anchor as one ``(h, w, 6)`` image, if the caller has it."""
     import cv2
 
     ker = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
     inner = (m > 0) & (cv2.erode(m, ker) == 0)
     outer = (cv2.dilate(m, ker) > 0) & outside
     win = (4 * band + 1, 4 * band + 1)
-    fin, fout = inner.astype(np.float32), outer.astype(np.float32)
-    n_in = cv2.boxFilter(fin, -1, win, normalize=False)
-    n_out = cv2.boxFilter(fout, -1, win, normalize=False)
-    ok = inner & (n_out > 0) & (n_in > 0)
-    seams = []
-    for img in (frame, anchor):
-        s_in = cv2.boxFilter(img * fin[..., None], -1, win, normalize=False) / np.maximum(n_in, 1)[..., None]
-        s_out = cv2.boxFilter(img * fout[..., None], -1, win, normalize=False) / np.maximum(n_out, 1)[..., None]
-        seams.append(chan_max(np.abs(s_in - s_out)))
-    w = ok.astype(np.float64)
-    cnt = np.bincount(lab.ravel(), w.ravel(), k)
-    out = [np.bincount(lab.ravel(), (s * ok).ravel(), k) / np.maximum(cnt, 1) for s in seams]
-    return out[0].astype(np.float32), out[1].astype(np.float32)
+    if both is None:
+        both = np.concatenate([frame, anchor], -1)
+    sums = []
+    for side in (inner, outer):  # box sums of [frame, anchor, 1] over the band: colours and pixel counts at once
+        f = side.astype(np.float32)[..., None]
+        sums.append(cv2.boxFilter(np.concatenate([both * f, f], -1), -1, win, normalize=False))
+    ok = inner & (sums[0][..., 6] > 0) & (sums[1][..., 6] > 0)
+    ys, xs = np.nonzero(ok)
+    if not len(ys):
+        z = np.zeros(k, np.float32)
+        return z, z.copy()
+    s_in, s_out = (x[ys, xs] for x in sums)
+    d = np.abs(s_in[:, :6] / np.maximum(s_in[:, 6:], 1) - s_out[:, :6] / np.maximum(s_out[:, 6:], 1))
+    ll = lab[ys, xs]
+    cnt = np.maximum(np.bincount(ll, minlength=k), 1)
+    return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
 
 
 def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0)."""
+    from scipy.ndimage import find_objects
+
     k = int(lab.max()) + 1
     s_f, s_a = np.zeros(k, np.float32), np.zeros(k, np.float32)
     if k <= 1:
         return lab, s_f, s_a, k
     h, w = lab.shape
     m = 4 * band + 1
-    ys, xs = np.nonzero(lab)
-    ll = lab[ys, xs]
-    y0, y1 = np.full(k, h), np.zeros(k, int)
-    x0, x1 = np.full(k, w), np.zeros(k, int)
-    np.minimum.at(y0, ll, ys)
-    np.maximum.at(y1, ll, ys)
-    np.minimum.at(x0, ll, xs)
-    np.maximum.at(x1, ll, xs)
-    for i in range(1, k):
-        a, b, c, d = max(0, y0[i] - m), min(h, y1[i] + m + 1), max(0, x0[i] - m), min(w, x1[i] + m + 1)
+    both = np.concatenate([frame, anchor], -1)
+    for i, box in enumerate(find_objects(lab), 1):
+        if box is None:
+            continue
+        a, b = max(0, box[0].start - m), min(h, box[0].stop + m)
+        c, d = max(0, box[1].start - m), min(w, box[1].stop + m)
         sub = lab[a:b, c:d]
         mi = (sub == i).view(np.uint8)
         out = (sub == 0) if outside is None else outside[a:b, c:d]
-        sf, sa = _seams(frame[a:b, c:d], anchor[a:b, c:d], mi, out, mi.astype(np.int32), 2, band)
+        sf, sa = _seams(None, None, mi, out, mi.astype(np.int32), 2, band, both[a:b, c:d])
         s_f[i], s_a[i] = sf[1], sa[1]
     return lab, s_f, s_a, k
 
@@ -290,20 +346,25 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     return (np.cumsum(used) - 1).astype(np.int32)[lab]
 
 
-def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0)) -> np.ndarray:
+def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None
+                     ) -> np.ndarray:
     """``(h, w, 3) float32``: at every pixel the mean colour of the nearby ``known`` pixels (normalised Gaussian
-    convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region."""
+    convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
+    ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
+    (the other pixels may then hold anything)."""
     import cv2
 
     k = known.astype(np.float32)
+    ik = image * k[..., None]
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
         wsum = cv2.GaussianBlur(k, (0, 0), s)
-        num = cv2.GaussianBlur(image * k[..., None], (0, 0), s)
         ok = ~done & (wsum > 0.05)
-        out[ok] = num[ok] / wsum[ok, None]
+        np.divide(cv2.GaussianBlur(ik, (0, 0), s), wsum[..., None], out=out, where=ok[..., None])
         done |= ok
+        if need is not None and done[need].all():
+            return out
     if not done.all():
         out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
@@ -394,7 +455,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
         r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
-    around = local_background(anchor, ~dev)
+    around = local_background(anchor, ~dev, need=dev)
     e_f = chan_max(np.abs(frame - around))
     e_a = chan_max(np.abs(anchor - around))
     px_bg = dev & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
