@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from real2sim.core.imaging import disk, fill_holes
+from real2sim.core.imaging import clean_mask, disk
 
 Q25_HALF_NORMAL = 0.3186
 """25th percentile of |N(0, 1)|: sigma = q25(|x|) / this."""
@@ -190,25 +190,6 @@ def detect_size(h: int, w: int, pixels: int) -> tuple[int, int]:
     """(ws, hs) with about ``pixels`` pixels and the frames' aspect (never larger than the frames)."""
     s = min(1.0, float(np.sqrt(pixels / float(h * w))))
     return max(16, int(round(w * s))), max(16, int(round(h * s)))
-
-
-def clean(mask: np.ndarray, open_px: int, close_px: int, min_area: int, holes: bool = False) -> np.ndarray:
-    """``(h, w) bool`` opened, closed, (enclosed holes filled), components under ``min_area`` dropped."""
-    import cv2
-
-    m = mask.astype(np.uint8)
-    if open_px > 0:
-        m = cv2.morphologyEx(m, cv2.MORPH_OPEN, disk(open_px))
-    if close_px > 0:
-        m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, disk(close_px))
-    if holes:
-        m = fill_holes(m).astype(np.uint8)
-    if min_area > 0:
-        k, lab, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
-        keep = np.zeros(k, bool)
-        keep[1:] = stats[1:, cv2.CC_STAT_AREA] >= min_area
-        m = keep[lab].astype(np.uint8)
-    return m > 0
 
 
 def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, band: int = 2,
@@ -370,14 +351,16 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
     return out
 
 
-def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: float) -> np.ndarray:
+def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: float, memo: dict | None = None
+                    ) -> np.ndarray:
     """``(h, w) bool`` anchor pixels that continue a foreground region of this frame without an edge: the still
     part of a thing whose other part moves (a robot's base, the arm that lingers while its gripper turns). No frame
     needs to show the background there, so they cannot be told from it by motion; they are reported, not trusted.
 
     Seeds: pixels just outside ``fg`` whose anchor colour is within ``tau`` of the frame's colour just inside (no
     edge across the outline in the frame). Grown over the anchor pixels that look like the foreground nearby
-    (:func:`local_background` of the frame's foreground spread outwards), outside ``fg``."""
+    (:func:`local_background` of the frame's foreground spread outwards), outside ``fg``. ``memo``: a dict kept
+    for this frame across passes (the spread foreground is reused while ``fg`` stays the same)."""
     import cv2
 
     m = fg.astype(np.uint8)
@@ -389,7 +372,12 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     seeds = outer & (n_in > 0) & (chan_max(np.abs(f_in - anchor)) < tau)
     if not seeds.any():
         return np.zeros(fg.shape, bool)
-    looks = local_background(frame, fg, scales=(2.0, 6.0))
+    if memo is not None and "fg" in memo and np.array_equal(memo["fg"], fg):
+        looks = memo["looks"]
+    else:
+        looks = local_background(frame, fg, scales=(2.0, 6.0))
+        if memo is not None:
+            memo.update(fg=fg.copy(), looks=looks)
     similar = (chan_max(np.abs(anchor - looks)) < tau) & ~fg
     k, lab = cv2.connectedComponents(similar.astype(np.uint8), connectivity=8)
     hit = np.zeros(k, bool)
@@ -408,7 +396,9 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     compared with the surroundings' (:func:`local_background` of the anchor outside the region): the one that
     continues its surroundings is the background. A component called background must also be one at its outline
     (the anchor's contrast across it above the frame's, :func:`region_seams`). Returns ``(n, hs, ws) bool`` each:
-    ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``."""
+    ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``.
+    ``links``: a dict kept across passes (per frame: the agreement links, the spread foreground of
+    :func:`attached_static`; neither depends on the anchor)."""
     n = small.shape[0]
     links = {} if links is None else links
     bg = np.zeros(small.shape[:3], bool)
@@ -418,7 +408,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         dev = chan_max(np.abs(small[t] - anchor_s)) > tau[t]
         if valid_s is not None:
             dev &= valid_s[t]
-        dev = clean(dev, open_px, close_px, min_area, holes)
+        dev = clean_mask(dev, open_px, close_px, holes, min_area)
         if not dev.any():
             continue
         def pieces(part, t=t):
@@ -429,7 +419,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
                                                pieces if split > 0 else None)
         if fg[t].any():
-            und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
+            und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]), links.setdefault(("looks", t), {}))
     return bg, fg, und
 
 
@@ -465,7 +455,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     is_bg, is_fg = r_bg[lab] & ~px_fg, r_fg[lab] & ~px_bg
     mixed = dev & ~r_bg[lab] & ~r_fg[lab]
     if mixed.any():
-        p_bg = clean(mixed & px_bg, open_px, 0, min_area)
+        p_bg = clean_mask(mixed & px_bg, open_px, 0, False, min_area)
         if p_bg.any():
             lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg)
             keep = s_a2 > s_f2
@@ -594,18 +584,20 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     none = np.zeros(pix.shape, bool)
     if not pix.any():
         return anchor, none, none
+    n, h, w = votes_bg.shape
     ys, xs = np.nonzero(pix)
-    vals = frames[:, ys, xs].astype(np.float32)
-    b = votes_bg[:, ys, xs]
-    masked = np.where(b[..., None], vals, np.inf)
-    srt = np.sort(masked, axis=0)  # per channel; samples not called background sort last
+    at = ys * w + xs
+    vals = frames.reshape(n, h * w, 3)[:, at]  # (n, k, 3) uint8
+    b = votes_bg.reshape(n, h * w)[:, at]
+    key = np.ascontiguousarray(np.where(b[..., None], vals, np.uint16(256)).transpose(1, 2, 0))
+    key.sort(axis=-1)  # per pixel and channel; samples not called background (256) sort last
     k = b.sum(0)
-    idx = np.broadcast_to(((k - 1) // 2)[None, :, None], (1,) + vals.shape[1:])
-    idx2 = np.broadcast_to((k // 2)[None, :, None], idx.shape)
-    med = (np.take_along_axis(srt, idx, 0)[0] + np.take_along_axis(srt, idx2, 0)[0]) / 2
-    same = chan_max(np.abs(vals - med[None])) <= tol
+    two = (np.take_along_axis(key, ((k - 1) // 2)[:, None, None], -1)[..., 0]
+           + np.take_along_axis(key, (k // 2)[:, None, None], -1)[..., 0]).astype(np.int16)  # 2 x the median
+    med = two.astype(np.float32) / 2
+    same = chan_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
     n_bg = (same & b).sum(0)
-    n_fg = (same & votes_fg[:, ys, xs]).sum(0)
+    n_fg = (same & votes_fg.reshape(n, h * w)[:, at]).sum(0)
     ok = (n_bg >= min_agree) & (n_bg > n_fg)
     out = anchor.copy()
     out[ys[ok], xs[ok]] = np.clip(med[ok] + 0.5, 0, 255).astype(np.uint8)
