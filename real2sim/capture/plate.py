@@ -231,12 +231,14 @@ def _gray_small(f, scale: float):
 
 def camera_motion_px(frames: np.ndarray, ref: int = 0, scale: float = 0.5, grays: list | None = None) -> np.ndarray:
     """``(n,)`` image shift (px) of each frame against frame ``ref`` by phase correlation (``grays``: the frames
-    already through :func:`_gray_small` at ``scale``; they are changed in place)."""
+    already through :func:`_gray_small` at ``scale``)."""
     import cv2
 
     grays = grays if grays is not None else [_gray_small(f, scale) for f in frames]
     win = cv2.createHanningWindow(grays[ref].shape[::-1], cv2.CV_32F)
-    return np.array([float(np.hypot(*cv2.phaseCorrelate(grays[ref], g, win)[0])) / scale for g in grays])
+    # copies: cv2.phaseCorrelate (OpenCV 5.0) multiplies its inputs by the window in place
+    return np.array([float(np.hypot(*cv2.phaseCorrelate(grays[ref].copy(), g.copy(), win)[0])) / scale
+                     for g in grays])
 
 
 def static_fraction(frames: np.ndarray, ref: int = 0, scale: float = 0.5, tol: float = 15.0,
@@ -264,7 +266,7 @@ def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 
         return {"camera_shift_px_median": 0.0, "camera_shift_px_max": 0.0, "static_fraction_median": 1.0}
     grays = [_gray_small(f, 0.5) for f in frames]
     static = static_fraction(frames, ref, 0.5, grays=grays)
-    shift = camera_motion_px(frames, ref, 0.5, grays)  # last: cv2.phaseCorrelate windows its inputs in place
+    shift = camera_motion_px(frames, ref, 0.5, grays)
     rep = {"camera_shift_px_median": round(float(np.median(shift)), 3), "camera_shift_px_max": round(float(shift.max()), 3),
            "static_fraction_median": round(float(np.median(static)), 3)}
     if np.median(shift) > max_shift_px and np.median(static) < min_static:
