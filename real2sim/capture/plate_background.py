@@ -217,7 +217,7 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
            band: int, both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``.
-    ``both``: the frame and the anchor as one ``(h, w, 6)`` image, if the caller has it."""
+    ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
     import cv2
 
     ker = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
@@ -225,11 +225,9 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     outer = (cv2.dilate(m, ker) > 0) & outside
     win = (4 * band + 1, 4 * band + 1)
     if both is None:
-        both = np.concatenate([frame, anchor], -1)
-    sums = []
-    for side in (inner, outer):  # box sums of [frame, anchor, 1] over the band: colours and pixel counts at once
-        f = side.astype(np.float32)[..., None]
-        sums.append(cv2.boxFilter(np.concatenate([both * f, f], -1), -1, win, normalize=False))
+        both = _with_ones(frame, anchor)
+    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once
+    sums = [cv2.boxFilter(both * side[..., None], -1, win, normalize=False) for side in (inner, outer)]
     ok = inner & (sums[0][..., 6] > 0) & (sums[1][..., 6] > 0)
     ys, xs = np.nonzero(ok)
     if not len(ys):
@@ -240,6 +238,11 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     ll = lab[ys, xs]
     cnt = np.maximum(np.bincount(ll, minlength=k), 1)
     return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
+
+
+def _with_ones(frame: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """``(h, w, 7) float32``: frame, anchor, 1."""
+    return np.concatenate([frame, anchor, np.ones(frame.shape[:2] + (1,), np.float32)], -1, dtype=np.float32)
 
 
 def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None
@@ -253,7 +256,7 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
         return lab, s_f, s_a, k
     h, w = lab.shape
     m = 4 * band + 1
-    both = np.concatenate([frame, anchor], -1)
+    both = _with_ones(frame, anchor)
     for i, box in enumerate(find_objects(lab), 1):
         if box is None:
             continue
@@ -274,15 +277,21 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
     at least ``jaccard`` (intersection over union). Returns (links to the right ``(hs, ws - 1)``, links down
     ``(hs - 1, ws)``) bool; they do not depend on the anchor (cached across passes)."""
     th = np.maximum(tau, tau[t])[:, None, None]
-    agree = chan_max(np.abs(small - small[t][None])) <= th
+    d = np.subtract(small, small[t][None])
+    np.abs(d, out=d)
+    m = np.maximum(d[..., 0], d[..., 1])
+    np.maximum(m, d[..., 2], out=m)
+    agree = m <= th
     if valid_s is not None:
         agree &= valid_s
+    agree = agree.view(np.uint8)
+    count = np.uint8 if len(agree) < 256 else np.int32
     out = []
     for p, q in (((slice(None), slice(None), slice(None, -1)), (slice(None), slice(None), slice(1, None))),
                  ((slice(None), slice(None, -1), slice(None)), (slice(None), slice(1, None), slice(None)))):
         a, b = agree[p], agree[q]
-        inter = np.count_nonzero(a & b, axis=0)
-        union = np.count_nonzero(a | b, axis=0)
+        inter = np.add.reduce(a & b, axis=0, dtype=count)
+        union = np.add.reduce(a | b, axis=0, dtype=count)
         out.append(inter >= jaccard * np.maximum(union, 1))
     return out[0], out[1]
 
@@ -351,16 +360,14 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
     return out
 
 
-def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: float, memo: dict | None = None
-                    ) -> np.ndarray:
+def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: float) -> np.ndarray:
     """``(h, w) bool`` anchor pixels that continue a foreground region of this frame without an edge: the still
     part of a thing whose other part moves (a robot's base, the arm that lingers while its gripper turns). No frame
     needs to show the background there, so they cannot be told from it by motion; they are reported, not trusted.
 
     Seeds: pixels just outside ``fg`` whose anchor colour is within ``tau`` of the frame's colour just inside (no
     edge across the outline in the frame). Grown over the anchor pixels that look like the foreground nearby
-    (:func:`local_background` of the frame's foreground spread outwards), outside ``fg``. ``memo``: a dict kept
-    for this frame across passes (the spread foreground is reused while ``fg`` stays the same)."""
+    (:func:`local_background` of the frame's foreground spread outwards), outside ``fg``."""
     import cv2
 
     m = fg.astype(np.uint8)
@@ -372,12 +379,7 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     seeds = outer & (n_in > 0) & (chan_max(np.abs(f_in - anchor)) < tau)
     if not seeds.any():
         return np.zeros(fg.shape, bool)
-    if memo is not None and "fg" in memo and np.array_equal(memo["fg"], fg):
-        looks = memo["looks"]
-    else:
-        looks = local_background(frame, fg, scales=(2.0, 6.0))
-        if memo is not None:
-            memo.update(fg=fg.copy(), looks=looks)
+    looks = local_background(frame, fg, scales=(2.0, 6.0))
     similar = (chan_max(np.abs(anchor - looks)) < tau) & ~fg
     k, lab = cv2.connectedComponents(similar.astype(np.uint8), connectivity=8)
     hit = np.zeros(k, bool)
@@ -388,7 +390,8 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
                      ratio: float, open_px: int, close_px: int, min_area: int, holes: bool = True,
-                     split: float = 0.0, links: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     split: float = 0.0, links: dict | None = None, attached: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per frame, the pixels that deviate from the anchor, each called background / foreground / undecided.
 
     ``small``: ``(n, hs, ws, 3) float32`` frames; ``anchor_s`` ``(hs, ws, 3)``; ``valid_s`` optional ``(n, hs, ws)``
@@ -397,8 +400,8 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     continues its surroundings is the background. A component called background must also be one at its outline
     (the anchor's contrast across it above the frame's, :func:`region_seams`). Returns ``(n, hs, ws) bool`` each:
     ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``.
-    ``links``: a dict kept across passes (per frame: the agreement links, the spread foreground of
-    :func:`attached_static`; neither depends on the anchor)."""
+    ``links``: a dict kept across passes (per frame: the agreement links, which do not depend on the anchor).
+    ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``."""
     n = small.shape[0]
     links = {} if links is None else links
     bg = np.zeros(small.shape[:3], bool)
@@ -418,8 +421,8 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
 
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
                                                pieces if split > 0 else None)
-        if fg[t].any():
-            und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]), links.setdefault(("looks", t), {}))
+        if attached and fg[t].any():
+            und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
 
 
@@ -675,8 +678,11 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         und_n = np.zeros(size[::-1], np.int64)
         links = {}
         for it in range(max(1, cfg.passes)):
+            # the still parts attached to the foreground only feed the confidence: found once, after the last pass
             bg_s, fg_s, und_s = classify_regions(small, anchor_s, valid_s, tau_t, cfg.ghost_ratio, cfg.open_px,
-                                                 cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard, links)
+                                                 cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard, links,
+                                                 attached=False)
+            anchor_c = anchor_s
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
                 break
@@ -700,6 +706,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             undecided |= weak
             anchor_s = shrink(anchor[None], size)[0]
         report["passes"] = it + 1
+        for t in range(n):  # against the anchor of the last pass's calls
+            if fg_s[t].any():
+                und_s[t] |= attached_static(small[t], anchor_c, fg_s[t], float(tau_t[t]))
+        und_n = np.maximum(und_n, und_s.sum(0))
         # undecided: regions of unknown side over this pixel in enough frames that the plate could be either
         need = max(2, int(np.ceil(cfg.undecided_fraction * n)))
         undecided |= upsample(und_n >= need, (w, h))
