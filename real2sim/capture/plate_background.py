@@ -193,7 +193,8 @@ def detect_size(h: int, w: int, pixels: int) -> tuple[int, int]:
 
 
 def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, band: int = 2,
-                 labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                 labels: np.ndarray | None = None, both: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Contrast across the outline of each region, in the frame and in the anchor.
 
     ``frame``, ``anchor``: ``(h, w, 3) float32``; ``regions``: ``(h, w) bool``. For every pixel in the band just
@@ -201,17 +202,18 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
     ``4 * band + 1`` px; the seam is the largest channel difference. Returns (labels ``(h, w) int32``, mean frame
     seam per label ``(k,)``, mean anchor seam per label ``(k,)``, number of labels k, label 0 = outside).
     ``labels``: regions given as a label image instead (0 = outside); the outline of each region is then only
-    where it meets the outside, not where it meets another region (that is the outline of what is in front)."""
+    where it meets the outside, not where it meets another region (that is the outline of what is in front).
+    ``both``: ``_with_ones(frame, anchor)`` if the caller has it (several calls on one frame)."""
     import cv2
 
     if labels is not None:
-        return _label_seams(frame, anchor, labels, band, None if regions is None else ~regions)
+        return _label_seams(frame, anchor, labels, band, None if regions is None else ~regions, both)
     m = regions.astype(np.uint8)
     k, lab = cv2.connectedComponents(m, connectivity=8)
     if k <= 1:
         z = np.zeros(k, np.float32)
         return lab, z, z, k
-    return (lab,) + _seams(frame, anchor, m, m == 0, lab, k, band) + (k,)
+    return (lab,) + _seams(frame, anchor, m, m == 0, lab, k, band, both) + (k,)
 
 
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
@@ -245,8 +247,8 @@ def _with_ones(frame: np.ndarray, anchor: np.ndarray) -> np.ndarray:
     return np.concatenate([frame, anchor, np.ones(frame.shape[:2] + (1,), np.float32)], -1, dtype=np.float32)
 
 
-def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None,
+                 both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0)."""
     from scipy.ndimage import find_objects
 
@@ -256,7 +258,7 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
         return lab, s_f, s_a, k
     h, w = lab.shape
     m = 4 * band + 1
-    both = _with_ones(frame, anchor)
+    both = _with_ones(frame, anchor) if both is None else both
     for i, box in enumerate(find_objects(lab), 1):
         if box is None:
             continue
@@ -431,7 +433,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     """(bg, fg, undecided) ``(h, w) bool`` of one frame's deviating regions ``dev``: whole regions by their outline
     (:func:`region_seams`); regions that are neither (a thing that moved next to where it lingered) pixel by
     pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline."""
-    lab, s_f, s_a, k = region_seams(frame, anchor, dev)
+    both = _with_ones(frame, anchor)
+    lab, s_f, s_a, k = region_seams(frame, anchor, dev, both=both)
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
     r_bg[0] = r_fg[0] = False
@@ -441,7 +444,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     if labels is not None:
         # regions decided whole keep their call; the others take the calls of their pieces (split where the frames
         # that agree with this one change), each judged on its outline towards the unchanged pixels
-        lab_p, sf_p, sa_p, _ = region_seams(frame, anchor, dev, labels=labels)
+        lab_p, sf_p, sa_p, _ = region_seams(frame, anchor, dev, labels=labels, both=both)
         p_bg = (sa_p > ratio * sf_p) & (sa_p > 2 * tau)
         p_fg = (sf_p > ratio * sa_p) & (sf_p > tau)
         p_bg[0] = p_fg[0] = False
@@ -460,7 +463,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     if mixed.any():
         p_bg = clean_mask(mixed & px_bg, open_px, 0, False, min_area)
         if p_bg.any():
-            lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg)
+            lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg, both=both)
             keep = s_a2 > s_f2
             keep[0] = False
             p_bg = keep[lab2]
@@ -620,8 +623,9 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     n, h, w, _ = frames.shape
     acc = np.zeros((h, w, 3), np.float32)
     used = np.empty((n, h, w), bool)
+    tol8 = np.clip(np.floor(tol), 0, 255).astype(np.uint8)  # the differences are whole levels
     for t in range(n):
-        u = chan_max(cv2.absdiff(frames[t], anchor)) <= tol
+        u = chan_max(cv2.absdiff(frames[t], anchor)) <= tol8
         if valid is not None:
             u &= valid[t]
         used[t] = u
