@@ -173,10 +173,11 @@ def gradient_magnitude(image: np.ndarray) -> np.ndarray:
     """``(h, w) float32`` max over channels of the Sobel gradient magnitude / 8 (levels per pixel)."""
     import cv2
 
-    f = image.astype(np.float32)
-    gx = np.abs(cv2.Sobel(f, cv2.CV_32F, 1, 0, ksize=3)).max(-1)
-    gy = np.abs(cv2.Sobel(f, cv2.CV_32F, 0, 1, ksize=3)).max(-1)
-    return np.maximum(gx, gy) / 8.0
+    f = image if image.dtype == np.uint8 else image.astype(np.float32)
+    depth = cv2.CV_16S if image.dtype == np.uint8 else cv2.CV_32F  # whole numbers from uint8: exact in int16
+    gx = chan_max(np.abs(cv2.Sobel(f, depth, 1, 0, ksize=3)))
+    gy = chan_max(np.abs(cv2.Sobel(f, depth, 0, 1, ksize=3)))
+    return np.maximum(gx, gy).astype(np.float32) / 8.0
 
 
 def shrink(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -213,7 +214,12 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
     if k <= 1:
         z = np.zeros(k, np.float32)
         return lab, z, z, k
-    return (lab,) + _seams(frame, anchor, m, m == 0, lab, k, band, both) + (k,)
+    ys, xs = np.nonzero(m)  # only the regions' box (+ the window) matters
+    r = 4 * band + 1
+    a, b, c, d = max(0, ys.min() - r), min(m.shape[0], ys.max() + r + 1), max(0, xs.min() - r), min(m.shape[1], xs.max() + r + 1)
+    both = _with_ones(frame, anchor) if both is None else both
+    sub = m[a:b, c:d]
+    return (lab,) + _seams(None, None, sub, sub == 0, lab[a:b, c:d], k, band, both[a:b, c:d]) + (k,)
 
 
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
@@ -574,6 +580,8 @@ def upsample(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """``(hs, ws) bool`` -> ``(h, w) bool`` (size = (w, h)), bilinear then > 0.5."""
     import cv2
 
+    if not mask.any():
+        return np.zeros(size[::-1], bool)
     return cv2.resize(mask.astype(np.uint8) * 255, size, interpolation=cv2.INTER_LINEAR) > 127
 
 
@@ -690,13 +698,16 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
                 break
-            behind = np.stack([upsample(cv2.dilate(b.view(np.uint8), grow) > 0, (w, h)) for b in bg_s])
+            behind = np.stack([upsample(cv2.dilate(b.view(np.uint8), grow) > 0 if b.any() else b, (w, h)) for b in bg_s])
             front = np.stack([upsample(f, (w, h)) for f in fg_s])
             if valid is not None:
                 behind &= valid
-            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * sigma + cfg.fg_threshold * 255)
             if it > 0:  # later passes peel what is left of a ghost found before: only next to it
-                rep &= cv2.dilate(ghost.view(np.uint8), peel) > 0
+                near = cv2.dilate(ghost.view(np.uint8), peel) > 0
+                behind &= near[None]  # (the candidates that stay weak are reported by the first pass)
+            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * sigma + cfg.fg_threshold * 255)
+            if it > 0:
+                rep &= near
                 k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
                 hit = np.zeros(k2, bool)
                 hit[np.unique(lab2[(cv2.dilate(ghost.view(np.uint8), grow) > 0) & rep])] = True
