@@ -355,7 +355,8 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
     for s in scales:
         wsum = cv2.GaussianBlur(k, (0, 0), s)
         ok = ~done & (wsum > 0.05)
-        np.divide(cv2.GaussianBlur(ik, (0, 0), s), wsum[..., None], out=out, where=ok[..., None])
+        # where ok, wsum > 0.05: the same quotient as dividing by wsum
+        cv2.copyTo(cv2.GaussianBlur(ik, (0, 0), s) / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out)
         done |= ok
         if need is not None and done[need].all():
             return out
