@@ -278,12 +278,21 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
     return lab, s_f, s_a, k
 
 
-def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndarray | None, jaccard: float
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndarray | None, jaccard: float,
+                    box: tuple[int, int, int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Whether neighbouring pixels of frame ``t`` are shown alike by the other frames: at each pixel the set of frames
     whose colour is within the pair's threshold of frame ``t``'s; neighbours are linked when their sets overlap by
     at least ``jaccard`` (intersection over union). Returns (links to the right ``(hs, ws - 1)``, links down
-    ``(hs - 1, ws)``) bool; they do not depend on the anchor (cached across passes)."""
+    ``(hs - 1, ws)``) bool; they do not depend on the anchor (cached across passes). ``box``: (y0, y1, x0, x1)
+    pairs within these rows and columns only (False elsewhere)."""
+    if box is not None:
+        y0, y1, x0, x1 = box
+        hs, ws = small.shape[1:3]
+        right, down = np.zeros((hs, ws - 1), bool), np.zeros((hs - 1, ws), bool)
+        r, d = agreement_links(small[:, y0:y1, x0:x1], t, tau, None if valid_s is None else valid_s[:, y0:y1, x0:x1],
+                               jaccard)
+        right[y0:y1, x0:x1 - 1], down[y0:y1 - 1, x0:x1] = r, d
+        return right, down
     th = np.maximum(tau, tau[t])[:, None, None]
     d = np.subtract(small, small[t][None])
     np.abs(d, out=d)
@@ -405,7 +414,8 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     continues its surroundings is the background. A component called background must also be one at its outline
     (the anchor's contrast across it above the frame's, :func:`region_seams`). Returns ``(n, hs, ws) bool`` each:
     ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``.
-    ``links``: a dict kept across passes (per frame: the agreement links, which do not depend on the anchor).
+    ``links``: a dict kept across passes (per frame: the agreement links over a box, which do not depend on the
+    anchor).
     ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``."""
     n = small.shape[0]
     links = {} if links is None else links
@@ -420,9 +430,16 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         if not dev.any():
             continue
         def pieces(part, t=t):
-            if t not in links:
-                links[t] = agreement_links(small, t, tau, valid_s, split)
-            return split_by_agreement(links[t], part, min_area)
+            ys, xs = np.nonzero(part)
+            box = (int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1)
+            have = links.get(t)
+            if have is None or not (have[0][0] <= box[0] and box[1] <= have[0][1] and have[0][2] <= box[2]
+                                    and box[3] <= have[0][3]):  # links over the part's box (grown as needed)
+                if have is not None:
+                    box = (min(box[0], have[0][0]), max(box[1], have[0][1]), min(box[2], have[0][2]),
+                           max(box[3], have[0][3]))
+                links[t] = (box, agreement_links(small, t, tau, valid_s, split, box))
+            return split_by_agreement(links[t][1], part, min_area)
 
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
                                                pieces if split > 0 else None)
