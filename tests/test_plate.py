@@ -6,6 +6,7 @@ import pytest
 
 from real2sim.capture import CaptureError, PlateConfig, make_plate, plain_median
 from real2sim.core.imaging import psnr
+from real2sim.demos.plate_cases import gain_to
 
 
 def textured_background(h=120, w=160, seed=0):
@@ -141,20 +142,6 @@ def _bridge(shared_data):
     return np.stack(frames), clean
 
 
-def _gain_to(frames, target):
-    """Each frame with per-channel gains fitted to ``target`` on pixels that agree (the clip's auto-exposure)."""
-    c = target.astype(np.float32) + 1
-    out = []
-    for f in frames:
-        f32 = f.astype(np.float32) + 1
-        ok = np.abs(f32 - c).max(-1) < 40
-        g = np.median(c[ok] / f32[ok], 0)
-        ok = np.abs(f32 * g - c).max(-1) < 12
-        g = np.median(c[ok] / f32[ok], 0)
-        out.append(np.clip(f32 * g - 0.5, 0, 255).astype(np.uint8))
-    return np.stack(out)
-
-
 @pytest.mark.realdata
 def test_bridge_plate_beats_median_and_first_frame(shared_data, record_property):
     """Evaluation regions (the cleanup is a person's edit of frame 0, so it is ground truth only where some real
@@ -173,7 +160,7 @@ def test_bridge_plate_beats_median_and_first_frame(shared_data, record_property)
 
     frames, clean = _bridge(shared_data)
     plate, conf, rep = make_plate(frames)
-    G = _gain_to(frames, clean)
+    G = gain_to(frames, clean)
     d = np.abs(G.astype(int) - clean).max(-1)
     confirmed = (d < 20).sum(0) >= 2
     k = np.ones((5, 5), np.uint8)

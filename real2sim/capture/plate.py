@@ -229,26 +229,27 @@ def _gray_small(f, scale: float):
     return cv2.resize(g, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
 
 
-def camera_motion_px(frames: np.ndarray, ref: int = 0, scale: float = 0.5) -> np.ndarray:
-    """``(n,)`` image shift (px) of each frame against frame ``ref`` by phase correlation."""
+def camera_motion_px(frames: np.ndarray, ref: int = 0, scale: float = 0.5, grays: list | None = None) -> np.ndarray:
+    """``(n,)`` image shift (px) of each frame against frame ``ref`` by phase correlation (``grays``: the frames
+    already through :func:`_gray_small` at ``scale``)."""
     import cv2
 
-    g0 = _gray_small(frames[ref], scale)
-    win = cv2.createHanningWindow(g0.shape[::-1], cv2.CV_32F)
-    out = []
-    for f in frames:
-        (dx, dy), _ = cv2.phaseCorrelate(g0, _gray_small(f, scale), win)
-        out.append(float(np.hypot(dx, dy)) / scale)
-    return np.array(out)
+    grays = grays if grays is not None else [_gray_small(f, scale) for f in frames]
+    win = cv2.createHanningWindow(grays[ref].shape[::-1], cv2.CV_32F)
+    # copies: cv2.phaseCorrelate (OpenCV 5.0) multiplies its inputs by the window in place
+    return np.array([float(np.hypot(*cv2.phaseCorrelate(grays[ref].copy(), g.copy(), win)[0])) / scale
+                     for g in grays])
 
 
-def static_fraction(frames: np.ndarray, ref: int = 0, scale: float = 0.5, tol: float = 15.0) -> np.ndarray:
+def static_fraction(frames: np.ndarray, ref: int = 0, scale: float = 0.5, tol: float = 15.0,
+                    grays: list | None = None) -> np.ndarray:
     """``(n,)`` fraction of pixels that keep their (exposure-normalised) grey level from frame ``ref``."""
-    g0 = _gray_small(frames[ref], scale)
+    grays = grays if grays is not None else [_gray_small(f, scale) for f in frames]
+    g0 = grays[ref]
+    m0 = np.median(g0)
     out = []
-    for f in frames:
-        g = _gray_small(f, scale)
-        g *= np.median(g0) / max(float(np.median(g)), 1e-6)
+    for g in grays:
+        g = g * (m0 / max(float(np.median(g)), 1e-6))
         out.append(float((np.abs(g - g0) < tol).mean()))
     return np.array(out)
 
@@ -263,8 +264,9 @@ def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 
     """
     if len(frames) < 2:
         return {"camera_shift_px_median": 0.0, "camera_shift_px_max": 0.0, "static_fraction_median": 1.0}
-    shift = camera_motion_px(frames, ref)
-    static = static_fraction(frames, ref)
+    grays = [_gray_small(f, 0.5) for f in frames]
+    static = static_fraction(frames, ref, 0.5, grays=grays)
+    shift = camera_motion_px(frames, ref, 0.5, grays)
     rep = {"camera_shift_px_median": round(float(np.median(shift)), 3), "camera_shift_px_max": round(float(shift.max()), 3),
            "static_fraction_median": round(float(np.median(static)), 3)}
     if np.median(shift) > max_shift_px and np.median(static) < min_static:

@@ -30,10 +30,11 @@ frames disagree with the plate there (see :func:`confidence_map`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from real2sim.core.imaging import disk, fill_holes
+from real2sim.core.imaging import clean_mask, disk
 
 Q25_HALF_NORMAL = 0.3186
 """25th percentile of |N(0, 1)|: sigma = q25(|x|) / this."""
@@ -59,21 +60,74 @@ class BackgroundEstimate:
 
 
 def temporal_median(frames: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
-    """Per-pixel per-channel median of ``(n, h, w, 3) uint8`` frames -> ``(h, w, 3) uint8``.
+    """Per-pixel per-channel median of ``(n, h, w, 3) uint8`` frames -> ``(h, w, 3) uint8`` (the mean of the two
+    middle values, rounded up, for even ``n``).
 
     ``valid``: optional ``(n, h, w) bool`` samples to use (a masked median, by luminance order); pixels with no valid
-    sample get the unmasked median. Pixel-major partition: about 3x faster than ``np.median(frames, 0)``."""
+    sample get the unmasked median. Unmasked: a selection network (:func:`median_network`) of elementwise min/max
+    over blocks of pixels that stay in cache, the same values as ``np.median(frames, 0)`` about 10x faster."""
     n, h, w, _ = frames.shape
     if valid is None or valid.all():
-        flat = frames.reshape(n, -1)
-        out = np.empty(flat.shape[1], np.uint8)
+        flat = np.ascontiguousarray(frames).reshape(n, -1)
         lo, hi = (n - 1) // 2, n // 2
-        step = max(4096, (1 << 21) // n)  # blocks that stay in cache
+        ops = median_network(n)
+        out = np.empty(flat.shape[1], np.uint8)
+        step = max(4096, (1 << 20) // n)  # n wires of a block stay in cache
         for a in range(0, flat.shape[1], step):
-            part = np.partition(flat[:, a:a + step].T, sorted({lo, hi}), axis=1)
-            out[a:a + step] = (part[:, lo].astype(np.uint16) + part[:, hi] + 1) // 2
+            wires = [flat[t, a:a + step] for t in range(n)] + [None] * (n + 1)
+            for swap, i, j, need_i, need_j in ops:
+                x, y = wires[i], wires[j]
+                if swap:
+                    wires[i], wires[j] = y, x
+                    continue
+                if need_i:
+                    wires[i] = np.minimum(x, y)
+                if need_j:
+                    wires[j] = np.maximum(x, y)
+            out[a:a + step] = wires[lo] if lo == hi else (wires[lo].astype(np.uint16) + wires[hi] + 1) // 2
         return out.reshape(h, w, 3)
     return _masked_median(frames, valid)
+
+
+@lru_cache(maxsize=None)
+def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
+    """The comparators of Batcher's odd-even merge sort of ``n`` wires (padded to a power of two with wires that
+    hold +inf) that the two middle outputs depend on: ``(swap, i, j, need_min, need_max)``. ``swap``: wire ``i``
+    holds a pad and ``j`` data (the comparator only exchanges them); otherwise the min goes to ``i`` (if needed) and
+    the max to ``j`` (if needed)."""
+    size = 1
+    while size < n:
+        size *= 2
+    comps, p = [], 1
+    while p < size:  # Batcher's odd-even merge sort
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p):
+                        comps.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    pad = [w >= n for w in range(size)]
+    ops = []
+    for i, j in comps:  # comparators with a pad on the max side do nothing; a pad on the min side moves up
+        if pad[j]:
+            continue
+        ops.append((pad[i], i, j))
+        if pad[i]:
+            pad[i], pad[j] = False, True
+    need, keep = {(n - 1) // 2, n // 2}, []
+    for swap, i, j in reversed(ops):  # only what the middle outputs depend on
+        ni, nj = i in need, j in need
+        if not (ni or nj):
+            continue
+        if swap:
+            need -= {i, j}
+            need |= ({j} if ni else set()) | ({i} if nj else set())
+        else:
+            need |= {i, j}
+        keep.append((swap, i, j, ni, nj))
+    return tuple(keep[::-1])
 
 
 def chan_max(x: np.ndarray) -> np.ndarray:
@@ -119,10 +173,11 @@ def gradient_magnitude(image: np.ndarray) -> np.ndarray:
     """``(h, w) float32`` max over channels of the Sobel gradient magnitude / 8 (levels per pixel)."""
     import cv2
 
-    f = image.astype(np.float32)
-    gx = np.abs(cv2.Sobel(f, cv2.CV_32F, 1, 0, ksize=3)).max(-1)
-    gy = np.abs(cv2.Sobel(f, cv2.CV_32F, 0, 1, ksize=3)).max(-1)
-    return np.maximum(gx, gy) / 8.0
+    f = image if image.dtype == np.uint8 else image.astype(np.float32)
+    depth = cv2.CV_16S if image.dtype == np.uint8 else cv2.CV_32F  # whole numbers from uint8: exact in int16
+    gx = chan_max(np.abs(cv2.Sobel(f, depth, 1, 0, ksize=3)))
+    gy = chan_max(np.abs(cv2.Sobel(f, depth, 0, 1, ksize=3)))
+    return np.maximum(gx, gy).astype(np.float32) / 8.0
 
 
 def shrink(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -138,27 +193,9 @@ def detect_size(h: int, w: int, pixels: int) -> tuple[int, int]:
     return max(16, int(round(w * s))), max(16, int(round(h * s)))
 
 
-def clean(mask: np.ndarray, open_px: int, close_px: int, min_area: int, holes: bool = False) -> np.ndarray:
-    """``(h, w) bool`` opened, closed, (enclosed holes filled), components under ``min_area`` dropped."""
-    import cv2
-
-    m = mask.astype(np.uint8)
-    if open_px > 0:
-        m = cv2.morphologyEx(m, cv2.MORPH_OPEN, disk(open_px))
-    if close_px > 0:
-        m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, disk(close_px))
-    if holes:
-        m = fill_holes(m).astype(np.uint8)
-    if min_area > 0:
-        k, lab, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
-        keep = np.zeros(k, bool)
-        keep[1:] = stats[1:, cv2.CC_STAT_AREA] >= min_area
-        m = keep[lab].astype(np.uint8)
-    return m > 0
-
-
 def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, band: int = 2,
-                 labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                 labels: np.ndarray | None = None, both: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Contrast across the outline of each region, in the frame and in the anchor.
 
     ``frame``, ``anchor``: ``(h, w, 3) float32``; ``regions``: ``(h, w) bool``. For every pixel in the band just
@@ -166,86 +203,112 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
     ``4 * band + 1`` px; the seam is the largest channel difference. Returns (labels ``(h, w) int32``, mean frame
     seam per label ``(k,)``, mean anchor seam per label ``(k,)``, number of labels k, label 0 = outside).
     ``labels``: regions given as a label image instead (0 = outside); the outline of each region is then only
-    where it meets the outside, not where it meets another region (that is the outline of what is in front)."""
+    where it meets the outside, not where it meets another region (that is the outline of what is in front).
+    ``both``: ``_with_ones(frame, anchor)`` if the caller has it (several calls on one frame)."""
     import cv2
 
     if labels is not None:
-        return _label_seams(frame, anchor, labels, band, None if regions is None else ~regions)
+        return _label_seams(frame, anchor, labels, band, None if regions is None else ~regions, both)
     m = regions.astype(np.uint8)
     k, lab = cv2.connectedComponents(m, connectivity=8)
     if k <= 1:
         z = np.zeros(k, np.float32)
         return lab, z, z, k
-    return (lab,) + _seams(frame, anchor, m, m == 0, lab, k, band) + (k,)
+    ys, xs = np.nonzero(m)  # only the regions' box (+ the window) matters
+    r = 4 * band + 1
+    a, b, c, d = max(0, ys.min() - r), min(m.shape[0], ys.max() + r + 1), max(0, xs.min() - r), min(m.shape[1], xs.max() + r + 1)
+    both = _with_ones(frame, anchor) if both is None else both
+    sub = m[a:b, c:d]
+    return (lab,) + _seams(None, None, sub, sub == 0, lab[a:b, c:d], k, band, both[a:b, c:d]) + (k,)
 
 
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
-           band: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``."""
+           band: int, both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``.
+    ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
     import cv2
 
     ker = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
     inner = (m > 0) & (cv2.erode(m, ker) == 0)
     outer = (cv2.dilate(m, ker) > 0) & outside
     win = (4 * band + 1, 4 * band + 1)
-    fin, fout = inner.astype(np.float32), outer.astype(np.float32)
-    n_in = cv2.boxFilter(fin, -1, win, normalize=False)
-    n_out = cv2.boxFilter(fout, -1, win, normalize=False)
-    ok = inner & (n_out > 0) & (n_in > 0)
-    seams = []
-    for img in (frame, anchor):
-        s_in = cv2.boxFilter(img * fin[..., None], -1, win, normalize=False) / np.maximum(n_in, 1)[..., None]
-        s_out = cv2.boxFilter(img * fout[..., None], -1, win, normalize=False) / np.maximum(n_out, 1)[..., None]
-        seams.append(chan_max(np.abs(s_in - s_out)))
-    w = ok.astype(np.float64)
-    cnt = np.bincount(lab.ravel(), w.ravel(), k)
-    out = [np.bincount(lab.ravel(), (s * ok).ravel(), k) / np.maximum(cnt, 1) for s in seams]
-    return out[0].astype(np.float32), out[1].astype(np.float32)
+    if both is None:
+        both = _with_ones(frame, anchor)
+    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once
+    sums = [cv2.boxFilter(both * side[..., None], -1, win, normalize=False) for side in (inner, outer)]
+    ok = inner & (sums[0][..., 6] > 0) & (sums[1][..., 6] > 0)
+    ys, xs = np.nonzero(ok)
+    if not len(ys):
+        z = np.zeros(k, np.float32)
+        return z, z.copy()
+    s_in, s_out = (x[ys, xs] for x in sums)
+    d = np.abs(s_in[:, :6] / np.maximum(s_in[:, 6:], 1) - s_out[:, :6] / np.maximum(s_out[:, 6:], 1))
+    ll = lab[ys, xs]
+    cnt = np.maximum(np.bincount(ll, minlength=k), 1)
+    return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
 
 
-def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _with_ones(frame: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """``(h, w, 7) float32``: frame, anchor, 1."""
+    return np.concatenate([frame, anchor, np.ones(frame.shape[:2] + (1,), np.float32)], -1, dtype=np.float32)
+
+
+def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None,
+                 both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0)."""
+    from scipy.ndimage import find_objects
+
     k = int(lab.max()) + 1
     s_f, s_a = np.zeros(k, np.float32), np.zeros(k, np.float32)
     if k <= 1:
         return lab, s_f, s_a, k
     h, w = lab.shape
     m = 4 * band + 1
-    ys, xs = np.nonzero(lab)
-    ll = lab[ys, xs]
-    y0, y1 = np.full(k, h), np.zeros(k, int)
-    x0, x1 = np.full(k, w), np.zeros(k, int)
-    np.minimum.at(y0, ll, ys)
-    np.maximum.at(y1, ll, ys)
-    np.minimum.at(x0, ll, xs)
-    np.maximum.at(x1, ll, xs)
-    for i in range(1, k):
-        a, b, c, d = max(0, y0[i] - m), min(h, y1[i] + m + 1), max(0, x0[i] - m), min(w, x1[i] + m + 1)
+    both = _with_ones(frame, anchor) if both is None else both
+    for i, box in enumerate(find_objects(lab), 1):
+        if box is None:
+            continue
+        a, b = max(0, box[0].start - m), min(h, box[0].stop + m)
+        c, d = max(0, box[1].start - m), min(w, box[1].stop + m)
         sub = lab[a:b, c:d]
         mi = (sub == i).view(np.uint8)
         out = (sub == 0) if outside is None else outside[a:b, c:d]
-        sf, sa = _seams(frame[a:b, c:d], anchor[a:b, c:d], mi, out, mi.astype(np.int32), 2, band)
+        sf, sa = _seams(None, None, mi, out, mi.astype(np.int32), 2, band, both[a:b, c:d])
         s_f[i], s_a[i] = sf[1], sa[1]
     return lab, s_f, s_a, k
 
 
-def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndarray | None, jaccard: float
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndarray | None, jaccard: float,
+                    box: tuple[int, int, int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Whether neighbouring pixels of frame ``t`` are shown alike by the other frames: at each pixel the set of frames
     whose colour is within the pair's threshold of frame ``t``'s; neighbours are linked when their sets overlap by
     at least ``jaccard`` (intersection over union). Returns (links to the right ``(hs, ws - 1)``, links down
-    ``(hs - 1, ws)``) bool; they do not depend on the anchor (cached across passes)."""
+    ``(hs - 1, ws)``) bool; they do not depend on the anchor (cached across passes). ``box``: (y0, y1, x0, x1)
+    pairs within these rows and columns only (False elsewhere)."""
+    if box is not None:
+        y0, y1, x0, x1 = box
+        hs, ws = small.shape[1:3]
+        right, down = np.zeros((hs, ws - 1), bool), np.zeros((hs - 1, ws), bool)
+        r, d = agreement_links(small[:, y0:y1, x0:x1], t, tau, None if valid_s is None else valid_s[:, y0:y1, x0:x1],
+                               jaccard)
+        right[y0:y1, x0:x1 - 1], down[y0:y1 - 1, x0:x1] = r, d
+        return right, down
     th = np.maximum(tau, tau[t])[:, None, None]
-    agree = chan_max(np.abs(small - small[t][None])) <= th
+    d = np.subtract(small, small[t][None])
+    np.abs(d, out=d)
+    m = np.maximum(d[..., 0], d[..., 1])
+    np.maximum(m, d[..., 2], out=m)
+    agree = m <= th
     if valid_s is not None:
         agree &= valid_s
+    agree = agree.view(np.uint8)
+    count = np.uint8 if len(agree) < 256 else np.int32
     out = []
     for p, q in (((slice(None), slice(None), slice(None, -1)), (slice(None), slice(None), slice(1, None))),
                  ((slice(None), slice(None, -1), slice(None)), (slice(None), slice(1, None), slice(None)))):
         a, b = agree[p], agree[q]
-        inter = np.count_nonzero(a & b, axis=0)
-        union = np.count_nonzero(a | b, axis=0)
+        inter = np.add.reduce(a & b, axis=0, dtype=count)
+        union = np.add.reduce(a | b, axis=0, dtype=count)
         out.append(inter >= jaccard * np.maximum(union, 1))
     return out[0], out[1]
 
@@ -256,24 +319,20 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     different frames, so a region that merged them is split. Pieces under ``min_area`` are grown over by the
     neighbouring pieces (or stay alone)."""
     import cv2
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
 
     hs, ws = dev.shape
-    idx = np.full((hs, ws), -1, np.int64)
-    ys, xs = np.nonzero(dev)
-    idx[ys, xs] = np.arange(len(ys))
-    rows, cols = [], []
-    for link, p, q in ((links[0], (slice(None), slice(None, -1)), (slice(None), slice(1, None))),
-                       (links[1], (slice(None, -1), slice(None)), (slice(1, None), slice(None)))):
-        keep = dev[p] & dev[q] & link
-        rows.append(idx[p][keep])
-        cols.append(idx[q][keep])
-    r, c = np.concatenate(rows), np.concatenate(cols)
-    g = coo_matrix((np.ones(len(r), np.int8), (r, c)), shape=(len(ys), len(ys)))
-    _, comp = connected_components(g, directed=False)
-    lab = np.zeros((hs, ws), np.int32)
-    lab[ys, xs] = comp + 1
+    # the pixels on the even cells of a grid twice as fine, each link on the cell between its two pixels: the
+    # 4-connected components of that grid are the linked pieces
+    grid = np.zeros((2 * hs - 1, 2 * ws - 1), np.uint8)
+    grid[::2, ::2] = dev
+    grid[::2, 1::2] = dev[:, :-1] & dev[:, 1:] & links[0]
+    grid[1::2, ::2] = dev[:-1] & dev[1:] & links[1]
+    k, lab = cv2.connectedComponents(grid, connectivity=4, ltype=cv2.CV_32S)
+    lab = lab[::2, ::2]
+    first, at = np.unique(lab[dev], return_index=True)  # numbered in raster order of their first pixel
+    order = np.zeros(k, np.int32)
+    order[first[np.argsort(at)]] = np.arange(1, len(first) + 1, dtype=np.int32)
+    lab = order[lab]
     area = np.bincount(lab.ravel())
     small_lab = area < min_area
     small_lab[0] = False
@@ -290,20 +349,26 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     return (np.cumsum(used) - 1).astype(np.int32)[lab]
 
 
-def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0)) -> np.ndarray:
+def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None
+                     ) -> np.ndarray:
     """``(h, w, 3) float32``: at every pixel the mean colour of the nearby ``known`` pixels (normalised Gaussian
-    convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region."""
+    convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
+    ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
+    (the other pixels may then hold anything)."""
     import cv2
 
     k = known.astype(np.float32)
+    ik = image * k[..., None]
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
         wsum = cv2.GaussianBlur(k, (0, 0), s)
-        num = cv2.GaussianBlur(image * k[..., None], (0, 0), s)
         ok = ~done & (wsum > 0.05)
-        out[ok] = num[ok] / wsum[ok, None]
+        # where ok, wsum > 0.05: the same quotient as dividing by wsum
+        cv2.copyTo(cv2.GaussianBlur(ik, (0, 0), s) / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out)
         done |= ok
+        if need is not None and done[need].all():
+            return out
     if not done.all():
         out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
@@ -339,7 +404,8 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
                      ratio: float, open_px: int, close_px: int, min_area: int, holes: bool = True,
-                     split: float = 0.0, links: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     split: float = 0.0, links: dict | None = None, attached: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per frame, the pixels that deviate from the anchor, each called background / foreground / undecided.
 
     ``small``: ``(n, hs, ws, 3) float32`` frames; ``anchor_s`` ``(hs, ws, 3)``; ``valid_s`` optional ``(n, hs, ws)``
@@ -347,7 +413,10 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     compared with the surroundings' (:func:`local_background` of the anchor outside the region): the one that
     continues its surroundings is the background. A component called background must also be one at its outline
     (the anchor's contrast across it above the frame's, :func:`region_seams`). Returns ``(n, hs, ws) bool`` each:
-    ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``."""
+    ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``.
+    ``links``: a dict kept across passes (per frame: the agreement links over a box, which do not depend on the
+    anchor).
+    ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``."""
     n = small.shape[0]
     links = {} if links is None else links
     bg = np.zeros(small.shape[:3], bool)
@@ -357,17 +426,24 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         dev = chan_max(np.abs(small[t] - anchor_s)) > tau[t]
         if valid_s is not None:
             dev &= valid_s[t]
-        dev = clean(dev, open_px, close_px, min_area, holes)
+        dev = clean_mask(dev, open_px, close_px, holes, min_area)
         if not dev.any():
             continue
         def pieces(part, t=t):
-            if t not in links:
-                links[t] = agreement_links(small, t, tau, valid_s, split)
-            return split_by_agreement(links[t], part, min_area)
+            ys, xs = np.nonzero(part)
+            box = (int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1)
+            have = links.get(t)
+            if have is None or not (have[0][0] <= box[0] and box[1] <= have[0][1] and have[0][2] <= box[2]
+                                    and box[3] <= have[0][3]):  # links over the part's box (grown as needed)
+                if have is not None:
+                    box = (min(box[0], have[0][0]), max(box[1], have[0][1]), min(box[2], have[0][2]),
+                           max(box[3], have[0][3]))
+                links[t] = (box, agreement_links(small, t, tau, valid_s, split, box))
+            return split_by_agreement(links[t][1], part, min_area)
 
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
                                                pieces if split > 0 else None)
-        if fg[t].any():
+        if attached and fg[t].any():
             und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
 
@@ -377,7 +453,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     """(bg, fg, undecided) ``(h, w) bool`` of one frame's deviating regions ``dev``: whole regions by their outline
     (:func:`region_seams`); regions that are neither (a thing that moved next to where it lingered) pixel by
     pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline."""
-    lab, s_f, s_a, k = region_seams(frame, anchor, dev)
+    both = _with_ones(frame, anchor)
+    lab, s_f, s_a, k = region_seams(frame, anchor, dev, both=both)
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
     r_bg[0] = r_fg[0] = False
@@ -387,14 +464,14 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     if labels is not None:
         # regions decided whole keep their call; the others take the calls of their pieces (split where the frames
         # that agree with this one change), each judged on its outline towards the unchanged pixels
-        lab_p, sf_p, sa_p, _ = region_seams(frame, anchor, dev, labels=labels)
+        lab_p, sf_p, sa_p, _ = region_seams(frame, anchor, dev, labels=labels, both=both)
         p_bg = (sa_p > ratio * sf_p) & (sa_p > 2 * tau)
         p_fg = (sf_p > ratio * sa_p) & (sf_p > tau)
         p_bg[0] = p_fg[0] = False
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
         r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
-    around = local_background(anchor, ~dev)
+    around = local_background(anchor, ~dev, need=dev)
     e_f = chan_max(np.abs(frame - around))
     e_a = chan_max(np.abs(anchor - around))
     px_bg = dev & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
@@ -404,9 +481,9 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     is_bg, is_fg = r_bg[lab] & ~px_fg, r_fg[lab] & ~px_bg
     mixed = dev & ~r_bg[lab] & ~r_fg[lab]
     if mixed.any():
-        p_bg = clean(mixed & px_bg, open_px, 0, min_area)
+        p_bg = clean_mask(mixed & px_bg, open_px, 0, False, min_area)
         if p_bg.any():
-            lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg)
+            lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg, both=both)
             keep = s_a2 > s_f2
             keep[0] = False
             p_bg = keep[lab2]
@@ -517,6 +594,8 @@ def upsample(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """``(hs, ws) bool`` -> ``(h, w) bool`` (size = (w, h)), bilinear then > 0.5."""
     import cv2
 
+    if not mask.any():
+        return np.zeros(size[::-1], bool)
     return cv2.resize(mask.astype(np.uint8) * 255, size, interpolation=cv2.INTER_LINEAR) > 127
 
 
@@ -533,18 +612,20 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     none = np.zeros(pix.shape, bool)
     if not pix.any():
         return anchor, none, none
+    n, h, w = votes_bg.shape
     ys, xs = np.nonzero(pix)
-    vals = frames[:, ys, xs].astype(np.float32)
-    b = votes_bg[:, ys, xs]
-    masked = np.where(b[..., None], vals, np.inf)
-    srt = np.sort(masked, axis=0)  # per channel; samples not called background sort last
+    at = ys * w + xs
+    vals = frames.reshape(n, h * w, 3)[:, at]  # (n, k, 3) uint8
+    b = votes_bg.reshape(n, h * w)[:, at]
+    key = np.ascontiguousarray(np.where(b[..., None], vals, np.uint16(256)).transpose(1, 2, 0))
+    key.sort(axis=-1)  # per pixel and channel; samples not called background (256) sort last
     k = b.sum(0)
-    idx = np.broadcast_to(((k - 1) // 2)[None, :, None], (1,) + vals.shape[1:])
-    idx2 = np.broadcast_to((k // 2)[None, :, None], idx.shape)
-    med = (np.take_along_axis(srt, idx, 0)[0] + np.take_along_axis(srt, idx2, 0)[0]) / 2
-    same = chan_max(np.abs(vals - med[None])) <= tol
+    two = (np.take_along_axis(key, ((k - 1) // 2)[:, None, None], -1)[..., 0]
+           + np.take_along_axis(key, (k // 2)[:, None, None], -1)[..., 0]).astype(np.int16)  # 2 x the median
+    med = two.astype(np.float32) / 2
+    same = chan_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
     n_bg = (same & b).sum(0)
-    n_fg = (same & votes_fg[:, ys, xs]).sum(0)
+    n_fg = (same & votes_fg.reshape(n, h * w)[:, at]).sum(0)
     ok = (n_bg >= min_agree) & (n_bg > n_fg)
     out = anchor.copy()
     out[ys[ok], xs[ok]] = np.clip(med[ok] + 0.5, 0, 255).astype(np.uint8)
@@ -564,8 +645,9 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     n, h, w, _ = frames.shape
     acc = np.zeros((h, w, 3), np.float32)
     used = np.empty((n, h, w), bool)
+    tol8 = np.clip(np.floor(tol), 0, 255).astype(np.uint8)  # the differences are whole levels
     for t in range(n):
-        u = chan_max(cv2.absdiff(frames[t], anchor)) <= tol
+        u = chan_max(cv2.absdiff(frames[t], anchor)) <= tol8
         if valid is not None:
             u &= valid[t]
         used[t] = u
@@ -622,18 +704,24 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         und_n = np.zeros(size[::-1], np.int64)
         links = {}
         for it in range(max(1, cfg.passes)):
+            # the still parts attached to the foreground only feed the confidence: found once, after the last pass
             bg_s, fg_s, und_s = classify_regions(small, anchor_s, valid_s, tau_t, cfg.ghost_ratio, cfg.open_px,
-                                                 cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard, links)
+                                                 cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard, links,
+                                                 attached=False)
+            anchor_c = anchor_s
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
                 break
-            behind = np.stack([upsample(cv2.dilate(b.view(np.uint8), grow) > 0, (w, h)) for b in bg_s])
+            behind = np.stack([upsample(cv2.dilate(b.view(np.uint8), grow) > 0 if b.any() else b, (w, h)) for b in bg_s])
             front = np.stack([upsample(f, (w, h)) for f in fg_s])
             if valid is not None:
                 behind &= valid
-            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * sigma + cfg.fg_threshold * 255)
             if it > 0:  # later passes peel what is left of a ghost found before: only next to it
-                rep &= cv2.dilate(ghost.view(np.uint8), peel) > 0
+                near = cv2.dilate(ghost.view(np.uint8), peel) > 0
+                behind &= near[None]  # (the candidates that stay weak are reported by the first pass)
+            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * sigma + cfg.fg_threshold * 255)
+            if it > 0:
+                rep &= near
                 k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
                 hit = np.zeros(k2, bool)
                 hit[np.unique(lab2[(cv2.dilate(ghost.view(np.uint8), grow) > 0) & rep])] = True
@@ -647,6 +735,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             undecided |= weak
             anchor_s = shrink(anchor[None], size)[0]
         report["passes"] = it + 1
+        for t in range(n):  # against the anchor of the last pass's calls
+            if fg_s[t].any():
+                und_s[t] |= attached_static(small[t], anchor_c, fg_s[t], float(tau_t[t]))
+        und_n = np.maximum(und_n, und_s.sum(0))
         # undecided: regions of unknown side over this pixel in enough frames that the plate could be either
         need = max(2, int(np.ceil(cfg.undecided_fraction * n)))
         undecided |= upsample(und_n >= need, (w, h))

@@ -407,7 +407,7 @@ def _spec_dict(spec: ClipSpec) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 # real clip and the suite
 # ---------------------------------------------------------------------------------------------------------
-def _gain_to(frames: np.ndarray, target: np.ndarray) -> np.ndarray:
+def gain_to(frames: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Each frame with per-channel gains fitted to ``target`` on pixels that agree (the clip's auto-exposure)."""
     c = target.astype(np.float32) + 1
     out = []
@@ -435,7 +435,7 @@ def bridge_real_case(data: Path) -> PlateCase | None:
         return None
     frames = read_video(video).frames
     clean = read_rgb(plate)
-    d = np.abs(_gain_to(frames, clean).astype(np.int16) - clean).max(-1)
+    d = np.abs(gain_to(frames, clean).astype(np.int16) - clean).max(-1)
     valid = (d < 20).sum(0) >= 2
     x0, y0, x1, y1 = BRIDGE_CAN_BOX
     valid[y0:y1, x0:x1] = False
