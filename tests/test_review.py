@@ -413,3 +413,44 @@ def test_review_password_from_a_file_or_the_environment_not_argv(tmp_path, monke
         review_auth(parse("--auth-file", str(tmp_path / "bad.txt")))
     with pytest.raises(Real2SimError, match="missing.txt"):
         review_auth(parse("--auth-file", str(tmp_path / "missing.txt")))
+
+
+def test_failed_logins_over_the_limit_lock_the_name_for_the_window_over_http(tmp_path):
+    """Three wrong passwords: the right one is refused too until the window has passed, then it logs in."""
+    pytest.importorskip("gradio", reason="the review page needs gradio: pip install 'real2sim[review]'")
+    import http.cookiejar
+    import socket
+    import time
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from real2sim.apps.review.app import launch
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+
+    root = tmp_path / "scene"
+    bundle_from_recipe(builtin_recipe("tabletop"), root)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app, url = launch(root, port=port, auth="alice:s3cret", block=False, quiet=True, login_limit=(3, 3.0))
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def login(password: str) -> int:
+        data = urllib.parse.urlencode({"username": "alice", "password": password}).encode()
+        try:
+            return opener.open(f"{url.rstrip('/')}/login", data=data, timeout=20).status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    try:
+        assert [login(f"guess{i}") for i in range(3)] == [400, 400, 400]
+        t_locked = time.monotonic()
+        assert login("s3cret") == 400  # locked: the right password is refused as well
+        assert login("guess3") == 400
+        time.sleep(max(0.0, 3.3 - (time.monotonic() - t_locked)) + 0.5)
+        assert login("s3cret") == 200
+        assert opener.open(f"{url.rstrip('/')}/config", timeout=20).status == 200
+    finally:
+        app.close()
+        app.review_server.close()

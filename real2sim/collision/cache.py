@@ -11,6 +11,7 @@ import numpy as np
 
 from real2sim.collision.types import CollisionConfig, CollisionResult
 from real2sim.core.bundle import hash_bytes
+from real2sim.core.tempfiles import sweep_temp_files, temp_file_prefix
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ def store(cache_dir: Path, key: str, result: CollisionResult) -> Path:
         arrays[f"v{i}"] = np.asarray(h.vertices, float)
         arrays[f"f{i}"] = np.asarray(h.faces, np.int64)
     path = cache_path(cache_dir, key)
-    fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=cache_dir)
+    sweep_temp_files(cache_dir, path.name)
+    fd, tmp = tempfile.mkstemp(prefix=temp_file_prefix(path.name), suffix=".tmp", dir=cache_dir)
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)

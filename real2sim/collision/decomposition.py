@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.collision import cache
+from real2sim.collision.coacd_worker import PARENT_ENV
 from real2sim.collision.picture import quality_picture
 from real2sim.collision.primitives import fit_primitives
 from real2sim.collision.quality import hull_quality, primitive_mesh
@@ -22,11 +23,14 @@ from real2sim.collision.types import CollisionConfig, CollisionResult
 from real2sim.core.errors import CollisionError, Real2SimError, require
 from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import write_obj
+from real2sim.core.tempfiles import sweep_dead_temps
 
 log = logging.getLogger(__name__)
 
 _WORKER_MODULE = "real2sim.collision.coacd_worker"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_TEMP_PREFIX = "r2s_coacd_"
+
 
 
 def _mesh_name(mesh, name: str | None) -> str:
@@ -118,11 +122,14 @@ def run_coacd(solid, config: CollisionConfig, name: str = "mesh") -> list:
     require("coacd", extra="collision")  # fail early with the install command, without importing it here
     params = config.coacd_params()
     hint = (f"parameters: {json.dumps(params)}, timeout_s={config.timeout_s}")
-    with tempfile.TemporaryDirectory(prefix="r2s_coacd_") as tmp:
+    # a worker's folder is r2s_coacd_<pid of this process>_XXXXXXXX: those of killed runs are removed here
+    sweep_dead_temps(Path(tempfile.gettempdir()), rf"{_TEMP_PREFIX}(?P<pid>\d+)_[A-Za-z0-9_]{{8}}")
+    with tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{os.getpid()}_") as tmp:
         inp, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(inp, vertices=np.asarray(solid.vertices, np.float64), faces=np.asarray(solid.faces, np.int64),
                  params=np.array(json.dumps(params)))
         env = dict(os.environ)
+        env[PARENT_ENV] = str(os.getpid())
         env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         cmd = [sys.executable, "-m", _WORKER_MODULE, str(inp), str(out)]
         try:

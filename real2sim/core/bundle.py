@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from real2sim.core.errors import BundleError, ManifestError, UnknownNameError
 from real2sim.core.manifest import MAX_DEPTH, Manifest, ObjectSpec, StageRecord
+from real2sim.core.tempfiles import sweep_temp_files, temp_file_prefix
 from real2sim.core.version import __version__
 
 log = logging.getLogger(__name__)
@@ -33,10 +34,12 @@ MANIFEST = "scene.json"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so that readers see either the old or the new content, never a mix."""
+    """Write a file so that readers see either the old or the new content, never a mix. The temp file names this
+    process; temp files of the same target whose writers were killed are removed first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_temp_files(path.parent, path.name)
+    fd, tmp = tempfile.mkstemp(prefix=temp_file_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.apps.review import edits, masks, views
+from real2sim.apps.review.auth import LoginLimiter
 from real2sim.apps.review.server import ReviewServer
 from real2sim.apps.review.views import err_md, ok_md
 from real2sim.core.bundle import Bundle
@@ -607,16 +608,19 @@ def _evaluator(page: _Page):
 
 # -- serving ----------------------------------------------------------------------------------------
 def launch(bundle_dir, host: str = "127.0.0.1", port: int | None = None, auth: tuple[str, str] | str | None = None,
-           block: bool = True, quiet: bool = False):
-    """Serve the review page. ``auth``: ``(user, password)`` or ``"user:pass"``. Returns ``(app, url)`` when not blocking."""
+           block: bool = True, quiet: bool = False, login_limit: tuple[int, float] = (5, 60.0)):
+    """Serve the review page. ``auth``: ``(user, password)`` or ``"user:pass"``; ``login_limit``: (failed logins,
+    seconds) after which a user name is refused for that long (:class:`LoginLimiter`). Returns ``(app, url)`` when not
+    blocking."""
     root = Path(bundle_dir).resolve()
     app = build_app(root)
     if isinstance(auth, str):
         if ":" not in auth:
             raise ValueError("--auth must look like USER:PASSWORD")
         auth = tuple(auth.split(":", 1))
+    check = LoginLimiter(*auth, max_failures=login_limit[0], window_s=login_limit[1]).check if auth else None
     app.queue(default_concurrency_limit=4)
-    _, url, _ = app.launch(server_name=host, server_port=port, auth=auth, allowed_paths=[str(root)],
+    _, url, _ = app.launch(server_name=host, server_port=port, auth=check, allowed_paths=[str(root)],
                            blocked_paths=[str(root / edits.HISTORY_DIR)], prevent_thread_lock=True, quiet=quiet,
                            show_error=True, footer_links=[], ssr_mode=False)
     log.info("review page for %s at %s", root, url)

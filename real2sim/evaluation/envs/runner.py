@@ -10,6 +10,7 @@ unreachable are not written (they are not policy failures); the run stops with t
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from real2sim.core.bundle import Bundle
+from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import Real2SimError, require
 from real2sim.engines import get_engine
 from real2sim.evaluation.envs.env import Real2SimEnv, default_backend, resolve_shading, resolve_task
@@ -244,13 +245,12 @@ def write_sim_csv(results_path: Path, csv_path: Path, backend: str | None = None
         a = agg.setdefault((r["policy"], r["task"]), [0, 0])
         a[0] += int(bool(r["success"]))
         a[1] += 1
-    tmp = csv_path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["policy", "task", "successes", "trials"])
-        for (p, t), (s, n) in sorted(agg.items()):
-            w.writerow([p, t, s, n])
-    os.replace(tmp, csv_path)
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["policy", "task", "successes", "trials"])
+    for (p, t), (s, n) in sorted(agg.items()):
+        w.writerow([p, t, s, n])
+    atomic_write_bytes(csv_path, buf.getvalue().encode())
     return csv_path
 
 

@@ -1,0 +1,65 @@
+"""Temp files and folders that name their writer, so that the next run can remove what a killed one left.
+
+A temp name carries the writing process's id (``.<name>.<pid>.XXXXXXXX.tmp``, ``r2s_coacd_<pid>_XXXXXXXX``). A
+process that is gone (killed with -9, the machine rebooted) can never finish its temp file, so whoever next writes
+beside it removes it; a live writer's temp files, in this process or another, are left alone.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (this process counts)."""
+    if pid == os.getpid():
+        return True
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process: alive
+    return True
+
+
+def temp_file_prefix(name: str) -> str:
+    """``mkstemp`` prefix of a temp file that will replace ``name``: ``.<name>.<pid>.``."""
+    return f".{name}.{os.getpid()}."
+
+
+def sweep_dead_temps(folder: Path, pattern: str) -> list[str]:
+    """Remove entries of ``folder`` whose name fully matches ``pattern`` (a regex with a group ``pid``) and whose
+    writer is gone. Links are unlinked, never followed. Returns the names removed."""
+    rx = re.compile(pattern)
+    removed = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError, PermissionError):
+        for p in Path(folder).iterdir():
+            m = rx.fullmatch(p.name)
+            if not m or pid_alive(int(m.group("pid"))):
+                continue
+            if p.is_symlink() or not p.is_dir():
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+            else:
+                shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+    if removed:
+        log.info("removed %s left in %s by a killed run", ", ".join(sorted(removed)), folder)
+    return removed
+
+
+def sweep_temp_files(folder: Path, name: str) -> list[str]:
+    """Remove the temp files of ``folder/name`` whose writers are gone (see :func:`temp_file_prefix`)."""
+    return sweep_dead_temps(folder, rf"\.{re.escape(name)}\.(?P<pid>\d+)\.[A-Za-z0-9_]{{8}}\.tmp")
+
+
+__all__ = ["pid_alive", "sweep_dead_temps", "sweep_temp_files", "temp_file_prefix"]
