@@ -2,6 +2,8 @@
 traceback unless --debug (run in process through the CLI's own entry point, as the console script does)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,9 @@ def paths(tmp_path_factory):
     img = d / "img.png"
     write_rgb(img, rng.integers(0, 256, (48, 64, 3), dtype=np.uint8))
     (d / "notes.txt").write_text("not json {")
+    world = [[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0], [0.1, 0.1, 0], [0.05, 0.05, 0.05], [0.1, 0, 0.05]]
+    pixels = [[100, 100], [200, 100], [100, 200], [200, 200], [150, 140], [1e5, 50]]  # the last one: a typo
+    (d / "far.json").write_text(json.dumps({"pixels": pixels, "world": world}))
     (d / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\n garbage")
     assert main(["init", str(d / "frames"), "--frames", str(img), "--no-plate"]) == 0
     return {"B": str(bundle), "F": str(d / "frames"), "IMG": str(img), "TXT": str(d / "notes.txt"),
@@ -42,6 +47,7 @@ CASES = [
     ("init {D}/i6 --frames {IMG} --prompts {TXT}", "notes.txt"),
     ("calibrate {B} --points {TXT}", "notes.txt"),
     ("calibrate {B} --checkerboard {D}/nosuchdir", "nosuchdir"),
+    ("calibrate {B} --points {D}/far.json", "pixels[5]"),
     ("plate --frames {D}/missing --out {D}/p.png", "missing"),
     ("table {B} --board {PNG}", "bad.png"),
     ("segment --image {PNG} --point 1,1 --out {D}/m.png", "bad.png"),

@@ -56,6 +56,18 @@ def read_correspondences(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return px, w
 
 
+def _check_inside(px: np.ndarray, cam, source: Path) -> None:
+    """Clicked pixels are in the image (half a pixel of slack): a point far outside is a typo or another image's
+    click, and PnP would fit it exactly by moving the camera anywhere."""
+    px = np.asarray(px, float)
+    bad = np.nonzero((px[:, 0] < -0.5) | (px[:, 0] > cam.width - 0.5) | (px[:, 1] < -0.5) | (px[:, 1] > cam.height - 0.5))[0]
+    if len(bad):
+        i = int(bad[0])
+        raise CalibrationError(f"{source}: pixels[{i}] = ({px[i, 0]:g}, {px[i, 1]:g}) is outside the {cam.width}x{cam.height} "
+                               f"image ({len(bad)} point(s) outside); click the points on the frame itself (x right, y down, "
+                               "in pixels of the full-size frame)")
+
+
 def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "main") -> dict:
     """PnP from >= 4 clicked pairs; writes the camera pose, reports/calibration.json and a picture."""
     if camera not in bundle.manifest.cameras:
@@ -63,6 +75,7 @@ def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "m
     spec = bundle.manifest.cameras[camera]
     cam = spec.camera()
     px, world = read_correspondences(correspondences)
+    _check_inside(px, cam, correspondences)
     res = solve_pnp(px, world, cam.K, cam.distortion)
     cam.T_world_camera = res.T_world_camera
     bundle.manifest.cameras[camera] = CameraSpec.from_camera(cam)
