@@ -171,9 +171,14 @@ def cmd_metrics(args) -> int:
     for c in ("task", "policies", "MMRV [95% CI]", "Pearson r [95% CI]"):
         t.add_column(c)
     for m in metrics:
-        t.add_row(m.task, str(len(m.policies)), f"{m.mmrv:.3f} [{m.mmrv_ci[0]:.3f}, {m.mmrv_ci[1]:.3f}]",
-                  f"{m.pearson:.3f} [{m.pearson_ci[0]:.3f}, {m.pearson_ci[1]:.3f}]")
+        if m.unavailable:
+            t.add_row(m.task, str(len(m.policies)), f"{m.mmrv:.3f} [n/a]", f"{m.pearson:.3f} [n/a]")
+        else:
+            t.add_row(m.task, str(len(m.policies)), f"{m.mmrv:.3f} [{m.mmrv_ci[0]:.3f}, {m.mmrv_ci[1]:.3f}]",
+                      f"{m.pearson:.3f} [{m.pearson_ci[0]:.3f}, {m.pearson_ci[1]:.3f}]")
     console().print(t)
+    for why in dict.fromkeys(m.unavailable for m in metrics if m.unavailable):
+        say(f"n/a: {why}; the point MMRV and Pearson r above are exact for the rates given")
     if args.json:
         atomic_write_json(Path(args.json), to_json(metrics))
         say(f"wrote {args.json}")
@@ -227,7 +232,8 @@ def add_parsers(subparsers) -> None:
     p.set_defaults(fn=cmd_plan)
 
     p = subparsers.add_parser("metrics", help="MMRV and Pearson r between real and sim success tables")
-    p.add_argument("--real", required=True, help="CSV: policy, task, successes, trials (or rate, trials)")
+    p.add_argument("--real", required=True, help="CSV: policy, task, successes, trials (or rate / success_rate [, trials]: without trials, "
+                        "point metrics only)")
     p.add_argument("--sim", required=True, help="CSV with the same columns and policy/task pairs")
     p.add_argument("--json", help="write the metrics here")
     p.add_argument("--plot", help="write a real-vs-sim scatter PNG here")
