@@ -131,3 +131,50 @@ def test_cli_writes_json_and_plot(tmp_path):
     from PIL import Image
 
     assert Image.open(tmp_path / "m.png").size[0] > 600
+
+
+def test_rate_only_tables_give_point_metrics_and_say_why_no_intervals(tmp_path, capsys):
+    """A published table of rates (SIMPLER's, no trials): point MMRV / Pearson as SIMPLER's loop gives them,
+    intervals and Kruskal p unavailable with the reason; percentages and 'success_rate' are read."""
+    from real2sim.apps.cli import main
+
+    real_r, sim_r = [0.1, 0.7, 0.4], [0.2, 0.3, 0.6]
+    real = _csv(tmp_path / "real.csv", [("a", "push", "10%"), ("b", "push", "70%"), ("c", "push", "40%")],
+                header="policy,task,success_rate")
+    sim = _csv(tmp_path / "sim.csv", [("a", "push", 2, 10), ("b", "push", 3, 10), ("c", "push", 6, 10)])
+    (m,) = compare(read_results(real), read_results(sim), n_boot=100, real_name="real.csv")
+    assert m.real == pytest.approx(real_r)
+    assert m.mmrv == pytest.approx(simpler_reference_mmrv(real_r, sim_r))
+    assert m.pearson == pytest.approx(np.corrcoef(real_r, sim_r)[0, 1])
+    assert math.isnan(m.mmrv_ci[0]) and math.isnan(m.real_ci[0][0]) and m.kruskal_p["a"] is None
+    assert not math.isnan(m.sim_ci[0][0])  # the side with trials keeps its Wilson intervals
+    assert "need the number of trials" in m.unavailable and "real.csv" in m.unavailable
+    code = main(["metrics", "--real", str(real), "--sim", str(sim), "--json", str(tmp_path / "m.json"),
+                 "--plot", str(tmp_path / "m.png")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "n/a" in out and "trials" in out
+    d = json.loads((tmp_path / "m.json").read_text())["tasks"]["push"]
+    assert d["mmrv"] == pytest.approx(0.2) and d["mmrv_ci95"] == [None, None] and "trials" in d["unavailable"]
+
+
+@pytest.mark.parametrize("header, rows, words", [
+    ("policy,task,rate", [("a", "t", 57.3)], "percentages need a '%'"),
+    ("policy,task,rate,success_rate", [("a", "t", 0.5, 0.5)], "keep one"),
+    ("policy,task,rate", [("a", "t", "")], "line 2"),
+])
+def test_bad_rate_tables_name_the_problem(tmp_path, header, rows, words):
+    with pytest.raises(MetricsInputError, match=words):
+        read_results(_csv(tmp_path / "x.csv", rows, header))
+
+
+def test_a_policy_in_one_file_only_is_named_with_a_suggestion(tmp_path, capsys):
+    from real2sim.apps.cli import main
+
+    real = _csv(tmp_path / "r.csv", [("RT-1 (Converged)", "t", 0.5), ("Octo-Base", "t", 0.2)], "policy,task,rate")
+    sim = _csv(tmp_path / "s.csv", [("RT-1 (converged)", "t", 0.4), ("Octo-Base", "t", 0.1)], "policy,task,rate")
+    code = main(["metrics", "--real", str(real), "--sim", str(sim)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert "only in real" in err and "'RT-1 (Converged)'" in err and "did you mean 'RT-1 (converged)'" in err
+    assert "only in sim" in err

@@ -1,8 +1,10 @@
 """Sim-vs-real agreement metrics from SIMPLER (MMRV, Pearson r) with uncertainty.
 
 Inputs are tables with **named columns** (``policy``, ``task``, and either
-``successes`` + ``trials`` or ``rate`` [+ ``trials``]), so nothing depends on argument
-order. Definitions follow the SIMPLER paper (arXiv 2405.05941, Sec. 4):
+``successes`` + ``trials`` or ``rate`` / ``success_rate`` [+ ``trials``]), so nothing depends on
+argument order. A table of rates without trials (what papers publish, e.g. SIMPLER's) gives the
+point MMRV and Pearson r; their intervals and the Kruskal-Wallis p need the number of trials and are
+reported as unavailable, with that reason. Definitions follow the SIMPLER paper (arXiv 2405.05941, Sec. 4):
 
 * Rank violation between policies i, j: ``|R_i - R_j|`` when the strict orderings
   disagree, ``(S_i > S_j) != (R_i > R_j)``, else 0. **Tie rule** (strict comparisons,
@@ -42,19 +44,39 @@ class Result:
 
     policy: str
     task: str
-    successes: float
-    trials: int
+    successes: float | None
+    trials: int | None
+    given_rate: float | None = None
+    """The rate as published when the table has no trials (then successes and trials are None)."""
 
     @property
     def rate(self) -> float:
-        return self.successes / self.trials
+        return self.given_rate if self.trials is None else self.successes / self.trials
+
+
+RATE_COLUMNS = ("rate", "success_rate")
+
+
+def _parse_rate(text: str, path: Path, line: int) -> float:
+    t = text.strip()
+    pct = t.endswith("%")
+    try:
+        v = float(t[:-1] if pct else t)
+    except ValueError as exc:
+        raise MetricsInputError(f"{path}: line {line}: cannot read the rate {text!r} ({exc})") from exc
+    if pct:
+        v /= 100.0
+    if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+        hint = "; percentages need a '%' sign (57.3%) or divide them by 100" if 1.0 < v <= 100.0 else ""
+        raise MetricsInputError(f"{path}: line {line}: a rate is a fraction in [0, 1], got {text!r}{hint}")
+    return v
 
 
 def read_results(path: Path) -> list[Result]:
-    """Read a CSV with columns policy, task, and successes + trials, or rate [+ trials].
+    """Read a CSV with columns policy, task, and successes + trials, or rate (or success_rate) [+ trials].
 
-    A ``rate`` without ``trials`` is taken as one trial's worth of evidence is unknown:
-    it is refused for bootstrap purposes with the fix (add a ``trials`` column).
+    Rates may be fractions (0.573) or percentages with a sign (57.3%). Without ``trials`` the rows are
+    rate-only (``Result.trials is None``): point metrics only (see :func:`compare`).
     """
     path = Path(path)
     if not path.is_file():
@@ -63,29 +85,42 @@ def read_results(path: Path) -> list[Result]:
         reader = csv.DictReader(f)
         cols = [c.strip() for c in (reader.fieldnames or [])]
         rows = [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in reader]
-    known = {"policy", "task", "successes", "trials", "rate"}
+    known = {"policy", "task", "successes", "trials", *RATE_COLUMNS}
     for c in cols:
         if c not in known:
-            raise MetricsInputError(f"{path}: unknown column '{c}'{did_you_mean(c, known)}; columns are policy, task, successes, trials, rate")
+            raise MetricsInputError(f"{path}: unknown column '{c}'{did_you_mean(c, known)}; columns are policy, task, "
+                                    "successes, trials, rate (or success_rate)")
     for need in ("policy",):
         if need not in cols:
             raise MetricsInputError(f"{path}: missing column '{need}' (have: {', '.join(cols)})")
-    if not ({"successes", "trials"} <= set(cols) or {"rate", "trials"} <= set(cols)):
-        raise MetricsInputError(f"{path}: needs columns 'successes' and 'trials', or 'rate' and 'trials' (have: {', '.join(cols)})")
+    rate_cols = [c for c in RATE_COLUMNS if c in cols]
+    if len(rate_cols) > 1:
+        raise MetricsInputError(f"{path}: has both 'rate' and 'success_rate' columns; keep one")
+    rate_col = rate_cols[0] if rate_cols else None
+    if not ({"successes", "trials"} <= set(cols) or rate_col):
+        raise MetricsInputError(f"{path}: needs columns 'successes' and 'trials', or 'rate' (or 'success_rate') "
+                                f"with 'trials' when known (have: {', '.join(cols)})")
     out, seen = [], set()
     for i, r in enumerate(rows, start=2):
-        try:
-            trials = int(r["trials"])
-            succ = float(r["successes"]) if "successes" in r and r["successes"] != "" else float(r["rate"]) * trials
-        except (ValueError, KeyError) as exc:
-            raise MetricsInputError(f"{path}: line {i}: cannot read numbers ({exc})") from exc
-        if trials <= 0 or not (0 <= succ <= trials) or not math.isfinite(succ):
-            raise MetricsInputError(f"{path}: line {i}: need 0 <= successes <= trials and trials > 0, got {succ} / {trials}")
+        if "trials" not in r or r["trials"] == "":
+            if rate_col is None or r.get(rate_col, "") == "":
+                raise MetricsInputError(f"{path}: line {i}: needs 'successes' and 'trials' or a '{rate_col or 'rate'}'")
+            res = (None, None, _parse_rate(r[rate_col], path, i))
+        else:
+            try:
+                trials = int(r["trials"])
+                has_succ = "successes" in r and r["successes"] != ""
+                succ = float(r["successes"]) if has_succ else _parse_rate(r[rate_col], path, i) * trials
+            except (ValueError, KeyError, TypeError) as exc:
+                raise MetricsInputError(f"{path}: line {i}: cannot read numbers ({exc})") from exc
+            if trials <= 0 or not math.isfinite(succ) or not (0 <= succ <= trials):
+                raise MetricsInputError(f"{path}: line {i}: need 0 <= successes <= trials and trials > 0, got {succ} / {trials}")
+            res = (succ, trials, None)
         key = (r["policy"], r.get("task", "") or "default")
         if key in seen:
             raise MetricsInputError(f"{path}: line {i}: policy '{key[0]}' task '{key[1]}' appears twice")
         seen.add(key)
-        out.append(Result(key[0], key[1], succ, trials))
+        out.append(Result(key[0], key[1], *res))
     if not out:
         raise MetricsInputError(f"{path}: no rows")
     return out
@@ -132,7 +167,9 @@ class TaskMetrics:
     mmrv_ci: tuple[float, float]
     pearson: float
     pearson_ci: tuple[float, float]
-    kruskal_p: dict[str, float] = field(default_factory=dict)
+    kruskal_p: dict[str, float | None] = field(default_factory=dict)
+    unavailable: str | None = None
+    """Why intervals and Kruskal-Wallis p are missing (a table without trials), else None."""
 
 
 def _pair(real: list[Result], sim: list[Result], real_name: str, sim_name: str) -> dict[str, list[tuple[Result, Result]]]:
@@ -140,8 +177,15 @@ def _pair(real: list[Result], sim: list[Result], real_name: str, sim_name: str) 
     s = {(x.policy, x.task): x for x in sim}
     only_r, only_s = sorted(set(r) - set(s)), sorted(set(s) - set(r))
     if only_r or only_s:
-        raise MetricsInputError(
-            f"real ({real_name}) and sim ({sim_name}) list different policy/task pairs: only in real {only_r}, only in sim {only_s}")
+        def name(key, other):
+            pol = did_you_mean(key[0], sorted({k[0] for k in other if k[1] == key[1]}))
+            task = "" if any(k[1] == key[1] for k in other) else did_you_mean(key[1], sorted({k[1] for k in other}))
+            return f"policy '{key[0]}'{pol} task '{key[1]}'{task}"
+
+        parts = ([f"only in real ({real_name}): " + "; ".join(name(k, s) for k in only_r)] if only_r else []) + \
+                ([f"only in sim ({sim_name}): " + "; ".join(name(k, r) for k in only_s)] if only_s else [])
+        raise MetricsInputError(f"real and sim list different policy/task pairs: {'; '.join(parts)}. Fix: give both "
+                                "files the same policy and task names (or drop the rows one side lacks)")
     by_task: dict[str, list] = {}
     for key in sorted(r):
         by_task.setdefault(key[1], []).append((r[key], s[key]))
@@ -168,6 +212,19 @@ def compare(real: list[Result], sim: list[Result], n_boot: int = 2000, seed: int
             raise MetricsInputError(f"task '{task}': need at least 2 policies to compare rankings, got {len(pairs)}")
         R = np.array([a.rate for a, _ in pairs])
         S = np.array([b.rate for _, b in pairs])
+        rate_only = [nm for nm, side in ((real_name, [a for a, _ in pairs]), (sim_name, [b for _, b in pairs]))
+                     if any(x.trials is None for x in side)]
+        if rate_only:
+            why = (f"intervals and Kruskal-Wallis p need the number of trials; {' and '.join(rate_only)} "
+                   f"give{'s' if len(rate_only) == 1 else ''} rates only (add a 'trials' column)")
+            nan2 = (float("nan"), float("nan"))
+            out.append(TaskMetrics(
+                task=task, policies=[a.policy for a, _ in pairs], real=R.tolist(), sim=S.tolist(),
+                real_ci=[nan2 if a.trials is None else wilson_interval(a.successes, a.trials) for a, _ in pairs],
+                sim_ci=[nan2 if b.trials is None else wilson_interval(b.successes, b.trials) for _, b in pairs],
+                mmrv=mmrv(R, S), mmrv_ci=nan2, pearson=pearson(R, S), pearson_ci=nan2,
+                kruskal_p={a.policy: None for a, _ in pairs}, unavailable=why))
+            continue
         nr = np.array([a.trials for a, _ in pairs])
         ns = np.array([b.trials for _, b in pairs])
         br = rng.binomial(nr, R, size=(n_boot, len(pairs))) / nr
@@ -187,13 +244,19 @@ def compare(real: list[Result], sim: list[Result], n_boot: int = 2000, seed: int
 
 
 def to_json(metrics: list[TaskMetrics]) -> dict:
+    def num(x):
+        return None if x is None or math.isnan(x) else x
+
     tasks = {}
     for m in metrics:
         tasks[m.task] = {
-            "mmrv": m.mmrv, "mmrv_ci95": list(m.mmrv_ci), "pearson_r": None if math.isnan(m.pearson) else m.pearson,
-            "pearson_ci95": [None if math.isnan(x) else x for x in m.pearson_ci],
-            "policies": {p: {"real": r, "sim": s, "real_ci95": list(rc), "sim_ci95": list(sc), "kruskal_p": m.kruskal_p[p]}
+            "mmrv": m.mmrv, "mmrv_ci95": [num(x) for x in m.mmrv_ci], "pearson_r": num(m.pearson),
+            "pearson_ci95": [num(x) for x in m.pearson_ci],
+            "policies": {p: {"real": r, "sim": s, "real_ci95": [num(x) for x in rc], "sim_ci95": [num(x) for x in sc],
+                             "kruskal_p": m.kruskal_p[p]}
                          for p, r, s, rc, sc in zip(m.policies, m.real, m.sim, m.real_ci, m.sim_ci)}}
+        if m.unavailable:
+            tasks[m.task]["unavailable"] = m.unavailable
     finite = [m.pearson for m in metrics if not math.isnan(m.pearson)]
     return {"tasks": tasks, "mean_mmrv": float(np.mean([m.mmrv for m in metrics])),
             "mean_pearson_r": float(np.mean(finite)) if finite else None,
@@ -214,6 +277,8 @@ def plot(metrics: list[TaskMetrics], out: Path) -> Path:
             # max(0, .): a Wilson bound can sit a rounding error inside the rate (e.g. 2/6), which matplotlib refuses
             xerr = [[max(0.0, m.real[i] - m.real_ci[i][0])], [max(0.0, m.real_ci[i][1] - m.real[i])]]
             yerr = [[max(0.0, m.sim[i] - m.sim_ci[i][0])], [max(0.0, m.sim_ci[i][1] - m.sim[i])]]
+            xerr = None if math.isnan(m.real_ci[i][0]) else xerr  # rate-only table: no interval to draw
+            yerr = None if math.isnan(m.sim_ci[i][0]) else yerr
             ax.errorbar(m.real[i], m.sim[i], xerr=xerr, yerr=yerr, fmt="o", capsize=3, label=p)
         ax.plot([0, 1], [0, 1], "k--", lw=0.8)
         ax.set_xlim(-0.02, 1.02)
@@ -221,7 +286,8 @@ def plot(metrics: list[TaskMetrics], out: Path) -> Path:
         ax.set_xlabel("real success rate")
         ax.set_ylabel("sim success rate")
         r = "n/a" if math.isnan(m.pearson) else f"{m.pearson:.2f}"
-        ax.set_title(f"{m.task}\nMMRV {m.mmrv:.3f} [{m.mmrv_ci[0]:.2f}, {m.mmrv_ci[1]:.2f}]  r {r}", fontsize=9)
+        ci = "(no CI: rates only)" if math.isnan(m.mmrv_ci[0]) else f"[{m.mmrv_ci[0]:.2f}, {m.mmrv_ci[1]:.2f}]"
+        ax.set_title(f"{m.task}\nMMRV {m.mmrv:.3f} {ci}  r {r}", fontsize=9)
         ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     out = Path(out)

@@ -1,4 +1,4 @@
-"""Evaluation commands: ``real2sim eval`` and ``real2sim metrics``."""
+"""Evaluation commands: ``real2sim eval``, ``real2sim plan`` and ``real2sim metrics``."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,6 +13,14 @@ from real2sim.engines import simulator_names
 from real2sim.evaluation.envs.env import OBS_MODES
 from real2sim.evaluation.envs.runner import EvalOptions, evaluate
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
+from real2sim.evaluation.sequential import (
+    SequentialInputError,
+    StopRule,
+    episodes_for_ci,
+    episodes_for_difference,
+    run_sequential,
+    simulate,
+)
 
 
 def _env_kwargs(args) -> dict:
@@ -41,12 +49,9 @@ def _obs_size(text: str | None) -> tuple[int, int] | None:
     return w, h
 
 
-def cmd_eval(args) -> int:
-    opts = config_from_args(EvalOptions, args)
-    obs_size = _obs_size(args.obs_size)
-    ray = None if args.ray is None else (True if args.ray == "local" else args.ray)
+def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
     n_succ = 0
-    with progress(f"eval {args.policy} ({opts.backend or simulator_names()[0]})", total=opts.episodes,
+    with progress(f"eval {policy} ({opts.backend or simulator_names()[0]})", total=episodes,
                   fields={"success": 0}) as update:
 
         def on_episode(done, total, rec):
@@ -54,11 +59,106 @@ def cmd_eval(args) -> int:
             n_succ += int(bool(rec["success"]))
             update(done, success=n_succ)
 
-        s = evaluate(Path(args.dir), args.task, args.policy, ray=ray, obs_size=obs_size, progress=on_episode,
-                     env_kwargs=_env_kwargs(args), **dataclasses.asdict(opts))
-    say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
-        f"{s.ran} run, {s.skipped} already done, {s.seconds:.1f} s")
+        kw = dataclasses.asdict(opts)
+        kw["episodes"] = episodes
+        return evaluate(Path(args.dir), args.task, policy, ray=ray, obs_size=obs_size, progress=on_episode,
+                        env_kwargs=_env_kwargs(args), **kw)
+
+
+def cmd_eval(args) -> int:
+    opts = config_from_args(EvalOptions, args)
+    obs_size = _obs_size(args.obs_size)
+    ray = None if args.ray is None else (True if args.ray == "local" else args.ray)
+    policies = list(dict.fromkeys(args.policy))
+    if args.until == "settled" and len(policies) < 2:
+        raise SequentialInputError(
+            f"--until settled ranks policies: give at least two --policy values (got {len(policies)}: "
+            f"{', '.join(policies)}); for one policy use --target-ci W")
+    if args.until or args.target_ci is not None:
+        return _eval_sequential(args, opts, policies, obs_size, ray)
+    if args.round is not None:
+        raise SequentialInputError("--round sets the round size of a sequential run: add --until settled or "
+                                   "--target-ci W")
+    s = None
+    for policy in policies:
+        s = _one_policy(args, opts, policy, opts.episodes, obs_size, ray)
+        say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
+            f"{s.ran} run, {s.skipped} already done, {s.seconds:.1f} s")
     say(f"episodes: {s.results_path}\nsummary for 'real2sim metrics --sim': {s.csv_path}")
+    return 0
+
+
+def _eval_sequential(args, opts, policies, obs_size, ray) -> int:
+    rule = StopRule(round_size=args.round or 10, max_episodes=opts.episodes, confidence=args.confidence,
+                    target_ci=args.target_ci, settle=args.until == "settled")
+    summaries = {}
+
+    def run_to(policy: str, n: int) -> tuple[int, int]:
+        s = _one_policy(args, opts, policy, n, obs_size, ray)
+        summaries[policy] = s
+        return s.successes, s.trials
+
+    def on_look(k: int, look) -> None:
+        rates = ", ".join(f"{p} {look.successes[p]}/{look.episodes[p]} [{lo:.2f}, {hi:.2f}]"
+                          for p, (lo, hi) in look.intervals.items())
+        say(f"look {k}/{rule.looks}: {rates}" + ("; ranking settled" if look.settled else ""))
+
+    res = run_sequential(policies, run_to, rule, on_look)
+    for p, (s, n) in res.counts.items():
+        lo, hi = res.final.intervals[p]
+        say(f"{p}: {s}/{n} successes ({s / n:.0%}), {rule.confidence:.0%} interval over {rule.looks} looks "
+            f"[{lo:.3f}, {hi:.3f}]; stopped: {res.stopped[p]}")
+    if len(policies) > 1:
+        undecided = [f"{q['a']} vs {q['b']} (p={q['p']:.3g})" for q in res.final.pairs if not q["decided"]]
+        say(("ranking settled: " if res.settled else "ranking not settled: ") + " > ".join(res.order)
+            + (f"; undecided at {rule.alpha_look:.3g} per look: {', '.join(undecided)}" if undecided else ""))
+    say(f"{res.total_episodes} episodes in all")
+    out = Path(opts.out_dir) / "sequential.json"
+    atomic_write_json(out, res.to_json())
+    some = next(iter(summaries.values()))
+    say(f"episodes: {some.results_path}\nsummary for 'real2sim metrics --sim': {some.csv_path}\nstop record: {out}")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from rich.table import Table
+
+    rates = args.rates
+    n_pol = len(rates)
+    pairs = [(i, j) for i in range(n_pol) for j in range(i + 1, n_pol)]
+    if not pairs and args.target_ci is None:
+        raise SequentialInputError("plan: give two or more --rates to compare, or --target-ci W for one policy")
+    m = max(1, len(pairs))
+    looks = -(-args.max_episodes // args.round)
+    t = Table(title=f"episodes per policy ({args.confidence:.0%} confidence, power {args.power:.0%})")
+    for c in ("what", "fixed design", f"sequential worst case ({looks} looks)"):
+        t.add_column(c)
+    for i, j in pairs:
+        a, b = rates[i], rates[j]
+        if a == b:
+            t.add_row(f"{a} vs {b}", "never (equal rates)", "never")
+            continue
+        t.add_row(f"{a} vs {b}" + (f" (Bonferroni over {m} pairs)" if m > 1 else ""),
+                  str(episodes_for_difference(a, b, args.confidence, args.power, m)),
+                  str(episodes_for_difference(a, b, args.confidence, args.power, m * looks)))
+    if args.target_ci is not None:
+        for r in dict.fromkeys(rates):
+            seq_conf = 1 - (1 - args.confidence) / looks
+            t.add_row(f"interval narrower than {args.target_ci} at {r}", str(episodes_for_ci(r, args.target_ci,
+                      args.confidence)), str(episodes_for_ci(r, args.target_ci, seq_conf)))
+    console().print(t)
+    say("fixed design: run that many episodes once and test once (two-proportion z-test; Wilson interval). "
+        f"sequential worst case: the same at the per-look level of 'eval --until settled/--target-ci' "
+        f"(alpha/{looks}); it stops earlier when the difference is clearer than expected.")
+    if args.simulate and len(rates) >= 1:
+        rule = StopRule(round_size=args.round, max_episodes=args.max_episodes, confidence=args.confidence,
+                        target_ci=args.target_ci, settle=len(rates) >= 2)
+        sim = simulate(rates, rule, runs=args.simulate, seed=args.seed)
+        say(f"simulated {args.simulate} sequential runs at these rates (rounds of {args.round}, cap "
+            f"{args.max_episodes}): mean episodes per policy "
+            f"{', '.join(f'{x:.0f}' for x in sim['mean_episodes_per_policy'])}; settled in "
+            f"{sim['settled_rate']:.0%} of runs; wrong order {sim['wrong_order_rate']:.1%}, "
+            f"interval missed the rate {sim['ci_miss_rate']:.1%}")
     return 0
 
 
@@ -71,9 +171,14 @@ def cmd_metrics(args) -> int:
     for c in ("task", "policies", "MMRV [95% CI]", "Pearson r [95% CI]"):
         t.add_column(c)
     for m in metrics:
-        t.add_row(m.task, str(len(m.policies)), f"{m.mmrv:.3f} [{m.mmrv_ci[0]:.3f}, {m.mmrv_ci[1]:.3f}]",
-                  f"{m.pearson:.3f} [{m.pearson_ci[0]:.3f}, {m.pearson_ci[1]:.3f}]")
+        if m.unavailable:
+            t.add_row(m.task, str(len(m.policies)), f"{m.mmrv:.3f} [n/a]", f"{m.pearson:.3f} [n/a]")
+        else:
+            t.add_row(m.task, str(len(m.policies)), f"{m.mmrv:.3f} [{m.mmrv_ci[0]:.3f}, {m.mmrv_ci[1]:.3f}]",
+                      f"{m.pearson:.3f} [{m.pearson_ci[0]:.3f}, {m.pearson_ci[1]:.3f}]")
     console().print(t)
+    for why in dict.fromkeys(m.unavailable for m in metrics if m.unavailable):
+        say(f"n/a: {why}; the point MMRV and Pearson r above are exact for the rates given")
     if args.json:
         atomic_write_json(Path(args.json), to_json(metrics))
         say(f"wrote {args.json}")
@@ -85,8 +190,9 @@ def cmd_metrics(args) -> int:
 def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("eval", help="evaluate a policy in a bundle's simulated scene")
     p.add_argument("dir", help="scene bundle directory (exported)")
-    p.add_argument("--policy", required=True,
-                   help="scripted[:noise=0.02], random, replay:path=FILE, or http://HOST:PORT")
+    p.add_argument("--policy", required=True, action="append",
+                   help="scripted[:noise=0.02], random, replay:path=FILE, or http://HOST:PORT; repeat to evaluate "
+                        "several policies into the same folder")
     p.add_argument("--task", default=None, help="task id from the bundle (default: its first task)")
     add_config_options(p, EvalOptions, flags={"out_dir": "--out"},
                        choices={"backend": simulator_names(), "obs_mode": list(OBS_MODES)})
@@ -100,10 +206,34 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--variants", default=None, metavar="JSON",
                    help='visual variants drawn per episode, e.g. \'{"lighting": [0.6, 1.4], "robot_tint": 0.2, '
                         '"background": "plate_jitter"}\' (docs/evaluation.md)')
+    p.add_argument("--until", choices=["settled"], default=None,
+                   help="settled: run in rounds and stop when the ranking of the (two or more) policies is decided "
+                        "(Fisher exact tests, Holm over pairs, Bonferroni over rounds; docs/evaluation.md); "
+                        "--episodes is then the cap per policy")
+    p.add_argument("--target-ci", type=float, default=None, metavar="W",
+                   help="run in rounds and stop a policy when its success-rate interval is narrower than W")
+    p.add_argument("--round", type=int, default=None, metavar="K",
+                   help="episodes per policy per round of a sequential run (default 10)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of a sequential run's ranking and intervals, over all its rounds")
     p.set_defaults(fn=cmd_eval)
 
+    p = subparsers.add_parser("plan", help="how many episodes per policy a comparison or a target interval needs")
+    p.add_argument("--rates", type=float, nargs="+", required=True, metavar="P",
+                   help="expected success rates of the policies, e.g. --rates 0.6 0.4")
+    p.add_argument("--power", type=float, default=0.8, help="chance of detecting the difference if it is real")
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--target-ci", type=float, default=None, metavar="W", help="also: episodes for an interval < W")
+    p.add_argument("--round", type=int, default=10, help="round size of the sequential run to plan for")
+    p.add_argument("--max-episodes", type=int, default=200, help="cap per policy of the sequential run")
+    p.add_argument("--simulate", type=int, default=0, metavar="RUNS",
+                   help="also simulate RUNS sequential runs at these rates (episodes used, error rates)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_plan)
+
     p = subparsers.add_parser("metrics", help="MMRV and Pearson r between real and sim success tables")
-    p.add_argument("--real", required=True, help="CSV: policy, task, successes, trials (or rate, trials)")
+    p.add_argument("--real", required=True, help="CSV: policy, task, successes, trials (or rate / success_rate [, trials]: without trials, "
+                        "point metrics only)")
     p.add_argument("--sim", required=True, help="CSV with the same columns and policy/task pairs")
     p.add_argument("--json", help="write the metrics here")
     p.add_argument("--plot", help="write a real-vs-sim scatter PNG here")
