@@ -79,6 +79,25 @@ class Kinematics:
         full[self._qidx[: len(q)]] = q
         return full
 
+    def reach(self) -> float:
+        """An upper bound (m) on the end-effector's distance from the base origin over every joint value.
+
+        The triangle inequality along the kinematic chain: the joint offsets from the root to the end-effector's
+        link, each prismatic joint's largest travel, the link-to-frame offset and ``ee_offset``; holds for any
+        rotation of the revolute joints (links are rigid)."""
+        f = self.model.frames[self.ee_frame]
+        j = int(f.parentJoint if hasattr(type(f), "parentJoint") else f.parent)  # pinocchio 3 renamed it
+        total = float(np.linalg.norm(f.placement.translation)) + float(np.linalg.norm(self.T_link_ee[:3, 3]))
+        while j > 0:
+            total += float(np.linalg.norm(self.model.jointPlacements[j].translation))
+            jm = self.model.joints[j]
+            if "Prismatic" in jm.shortname() or jm.shortname().startswith("JointModelP"):
+                lo = np.asarray(self.model.lowerPositionLimit)[jm.idx_q: jm.idx_q + jm.nq]
+                hi = np.asarray(self.model.upperPositionLimit)[jm.idx_q: jm.idx_q + jm.nq]
+                total += float(np.max(np.abs(np.concatenate([lo, hi]))))
+            j = int(self.model.parents[j])
+        return total
+
     def link_pose(self, q, link: str) -> np.ndarray:
         """Pose of ``link`` in the base frame."""
         self.pin.framesForwardKinematics(self.model, self.data, self._full(q))

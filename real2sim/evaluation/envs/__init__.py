@@ -20,7 +20,7 @@ def _register(env_id: str, **kwargs) -> str:
     import gymnasium
 
     if env_id not in gymnasium.registry:
-        gymnasium.register(env_id, entry_point=ENTRY_POINT, kwargs=kwargs, disable_env_checker=True)
+        gymnasium.register(env_id, entry_point=ENTRY_POINT, kwargs=kwargs)  # env checker on (see docs/evaluation.md)
     return env_id
 
 

@@ -186,8 +186,13 @@ class Real2SimEnv(_env_base()):
         # -- spaces --------------------------------------------------------------------------------
         spaces = gym.spaces
         dof = self.controller.robot.dof
+        # qpos stays unbounded: the engines hold joint limits softly (MuJoCo's gripper fingers leave their URDF
+        # range under contact), and an observation outside its space would be a false alarm of the env checker.
+        # ee_pose: the position within the arm's reach of the base origin (a rigid chain), the quaternion in [-1, 1].
+        reach = self.controller.kin.reach() + 1e-4  # + float32 rounding slack
+        ee_hi = np.array([reach] * 3 + [1.0] * 4, np.float32)
         obs = {"qpos": spaces.Box(-np.inf, np.inf, (dof,), np.float32),
-               "ee_pose": spaces.Box(-np.inf, np.inf, (7,), np.float32)}
+               "ee_pose": spaces.Box(-ee_hi, ee_hi, (7,), np.float32)}
         if self.obs_mode != "state":
             w, h = self.obs_size
             obs["image"] = spaces.Box(0, 255, (h, w, 3), np.uint8)
