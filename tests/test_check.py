@@ -47,7 +47,8 @@ def test_cli_check_exit_codes(exportable_bundle, tmp_path, capsys):
     assert main(["check", str(exportable_bundle.root)]) == 1
     out = capsys.readouterr().out
     assert "objects.cube.friction" in out
-    assert main(["check", str(tmp_path / "nowhere")]) == 1
+    assert main(["check", str(tmp_path / "nowhere")]) == 2  # not a bundle: bad input, one line on stderr
+    assert "nowhere: not a bundle" in capsys.readouterr().err
 
 
 def test_masks_missing_files_and_objects_never_at_their_pose(recipe_bundle):

@@ -58,6 +58,8 @@ CASES = [
     ("refine-camera {B} --camera nosuch", "nosuch"),
     ("sysid --trajectories {TXT} --robot widowx", "notes.txt"),
     ("build {D}/nosuch", "nosuch"),
+    ("check {D}/nosuch", "nosuch"),
+    ("plan --rates 1.5 0.2", "1.5"),
     ("export {D}/nosuch", "nosuch"),
     ("collide {TXT} --out {D}/c", "notes.txt"),
     ("align {B} --object nosuch", "nosuch"),

@@ -6,14 +6,18 @@ from pathlib import Path
 
 from real2sim.apps.cli.console import say
 from real2sim.core.bundle import Bundle
-from real2sim.core.errors import ManifestError
+from real2sim.core.errors import BundleError, ManifestError
 from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.pipeline.check import check_bundle
 from real2sim.pipeline.recipe import add_object
 
 
 def cmd_check(args) -> int:
-    findings = check_bundle(Path(args.dir), load_meshes=not args.quick)
+    root = Path(args.dir)
+    if not (root / "scene.json").is_file():  # nothing to check: a wrong path, not a broken bundle
+        raise BundleError(f"{root}: not a bundle (no scene.json); give a bundle folder made by 'real2sim init' or "
+                          "'real2sim demo --out DIR'")
+    findings = check_bundle(root, load_meshes=not args.quick)
     for f in findings:
         say(("[red]" if f.level == "error" else "[yellow]") + str(f), markup=True)
     errors = sum(f.level == "error" for f in findings)
