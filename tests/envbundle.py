@@ -20,11 +20,6 @@ TASKS = {
 
 def make_env_bundle(root: Path, plate: bool = True, engines=("mjcf", "sapien")):
     """Recipe bundle + robot + simple collision + tasks (+ a noise plate), exported to ``engines``."""
-    from conftest import give_simple_collision
-
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.manifest import Manifest
-    from real2sim.pipeline import export_bundle
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
     root = Path(root)
@@ -37,10 +32,23 @@ def make_env_bundle(root: Path, plate: bool = True, engines=("mjcf", "sapien")):
     recipe["robot"] = ROBOT
     (root / "recipe.json").write_text(json.dumps(recipe))
     b = bundle_from_recipe(root / "recipe.json", root / "bundle", overwrite=True)
+    return _collide_plate_export(b, plate, engines, tasks=TASKS)
+
+
+def _collide_plate_export(b, plate: bool, engines, tasks: dict | None = None):
+    """Simple collision, ``tasks`` (when given) and a noise plate (when asked and the bundle has a camera), saved,
+    reloaded and exported to ``engines``."""
+    from conftest import give_simple_collision
+
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.manifest import Manifest
+    from real2sim.pipeline import export_bundle
+
     give_simple_collision(b)
     d = b.manifest.to_dict()
-    d["tasks"] = TASKS
-    if plate:
+    if tasks is not None:
+        d["tasks"] = tasks
+    if plate and b.manifest.cameras:
         _noise_plate(b, d)
     b.manifest = Manifest.from_dict(d, str(b.root / "scene.json"))
     b.save()
@@ -65,24 +73,11 @@ def _noise_plate(b, d: dict) -> None:
 def make_scene_bundle(root: Path, scene: str, engines=("mjcf",)):
     """The registry scene ``scene`` (its recipe, robot and tasks as shipped) with simple collision and a noise plate
     when it has a camera, exported to ``engines``."""
-    from conftest import give_simple_collision
-
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.manifest import Manifest
-    from real2sim.pipeline import export_bundle
     from real2sim.pipeline.recipe import bundle_from_recipe
     from real2sim.scenes import scene_recipe
 
     b = bundle_from_recipe(scene_recipe(scene), Path(root) / scene, overwrite=True)
-    give_simple_collision(b)
-    d = b.manifest.to_dict()
-    if b.manifest.cameras:
-        _noise_plate(b, d)
-    b.manifest = Manifest.from_dict(d, str(b.root / "scene.json"))
-    b.save()
-    b = Bundle.load(b.root)
-    export_bundle(b, engines=engines)
-    return b
+    return _collide_plate_export(b, True, engines)
 
 
 INF_BOX_WARNINGS = ("A Box observation space minimum value is -infinity", "A Box observation space maximum value is infinity")

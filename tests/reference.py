@@ -81,3 +81,38 @@ def bridge_gripper_mask(img_u8: np.ndarray) -> np.ndarray:
     m = cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     n, lab, st, _ = cv2.connectedComponentsWithStats(m)
     return binary_fill_holes(lab == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))) if n > 1 else m.astype(bool)
+
+
+# -- graders of a Bridge stack-cube bundle against the references above (the bundle's meshes and robot are loaded
+# and rendered with the library; what they are compared with is not the library's) ------------------------------
+def bridge_frame(data) -> tuple[np.ndarray, np.ndarray]:
+    """``(frame, person-made plate)`` of the Bridge stack-cube photo, ``(h, w, 3) uint8`` each."""
+    from PIL import Image
+
+    return tuple(np.asarray(Image.open(data / "bridge" / name).convert("RGB"))
+                 for name in ("stack_cube_first_frame.png", "stack_cube_plate.png"))
+
+
+def bridge_cube_ious(bundle, data) -> dict[str, float]:
+    """Per cube (``green``, ``yellow``): IoU of the bundle's ``<colour>_cube`` at its pose (the mesh's convex
+    silhouette through the bundle's first camera) with the cube's pixels found with the person-made plate."""
+    from real2sim.core.meshes import load_mesh
+
+    truth = bridge_cube_masks(*bridge_frame(data))
+    cam = next(iter(bundle.manifest.cameras.values())).camera()
+    out = {}
+    for name in ("green", "yellow"):
+        o = bundle.object(f"{name}_cube")
+        sil = convex_silhouette(cam.K, cam.T_world_camera, (cam.width, cam.height),
+                                load_mesh(bundle.path(o.visual.mesh)).vertices, o.pose.matrix())
+        out[name] = ref_iou(sil, truth[name])
+    return out
+
+
+def bridge_gripper_iou(bundle, data, q) -> float:
+    """IoU of the bundle's robot rendered at joints ``q`` (its first camera) with the gripper's dark pixels."""
+    from real2sim.render.robot import link_id_image, load_robot_model
+
+    cam = next(iter(bundle.manifest.cameras.values())).camera()
+    robot = link_id_image(load_robot_model(bundle.manifest.robot), cam, q)[0] >= 0
+    return ref_iou(robot, bridge_gripper_mask(bridge_frame(data)[0]))

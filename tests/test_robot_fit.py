@@ -34,19 +34,15 @@ def test_fit_robot_on_the_bridge_frame(tmp_path, shared_data):
     assert b.manifest.robot.joint_positions != q_start
     assert np.allclose(b.manifest.capture.frames[0].joint_positions, b.manifest.robot.joint_positions)
     # graded by the gripper's dark pixels, found without the model or the plate, with the test's own IoU
-    from PIL import Image
-    from reference import bridge_gripper_mask, ref_iou
+    from reference import bridge_frame, bridge_gripper_iou, bridge_gripper_mask, ref_iou
 
     from real2sim.core.imaging import read_mask
-    from real2sim.render.robot import link_id_image, load_robot_model
 
-    truth = bridge_gripper_mask(np.asarray(Image.open(shared_data / "bridge" / "stack_cube_first_frame.png").convert("RGB")))
-    cam = b.manifest.cameras["main"].camera() if "main" in b.manifest.cameras else next(iter(b.manifest.cameras.values())).camera()
-    model = load_robot_model(b.manifest.robot)
-    fitted = ref_iou(link_id_image(model, cam, b.manifest.robot.joint_positions)[0] >= 0, truth)
-    start = ref_iou(link_id_image(model, cam, q_start)[0] >= 0, truth)
+    fitted = bridge_gripper_iou(b, shared_data, b.manifest.robot.joint_positions)
+    start = bridge_gripper_iou(b, shared_data, q_start)
     assert fitted >= 0.7 and fitted > start + 0.3, (fitted, start)
     robot_mask = read_mask(b.path(b.manifest.capture.masks["000000"]["robot"]))
+    truth = bridge_gripper_mask(bridge_frame(shared_data)[0])
     assert ref_iou(robot_mask, truth) >= 0.7, ref_iou(robot_mask, truth)  # the mask the plate will leave out
 
 

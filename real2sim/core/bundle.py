@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 from real2sim.core.errors import BundleError, ManifestError, UnknownNameError
 from real2sim.core.manifest import MAX_DEPTH, Manifest, ObjectSpec, StageRecord
-from real2sim.core.tempfiles import sweep_temp_files, temp_file_prefix
+from real2sim.core.tempfiles import sweep_matching, sweep_temp_files, temp_file_prefix
 from real2sim.core.version import __version__
 
 log = logging.getLogger(__name__)
@@ -75,20 +75,7 @@ def sweep_temp_dirs(final: Path) -> list[str]:
     """Remove what a killed :func:`replace_dir_atomically` of ``final`` left beside it (``.<name>.XXXXXXXX`` temp
     folders and ``.<name>.old``). Links are unlinked, never followed. Returns the names removed."""
     final = Path(final)
-    pattern = re.compile(rf"\.{re.escape(final.name)}\.(?:[a-z0-9_]{{8}}|old)")
-    removed = []
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        for p in final.parent.iterdir():
-            if not pattern.fullmatch(p.name):
-                continue
-            if p.is_symlink() or not p.is_dir():
-                p.unlink(missing_ok=True)
-            else:
-                shutil.rmtree(p, ignore_errors=True)
-            removed.append(p.name)
-    if removed:
-        log.info("removed %s left in %s by an interrupted run", ", ".join(sorted(removed)), final.parent)
-    return removed
+    return sweep_matching(final.parent, rf"\.{re.escape(final.name)}\.(?:[a-z0-9_]{{8}}|old)")
 
 
 @contextlib.contextmanager

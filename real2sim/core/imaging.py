@@ -16,18 +16,23 @@ from real2sim.core.errors import ImageError
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 
 
-def read_rgb(path) -> np.ndarray:
-    """Read an image file as ``(h, w, 3) uint8`` RGB (alpha dropped, grey expanded)."""
+def _read(path, mode: str) -> np.ndarray:
+    """An image file converted to PIL ``mode`` as a ``uint8`` array; errors name the file and the fix."""
     from PIL import Image, UnidentifiedImageError
 
     path = Path(path)
     try:
         with Image.open(path) as im:
-            return np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
+            return np.asarray(im.convert(mode), dtype=np.uint8).copy()
     except FileNotFoundError:
         raise ImageError(f"{path}: no such image file; check the path") from None
     except (UnidentifiedImageError, OSError) as exc:
         raise ImageError(f"{path}: cannot be read as an image ({exc}); re-export it as PNG or JPEG") from exc
+
+
+def read_rgb(path) -> np.ndarray:
+    """Read an image file as ``(h, w, 3) uint8`` RGB (alpha dropped, grey expanded)."""
+    return _read(path, "RGB")
 
 
 def write_rgb(path, image: np.ndarray) -> None:
@@ -62,16 +67,7 @@ def write_mask(path, mask: np.ndarray) -> None:
 
 def read_gray(path) -> np.ndarray:
     """Read a single-channel image (a confidence map) as ``(h, w) uint8``."""
-    from PIL import Image, UnidentifiedImageError
-
-    path = Path(path)
-    try:
-        with Image.open(path) as im:
-            return np.asarray(im.convert("L"), dtype=np.uint8).copy()
-    except FileNotFoundError:
-        raise ImageError(f"{path}: no such image file; check the path") from None
-    except (UnidentifiedImageError, OSError) as exc:
-        raise ImageError(f"{path}: cannot be read as an image ({exc}); re-export it as PNG") from exc
+    return _read(path, "L")
 
 
 def write_gray(path, image: np.ndarray) -> None:

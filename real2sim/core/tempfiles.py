@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +37,16 @@ def temp_file_prefix(name: str) -> str:
     return f".{name}.{os.getpid()}."
 
 
-def sweep_dead_temps(folder: Path, pattern: str) -> list[str]:
-    """Remove entries of ``folder`` whose name fully matches ``pattern`` (a regex with a group ``pid``) and whose
-    writer is gone. Links are unlinked, never followed. Returns the names removed."""
+def sweep_matching(folder: Path, pattern: str, keep: Callable[[re.Match], bool] = lambda m: False,
+                   why: str = "by an interrupted run") -> list[str]:
+    """Remove entries of ``folder`` whose name fully matches the regex ``pattern``, unless ``keep(match)``. Links
+    are unlinked, never followed; folders are removed with their contents. Returns the names removed."""
     rx = re.compile(pattern)
     removed = []
     with contextlib.suppress(FileNotFoundError, NotADirectoryError, PermissionError):
         for p in Path(folder).iterdir():
             m = rx.fullmatch(p.name)
-            if not m or pid_alive(int(m.group("pid"))):
+            if not m or keep(m):
                 continue
             if p.is_symlink() or not p.is_dir():
                 with contextlib.suppress(FileNotFoundError):
@@ -53,8 +55,14 @@ def sweep_dead_temps(folder: Path, pattern: str) -> list[str]:
                 shutil.rmtree(p, ignore_errors=True)
             removed.append(p.name)
     if removed:
-        log.info("removed %s left in %s by a killed run", ", ".join(sorted(removed)), folder)
+        log.info("removed %s left in %s %s", ", ".join(sorted(removed)), folder, why)
     return removed
+
+
+def sweep_dead_temps(folder: Path, pattern: str) -> list[str]:
+    """Remove entries of ``folder`` whose name fully matches ``pattern`` (a regex with a group ``pid``) and whose
+    writer is gone. Returns the names removed."""
+    return sweep_matching(folder, pattern, keep=lambda m: pid_alive(int(m.group("pid"))), why="by a killed run")
 
 
 def sweep_temp_files(folder: Path, name: str) -> list[str]:
@@ -62,4 +70,4 @@ def sweep_temp_files(folder: Path, name: str) -> list[str]:
     return sweep_dead_temps(folder, rf"\.{re.escape(name)}\.(?P<pid>\d+)\.[A-Za-z0-9_]{{8}}\.tmp")
 
 
-__all__ = ["pid_alive", "sweep_dead_temps", "sweep_temp_files", "temp_file_prefix"]
+__all__ = ["pid_alive", "sweep_dead_temps", "sweep_matching", "sweep_temp_files", "temp_file_prefix"]

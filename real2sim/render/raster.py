@@ -190,7 +190,7 @@ class GLRasterizer:
         """``(h, w) bool`` pixels covered by some face. For fitting loops that draw the same triangles many times:
         indexed drawing (the index buffer is kept while ``faces`` is the same array), no barycentrics, and only
         the coverage is read back."""
-        mgl, ctx = self._mgl, self.ctx
+        ctx = self.ctx
         with ctx:
             key = (faces.__array_interface__["data"][0], faces.shape)
             if self._cov_key != key:
@@ -200,35 +200,36 @@ class GLRasterizer:
                 self._cov_key, self._cov_faces = key, faces  # the array is kept alive: its address stays its own
             vbo = ctx.buffer(np.ascontiguousarray(clip, np.float32).tobytes())
             vao = ctx.vertex_array(self.cov_prog, [(vbo, "4f", "in_pos")], index_buffer=self._cov_ibo, index_element_size=4)
-            fbo = self._fbo(width, height)
             try:
-                fbo.use()
-                ctx.viewport = (0, 0, width, height)
-                ctx.disable(mgl.DEPTH_TEST)
-                ctx.disable(mgl.CULL_FACE)
-                fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
-                vao.render(mgl.TRIANGLES)
+                fbo = self._draw_vao(vao, width, height, depth=False)
                 ids = np.frombuffer(fbo.read(components=1, attachment=1, dtype="i4"), np.int32)
             finally:
                 vao.release()
                 vbo.release()
         return ids.reshape(height, width) > 0
 
+    def _draw_vao(self, vao, width: int, height: int, depth: bool):
+        """Clear this size's framebuffer and draw ``vao``'s triangles into it (no culling; the depth test when
+        ``depth``); returns the framebuffer to read."""
+        mgl, ctx = self._mgl, self.ctx
+        fbo = self._fbo(width, height)
+        fbo.use()
+        ctx.viewport = (0, 0, width, height)
+        (ctx.enable if depth else ctx.disable)(mgl.DEPTH_TEST)
+        ctx.disable(mgl.CULL_FACE)
+        fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        vao.render(mgl.TRIANGLES)
+        return fbo
+
     def _render(self, clip: np.ndarray, faces: np.ndarray, width: int, height: int):
         """Draw; returns (barycentrics and w ``(h, w, 4)``, face ids ``(h, w)``)."""
-        mgl, ctx = self._mgl, self.ctx
+        ctx = self.ctx
         pos = np.ascontiguousarray(clip[faces.ravel()], dtype=np.float32)
         bary = np.tile(np.array([[1, 0], [0, 1], [0, 0]], np.float32), (len(faces), 1))
         vbo_p, vbo_b = ctx.buffer(pos.tobytes()), ctx.buffer(bary.tobytes())
         vao = ctx.vertex_array(self.prog, [(vbo_p, "4f", "in_pos"), (vbo_b, "2f", "in_bary")])
-        fbo = self._fbo(width, height)
         try:
-            fbo.use()
-            ctx.viewport = (0, 0, width, height)
-            ctx.enable(mgl.DEPTH_TEST)
-            ctx.disable(mgl.CULL_FACE)
-            fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
-            vao.render(mgl.TRIANGLES)
+            fbo = self._draw_vao(vao, width, height, depth=True)
             fid = np.frombuffer(fbo.read(components=1, attachment=1, dtype="i4"), np.int32).reshape(height, width) - 1
             bw = np.frombuffer(fbo.read(components=4, attachment=0, dtype="f4"), np.float32).reshape(height, width, 4)
             return bw, fid
