@@ -255,3 +255,11 @@ def test_pool_workers_record_into_one_dataset(bundle, tmp_path):
     assert sorted(r["seed"] for r in rows) == [0, 1, 2]
     assert check_dataset(tmp_path / "ds") == []
     assert not (tmp_path / "ds" / ".staging").exists()
+
+
+def test_replay_of_a_missing_episode_names_the_range(recorded):
+    from real2sim.evaluation.lerobot import DatasetError
+    from real2sim.evaluation.replay import replay_episode
+
+    with pytest.raises(DatasetError, match=r"no episode 7; it holds episodes 0\.\.1"):
+        replay_episode(recorded[1], 7)
