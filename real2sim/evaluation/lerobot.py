@@ -404,8 +404,7 @@ class LeRobotWriter:
     def _write_tasks(self) -> None:
         import io
 
-        import pandas as pd
-
+        pd = require("pandas", "record")
         buf = io.BytesIO()
         pd.DataFrame({"task_index": list(range(len(self.tasks)))}, index=list(self.tasks)).to_parquet(buf)
         atomic_write_bytes(self.root / TASKS, buf.getvalue())
