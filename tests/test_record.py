@@ -263,3 +263,20 @@ def test_replay_of_a_missing_episode_names_the_range(recorded):
 
     with pytest.raises(DatasetError, match=r"no episode 7; it holds episodes 0\.\.1"):
         replay_episode(recorded[1], 7)
+
+
+def test_replay_rebuilds_the_variants_that_shape_physics(bundle, tmp_path):
+    """Distractors drawn per episode are placed again by the seed; image-only variants are left out of the replay."""
+    from real2sim.evaluation.lerobot import episodes_table
+    from real2sim.evaluation.record import replay_env_kwargs
+    from real2sim.evaluation.replay import replay_episode
+
+    variants = {"distractors": {"objects": ["can", "mug", "domino"], "count": [2, 3], "xy": [[0.0, 0.05], [0.2, 0.2]]},
+                "robot_tint": 0.2}
+    assert replay_env_kwargs({"variants": variants, "shading": "unlit"}) == {"variants": {"distractors": variants["distractors"]}}
+    assert replay_env_kwargs({"variants": {"lighting": [0.5, 1.5]}}) == {}
+    _record(bundle, tmp_path / "ds", tmp_path / "out", "mujoco", episodes=1, obs_mode="state", seed=3,
+            env_kwargs={"variants": variants})
+    assert json.loads(episodes_table(tmp_path / "ds")[0]["env_config"])["env_kwargs"]["variants"] == variants
+    r = replay_episode(tmp_path / "ds", 0)
+    assert r.object_error_m < 1e-5 and r.joint_error < 1e-5
