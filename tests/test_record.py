@@ -280,3 +280,38 @@ def test_replay_rebuilds_the_variants_that_shape_physics(bundle, tmp_path):
     assert json.loads(episodes_table(tmp_path / "ds")[0]["env_config"])["env_kwargs"]["variants"] == variants
     r = replay_episode(tmp_path / "ds", 0)
     assert r.object_error_m < 1e-5 and r.joint_error < 1e-5
+
+
+def test_resume_after_a_kill_between_files_and_table_redoes_that_episode(bundle, tmp_path):
+    """A run killed after writing an episode's files but before its row: the row is the commit point, so resuming
+    writes that episode index again over the leftovers (and clears what workers had staged)."""
+    from real2sim.evaluation.lerobot import check_dataset, episodes_table
+
+    root = tmp_path / "ds"
+    _record(bundle, root, tmp_path / "out", "mujoco", episodes=1, obs_mode="state")
+    (root / "data/chunk-000/file-001.parquet").write_bytes(b"half a parquet file")
+    (root / ".staging" / "123-abc").mkdir(parents=True)
+    _record(bundle, root, tmp_path / "out", "mujoco", episodes=2, obs_mode="state", resume=True)
+    assert [r["seed"] for r in episodes_table(root)] == [0, 1]
+    assert check_dataset(root) == []
+    assert not (root / ".staging").exists()
+
+
+@pytest.mark.parametrize("size", [(64, 48), (33, 25)])
+def test_video_frames_come_back_at_their_times(tmp_path, size):
+    """Even sides: 4:2:0 (what players expect); odd sides (an --obs-size like 33x25): 4:4:4, no padding."""
+    from real2sim.evaluation.lerobot import VideoWriter, read_video
+
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w]
+    frames = [np.stack([(xx * 4 + 20 * i) % 256, yy * 5 % 256, np.full_like(xx, 40 * i)], -1).astype(np.uint8)
+              for i in range(6)]
+    vw = VideoWriter(tmp_path / "v.mp4", 5, w, h)
+    for f in frames:
+        vw.add(f)
+    vw.close()
+    got, ts = read_video(tmp_path / "v.mp4")
+    assert got.shape == (6, h, w, 3) and vw.pix_fmt == ("yuv420p" if w % 2 == 0 else "yuv444p")
+    np.testing.assert_allclose(ts, np.arange(6) / 5, atol=1e-6)
+    assert all(_psnr(a, b) > 25 for a, b in zip(got, frames))  # H.264 at crf 23 (LeRobot's default: crf 30)
+    assert all(_psnr(got[i], frames[i]) > _psnr(got[i], frames[i + 1]) + 5 for i in range(5))  # in order
