@@ -112,6 +112,18 @@ def test_dataset_reads_back_by_the_lerobot_v30_rules(recorded, bundle):
             moved = np.abs(first.astype(int) - other).sum(-1) > 60
             err = lambda ref: np.abs(frames[0][1].astype(int) - ref)[moved].mean()  # noqa: E731
             assert moved.sum() > 100 and err(first) < 0.5 * err(other)
+            if ep["episode_index"] == 0:  # every frame shows the observation before its action, not after
+                env.reset(seed=ep["seed"])
+                seen = [first] + [env.step(a)[0]["image"].copy() for a in np.stack(data.column("action").to_pylist())]
+                ordered = 0
+                for t, (_, img) in enumerate(frames):
+                    assert _psnr(img, seen[t]) > 27, t
+                    step = np.abs(seen[t].astype(int) - seen[t + 1]).sum(-1) > 60  # what moved in this step
+                    if step.sum() > 100:
+                        d = lambda ref: np.abs(img.astype(int) - ref)[step].mean()  # noqa: E731
+                        assert d(seen[t]) < d(seen[t + 1]), t
+                        ordered += 1
+                assert ordered >= len(frames) // 2
         assert total == info["total_frames"]
         stats = json.loads((root / "meta/stats.json").read_text())
         acts = np.concatenate([np.stack(pq.read_table(root / info["data_path"].format(chunk_index=0, file_index=i))

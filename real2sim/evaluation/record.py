@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import uuid
 from pathlib import Path
 
@@ -29,6 +28,15 @@ FORMATS = ("lerobot",)
 POSE_NAMES = ("x", "y", "z", "qw", "qx", "qy", "qz")
 IMAGE_ONLY_VARIANTS = ("background", "camera_jitter_px", "lighting", "robot_tint", "table_tint")
 """Variants that change only images (no physics): replay leaves them out."""
+
+
+STATS_STRIDE = 4
+"""Image stats read every 4th pixel per axis of every other frame."""
+
+
+def _own(img):
+    """A copy of an observation image: an env may render the next step into the same buffer."""
+    return None if img is None else np.array(img, copy=True)
 
 
 def open_dataset(fmt: str, root, resume: bool = False) -> LeRobotWriter:
@@ -83,7 +91,8 @@ class EpisodeRecorder:
     """One episode's frames, collected in a worker (see the module docstring).
 
     Frame ``t`` pairs the observation before action ``t`` with the action and the step's outcome; the observation
-    after the last action is not a frame (LeRobot's convention)."""
+    after the last action is not a frame (LeRobot's convention). An episode that raises leaves its staging folder
+    behind; the dataset's owner clears the staging area when it opens and closes."""
 
     def __init__(self, staging: Path, env, env_config: dict):
         self.dir = Path(staging) / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -102,7 +111,7 @@ class EpisodeRecorder:
 
     def start(self, obs: dict) -> None:
         """The observation after reset (frame 0's)."""
-        self._pending_image = obs.get("image")
+        self._pending_image = _own(obs.get("image"))
 
     def step(self, action, obs: dict, success: bool) -> None:
         """After ``env.step(action)`` returned ``obs``: closes the frame of the previous observation."""
@@ -115,7 +124,7 @@ class EpisodeRecorder:
         self.columns["next.success"].append(bool(success))
         self.columns["next.done"].append(False)  # the last frame's is set by finish()
         self._write_image(self._pending_image)
-        self._pending_image = obs.get("image")
+        self._pending_image = _own(obs.get("image"))
         self._state = sim_state(env)
 
     def _write_image(self, img) -> None:
@@ -126,7 +135,7 @@ class EpisodeRecorder:
             self.video = VideoWriter(self.dir / "video.mp4", self.fps, w, h)
         self.video.add(img)
         if len(self._frames_for_stats) < 400 and self.video.frames % 2 == 1:  # every other frame, enough for stats
-            self._frames_for_stats.append(img)
+            self._frames_for_stats.append(img[::STATS_STRIDE, ::STATS_STRIDE].copy())
 
     def finish(self) -> str:
         """Close the video and write the arrays; returns the staging folder for the dataset's owner."""
@@ -138,7 +147,7 @@ class EpisodeRecorder:
             self.video.close()
             h, w = env.obs_size[1], env.obs_size[0]
             videos[self.key] = {"file": "video.mp4", "height": h, "width": w, "pix_fmt": self.video.pix_fmt,
-                                "stats": image_stats(self._frames_for_stats)}
+                                "stats": image_stats(self._frames_for_stats, step=1)}
         names = state_names(env)
         arrays = {k: np.asarray(v) for k, v in self.columns.items()}
         for k in list(names):
@@ -159,14 +168,6 @@ class EpisodeRecorder:
                             "objects": list(env.movable)}}
         (self.dir / "episode.json").write_text(json.dumps(meta))
         return str(self.dir)
-
-    def abort(self) -> None:
-        if self.video is not None:
-            try:
-                self.video.close()
-            except Exception:  # noqa: BLE001 - the episode is discarded either way
-                pass
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def env_config(cfg, env) -> dict:
