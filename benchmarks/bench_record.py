@@ -85,7 +85,8 @@ def hook_ratio(bundle, backend: str, steps: int = 15) -> None:
     t_finish = time.perf_counter() - t0
     env.close()
     s, h = float(np.median(t_step)), float(np.median(t_hook))
-    print(f"[{backend}] recording hook per step {h * 1e3:.1f} ms (state + H.264 encode) vs the composited env step "
+    print(f"[{backend}] recording hook per step {h * 1e3:.1f} ms (state read-out, image copy; H.264 encodes on its own "
+          f"thread, in the end-to-end ratio above) vs the composited env step "
           f"{s * 1e3:.1f} ms: {(s + h) / s:.2f}x; episode close (video flush, arrays, image stats) {t_finish * 1e3:.0f} ms")
 
 

@@ -310,9 +310,13 @@ def test_resume_after_a_kill_between_files_and_table_redoes_that_episode(bundle,
 
 
 @pytest.mark.parametrize("size", [(64, 48), (33, 25)])
-def test_video_frames_come_back_at_their_times(tmp_path, size):
-    """Even sides: 4:2:0 (what players expect); odd sides (an --obs-size like 33x25): 4:4:4, no padding."""
-    from real2sim.evaluation.lerobot import VideoWriter, read_video
+@pytest.mark.parametrize("background", [False, True])
+def test_video_frames_come_back_at_their_times(tmp_path, size, background):
+    """Even sides: 4:2:0 (what players expect); odd sides (an --obs-size like 33x25): 4:4:4, no padding. The
+    background writer (the recorder's: encoding on its own thread) writes the same frames in the same order."""
+    from real2sim.evaluation.lerobot import BackgroundVideoWriter, VideoWriter, read_video
+
+    VideoWriter = BackgroundVideoWriter if background else VideoWriter  # noqa: N806
 
     w, h = size
     yy, xx = np.mgrid[0:h, 0:w]
@@ -327,3 +331,12 @@ def test_video_frames_come_back_at_their_times(tmp_path, size):
     np.testing.assert_allclose(ts, np.arange(6) / 5, atol=1e-6)
     assert all(_psnr(a, b) > 25 for a, b in zip(got, frames))  # H.264 at crf 23 (LeRobot's default: crf 30)
     assert all(_psnr(got[i], frames[i]) > _psnr(got[i], frames[i + 1]) + 5 for i in range(5))  # in order
+
+
+def test_background_encoder_failure_reaches_the_caller(tmp_path):
+    from real2sim.evaluation.lerobot import BackgroundVideoWriter, DatasetError
+
+    vw = BackgroundVideoWriter(tmp_path / "v.mp4", 5, 64, 48)
+    vw.add(np.zeros((48, 64, 3), np.float64))  # not uint8 RGB: the encoder thread fails
+    with pytest.raises(DatasetError, match="v.mp4: video encoding failed"):
+        vw.close()

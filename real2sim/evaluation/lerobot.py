@@ -127,6 +127,51 @@ class VideoWriter:
         self._box.close()
 
 
+class BackgroundVideoWriter(VideoWriter):
+    """A :class:`VideoWriter` that encodes on a thread of its own (PyAV releases the GIL while encoding), so an
+    episode's physics, rendering and policy calls go on meanwhile. ``add`` takes ownership of the frame (pass a copy
+    if the caller reuses the buffer); ``close`` waits for the last frame and raises what the encoder raised."""
+
+    def __init__(self, path: Path, fps: float, width: int, height: int, queue_size: int = 8):
+        import queue
+        import threading
+
+        super().__init__(path, fps, width, height)
+        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)  # bounded: a slow encoder slows the episode down
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"encode {self.path.name}", daemon=True)
+        self._thread.start()
+        self.queued = 0
+
+    def _run(self) -> None:
+        while True:
+            frame = self._queue.get()
+            if frame is None:
+                return
+            if self._error is None:
+                try:
+                    VideoWriter.add(self, frame)
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller by add/close
+                    self._error = exc
+
+    def add(self, rgb: np.ndarray) -> None:
+        if self._error is not None:
+            raise DatasetError(f"{self.path}: video encoding failed: {self._error}") from self._error
+        self._queue.put(rgb)
+        self.queued += 1
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None:
+            try:
+                self._box.close()
+            except Exception:  # noqa: BLE001 - the encoder's error is the one to report
+                pass
+            raise DatasetError(f"{self.path}: video encoding failed: {self._error}") from self._error
+        super().close()
+
+
 def read_video(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(frames ``(n, h, w, 3)`` uint8 RGB, their timestamps ``(n,)`` in seconds) of an mp4."""
     av = _av()
@@ -590,5 +635,5 @@ def _check_video(root: Path, info: dict, r: dict, key: str, ft: dict, fps: float
     return out
 
 
-__all__ = ["CODEBASE_VERSION", "DatasetError", "LeRobotWriter", "VideoWriter", "check_dataset", "episode_video",
+__all__ = ["BackgroundVideoWriter", "CODEBASE_VERSION", "DatasetError", "LeRobotWriter", "VideoWriter", "check_dataset", "episode_video",
            "episodes_table", "load_info", "read_episode", "read_video"]

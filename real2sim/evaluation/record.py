@@ -20,7 +20,7 @@ import numpy as np
 
 from real2sim.core.errors import UnknownNameError
 from real2sim.core.geometry import matrix_to_quat_wxyz
-from real2sim.evaluation.lerobot import LeRobotWriter, VideoWriter, image_stats
+from real2sim.evaluation.lerobot import BackgroundVideoWriter, LeRobotWriter, image_stats
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class EpisodeRecorder:
         self._state = sim_state(env)
         for k in self._state:
             self.columns[k] = []
-        self.video: VideoWriter | None = None
+        self.video: BackgroundVideoWriter | None = None
         self.key = camera_key(env.camera) if env.camera else None
         self._frames_for_stats: list[np.ndarray] = []
         self._pending_image = None
@@ -132,9 +132,9 @@ class EpisodeRecorder:
             return
         if self.video is None:
             h, w = img.shape[:2]
-            self.video = VideoWriter(self.dir / "video.mp4", self.fps, w, h)
-        self.video.add(img)
-        if len(self._frames_for_stats) < 400 and self.video.frames % 2 == 1:  # every other frame, enough for stats
+            self.video = BackgroundVideoWriter(self.dir / "video.mp4", self.fps, w, h)
+        self.video.add(img)  # the recorder's own copy (_own)
+        if len(self._frames_for_stats) < 400 and self.video.queued % 2 == 1:  # every other frame, enough for stats
             self._frames_for_stats.append(img[::STATS_STRIDE, ::STATS_STRIDE].copy())
 
     def finish(self) -> str:
