@@ -82,6 +82,16 @@ class LoadedScene(abc.ABC):
         self.require("robot")
         return self._robot.name
 
+    def robot_def(self):
+        """The scene's :class:`~real2sim.robots.spec.RobotDef` (a robot from a definition file: the copy packaged
+        with the export, never the user's original file)."""
+        self.require("robot")
+        if self._robot is None:
+            from real2sim.robots import get_robot
+
+            self._robot = get_robot(self.robot_name())
+        return self._robot
+
     def robot_joint_names(self) -> list[str]:
         """Actuated joint names (registry names, not the engine's prefixed ones)."""
         self.require("robot")

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.errors import DependencyMissing, Real2SimError
+from real2sim.core.errors import DependencyMissing, Real2SimError, RobotError
 from real2sim.core.geometry import make_pose
 
 log = logging.getLogger(__name__)
-RESOLVER_VERSION = 2  # bump when _expand/_clean change their output (it is part of the cache key)
+RESOLVER_VERSION = 3  # bump when _expand/_clean change their output (it is part of the cache key)
 MIN_MASS = 1e-3
 MIN_INERTIA = 1e-6
 
@@ -115,8 +115,15 @@ def cache_dir() -> Path:
     return base / "robots"
 
 
+def is_file_robot(robot: RobotDef) -> bool:
+    """True for a robot read from a definition file (``real2sim.robots.robotfile``), not shipped in a package."""
+    return robot.source.get("kind") == "file"
+
+
 def _package_root(robot: RobotDef) -> Path:
     src = robot.source
+    if is_file_robot(robot):
+        return Path(src["definition"]).parent
     try:
         mod = importlib.import_module(src["package"])
     except ImportError as exc:
@@ -126,10 +133,29 @@ def _package_root(robot: RobotDef) -> Path:
     return Path(paths[0])
 
 
+def _where(robot: RobotDef) -> str:
+    """The file a robot comes from, for error messages."""
+    return robot.source.get("definition") or f"robot '{robot.name}' (package {robot.source.get('pip')})"
+
+
+def _source_fix(robot: RobotDef) -> str:
+    if is_file_robot(robot):
+        return f"correct the path in the URDF or put the file there (definition {robot.source['definition']})"
+    return f"pip install --force-reinstall {robot.source['pip']}"
+
+
+def source_urdf(robot: RobotDef) -> Path:
+    """The URDF (or xacro) file the robot is read from."""
+    return _package_root(robot) / robot.source["file"]
+
+
 def _expand(robot: RobotDef, root: Path) -> str:
     src = robot.source
     path = root / src["file"]
     if not path.is_file():
+        if is_file_robot(robot):
+            raise RobotError(f"{src['definition']}: field 'urdf' names {path}, which does not exist. Fix: give the "
+                             "URDF's path relative to the definition file (or absolute)")
         raise Real2SimError(f"{path}: URDF source of robot '{robot.name}' is missing from package '{src['pip']}'. "
                             f"Fix: pip install --force-reinstall {src['pip']}")
     text = path.read_text()
@@ -156,11 +182,86 @@ def _expand(robot: RobotDef, root: Path) -> str:
         text = doc.toxml()
     for k, v in pkgs.items():
         text = text.replace(f"package://{k}/" if k else "package://", v + "/")
+    if "package://" in text and is_file_robot(robot):
+        pkg = re.search(r"package://([^/\"]*)", text).group(1)
+        raise RobotError(f"{path}: a mesh is named 'package://{pkg}/...' but the definition {src['definition']} does "
+                         f"not say where package '{pkg}' is. Fix: add  packages = {{ {pkg} = \"<folder of {pkg}>\" }}  "
+                         "to the definition (relative to it)")
     return text
 
 
-def _clean(robot: RobotDef, text: str, base_dir: Path) -> str:
-    root = ET.fromstring(text)
+MESH_SUFFIXES = (".stl", ".obj")
+"""Mesh formats every engine here reads (MuJoCo reads neither Collada nor glTF)."""
+
+
+def _parse_urdf_text(robot: RobotDef, text: str, path: Path):
+    try:
+        return ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise RobotError(f"{path}: not a readable URDF ({exc}). Fix: repair the XML") from exc
+
+
+def _check_tree(robot: RobotDef, root, path: Path) -> None:
+    """One root link, every joint between known links, no link the child of two joints (no kinematic loops)."""
+    links = [l.get("name") for l in root.findall("link")]
+    known = set(links)
+    child_of: dict[str, str] = {}
+    for joint in root.findall("joint"):
+        jn = joint.get("name")
+        for tag in ("parent", "child"):
+            el = joint.find(tag)
+            if el is None or el.get("link") not in known:
+                raise RobotError(f"{path}: joint '{jn}' names {tag} link "
+                                 f"'{None if el is None else el.get('link')}', which the URDF does not define. "
+                                 "Fix: correct the link name or add the <link>")
+        child = joint.find("child").get("link")
+        if child in child_of:
+            raise RobotError(f"{path}: link '{child}' is the child of two joints ('{child_of[child]}' and '{jn}'): a "
+                             "kinematic loop, which URDF and the engines' articulations cannot hold. Fix: remove one of "
+                             "the two joints (keep the tree; a closed chain needs an engine-side constraint)")
+        child_of[child] = jn
+        if joint.get("type") in ("floating", "planar"):
+            raise RobotError(f"{path}: joint '{jn}' is of type '{joint.get('type')}', which no engine here drives. "
+                             "Fix: make it revolute, prismatic or fixed")
+    roots = [l for l in links if l not in child_of]
+    if len(roots) != 1:
+        raise RobotError(f"{path}: the URDF has {len(roots)} root links ({', '.join(roots) or 'none: a kinematic loop'}); "
+                         "a robot is one tree with one root. Fix: join the parts with fixed joints, or break the loop")
+
+
+def _check_names(robot: RobotDef, root, path: Path) -> None:
+    """Every joint and link the definition names exists in the URDF (close matches suggested)."""
+    import difflib
+
+    movable = [j.get("name") for j in root.findall("joint") if j.get("type") != "fixed"]
+    links = [l.get("name") for l in root.findall("link")]
+    where = _where(robot)
+
+    def close(name, pool):
+        c = difflib.get_close_matches(name, pool, n=1)
+        return f"did you mean '{c[0]}'? " if c else ""
+
+    for fld in ("arm_joints", "gripper_joints"):
+        for j in getattr(robot, fld):
+            if j not in movable:
+                raise RobotError(f"{where}: field '{fld}' names joint '{j}', which is not a movable joint of {path}. "
+                                 f"Fix: {close(j, movable)}movable joints: {', '.join(movable)}")
+    for fld in ("base_link", "ee_link"):
+        ln = getattr(robot, fld)
+        if ln not in links:
+            raise RobotError(f"{where}: field '{fld}' names link '{ln}', which {path} does not define. "
+                             f"Fix: {close(ln, links)}links: {', '.join(links)}")
+    for cam, m in robot.camera_mounts.items():
+        if m["link"] not in links:
+            raise RobotError(f"{where}: camera mount '{cam}' is on link '{m['link']}', which {path} does not define. "
+                             f"Fix: {close(m['link'], links)}mount it on one of: {', '.join(links)}")
+
+
+def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None, path: Path | None = None) -> str:
+    """The self-contained URDF (see the module docstring); what had to be changed is appended to ``fixes``."""
+    fixes = [] if fixes is None else fixes
+    path = path or base_dir
+    root = _parse_urdf_text(robot, text, path)
     for tag in ("transmission", "gazebo"):
         for el in root.findall(tag):
             root.remove(el)
@@ -171,45 +272,88 @@ def _clean(robot: RobotDef, text: str, base_dir: Path) -> str:
 
     for link in root.findall("link"):
         link.set("name", strip(link.get("name")))
+    for joint in root.findall("joint"):
+        for tag in ("parent", "child"):
+            el = joint.find(tag)
+            if el is not None:
+                el.set("link", strip(el.get("link")))
+    _check_tree(robot, root, path)
+    fixed_now = set(robot.fixed_joints)
+    moving_children = {j.find("child").get("link") for j in root.findall("joint")
+                       if j.get("type") != "fixed" and j.get("name") not in fixed_now}
+    with_inertial = {l.get("name") for l in root.findall("link") if l.find("inertial") is not None}
+    if moving_children and not moving_children & with_inertial:
+        raise RobotError(f"{path}: no moving link has an <inertial> (mass and inertia); the engines need them to "
+                         "simulate the arm. Fix: add <inertial> to each link (from the CAD model, or a rough box "
+                         "estimate)")
+    for link in root.findall("link"):
+        ln = link.get("name")
         inertial = link.find("inertial")
         if inertial is None:
             inertial = ET.SubElement(link, "inertial")
             ET.SubElement(inertial, "mass", value=str(MIN_MASS))
             ET.SubElement(inertial, "inertia", ixx=str(MIN_INERTIA), iyy=str(MIN_INERTIA), izz=str(MIN_INERTIA),
                           ixy="0", ixz="0", iyz="0")
+            if ln in moving_children:
+                fixes.append(f"link '{ln}' has no <inertial>: given {MIN_MASS * 1e3:g} g and {MIN_INERTIA:g} kg m^2")
         mass = inertial.find("mass")
-        if float(mass.get("value")) <= 0:
+        if mass is None:
+            mass = ET.SubElement(inertial, "mass", value="0")
+        if float(mass.get("value", "0")) <= 0:
             mass.set("value", str(MIN_MASS))
+            if ln in moving_children:
+                fixes.append(f"link '{ln}' is massless: given {MIN_MASS * 1e3:g} g")
         I = inertial.find("inertia")
-        for k in ("ixx", "iyy", "izz"):
-            if float(I.get(k, "0")) <= 0:
-                I.set(k, str(MIN_INERTIA))
+        if I is None:
+            I = ET.SubElement(inertial, "inertia", ixy="0", ixz="0", iyz="0")
+        bad = [k for k in ("ixx", "iyy", "izz") if float(I.get(k, "0")) <= 0]
+        for k in bad:
+            I.set(k, str(MIN_INERTIA))
+        if bad and ln in moving_children and float(mass.get("value")) > MIN_MASS:
+            fixes.append(f"link '{ln}' has a zero inertia ({', '.join(bad)}): set to {MIN_INERTIA:g} kg m^2")
         for mat in link.iter("material"):  # colours come from the robot def / bundle appearance
             for t in list(mat):
                 if t.tag == "texture":
                     mat.remove(t)
         for mesh in link.iter("mesh"):
-            fn = mesh.get("filename")
+            fn = mesh.get("filename") or ""
+            if fn.startswith("file://"):
+                fn = fn[len("file://"):]
             p = Path(fn) if os.path.isabs(fn) else (base_dir / fn)
             if not p.is_file():
-                raise Real2SimError(f"{p}: mesh of robot '{robot.name}' (link '{link.get('name')}') is missing. "
-                                    f"Fix: pip install --force-reinstall {robot.source['pip']}")
+                raise RobotError(f"{path}: mesh '{mesh.get('filename')}' of link '{ln}' is missing (looked at {p}). "
+                                 f"Fix: {_source_fix(robot)}")
+            if p.suffix.lower() not in MESH_SUFFIXES:
+                raise RobotError(f"{path}: mesh {p.name} of link '{ln}' is {p.suffix or 'of no known format'}; the "
+                                 f"engines here all read only {', '.join(MESH_SUFFIXES)}. Fix: convert it (e.g. "
+                                 f"python -c \"import trimesh; trimesh.load('{p.name}', force='mesh').export('"
+                                 f"{p.stem}.obj')\") and point the URDF at the copy")
+            if p.stat().st_size == 0:
+                raise RobotError(f"{path}: mesh {p} of link '{ln}' is an empty file. Fix: {_source_fix(robot)}")
             mesh.set("filename", str(p.resolve()))
     for mat in root.findall("material"):
         root.remove(mat)
+    actuated = set(robot.joint_names)
     for joint in root.findall("joint"):
-        for tag in ("parent", "child"):
-            el = joint.find(tag)
-            el.set("link", strip(el.get("link")))
+        jn = joint.get("name")
         for tag in ("dynamics", "safety_controller", "calibration"):
             for el in joint.findall(tag):
                 joint.remove(el)
-        if joint.get("name") in robot.fixed_joints:
+        mimic = joint.find("mimic")
+        if mimic is not None and jn not in fixed_now:
+            if jn in actuated:
+                fixes.append(f"joint '{jn}' mimics '{mimic.get('joint')}': no engine here follows mimic joints, so it "
+                             "is driven to its own target (gripper_open/gripper_closed)")
+            else:
+                raise RobotError(f"{path}: joint '{jn}' mimics '{mimic.get('joint')}', and no engine here follows mimic "
+                                 f"joints. Fix: list '{jn}' in gripper_joints (driven to its own target, with its own "
+                                 f"open/closed values) or in fixed_joints of {_where(robot)}")
+        if jn in fixed_now:
             joint.set("type", "fixed")
             for tag in ("limit", "axis", "mimic"):
                 for el in joint.findall(tag):
                     joint.remove(el)
-        if joint.get("name") in robot.negate_joints:
+        if jn in robot.negate_joints:
             ax = joint.find("axis")
             ax.set("xyz", " ".join(repr(-float(v) + 0.0) for v in ax.get("xyz").split()))
             lim = joint.find("limit")
@@ -223,16 +367,26 @@ def _clean(robot: RobotDef, text: str, base_dir: Path) -> str:
                 lim = ET.SubElement(joint, "limit", effort="100", velocity="10")
             lim.set("lower", str(-np.pi))
             lim.set("upper", str(np.pi))
+            fixes.append(f"joint '{jn}' is continuous: limited to [-pi, pi] (engines disagree on unlimited joints)")
+        if joint.get("type") in ("revolute", "prismatic"):
+            lim = joint.find("limit")
+            if lim is None or lim.get("lower") is None or lim.get("upper") is None:
+                raise RobotError(f"{path}: {joint.get('type')} joint '{jn}' has no <limit lower=.. upper=..>. Fix: add "
+                                 "the joint's range to the URDF")
         for el in joint.findall("mimic"):
             joint.remove(el)
-    names = {j.get("name") for j in root.findall("joint") if j.get("type") != "fixed"}
-    missing = [j for j in robot.joint_names if j not in names]
-    links = {l.get("name") for l in root.findall("link")}
-    if missing or robot.ee_link not in links or robot.base_link not in links:
-        raise Real2SimError(f"robot '{robot.name}': the URDF lacks joints {missing} or links "
-                            f"{[l for l in (robot.ee_link, robot.base_link) if l not in links]}; fix the robot file")
+        if jn in actuated and joint.find("axis") is None:
+            ET.SubElement(joint, "axis", xyz="1 0 0")
+    _check_names(robot, root, path)
     ET.indent(root, space="  ")
     return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def urdf_fixes(robot: RobotDef) -> list[str]:
+    """What resolving the robot's URDF had to change (massless links, mimic joints, ...), one line each."""
+    p = resolve_urdf(robot)
+    f = p.with_suffix(".fixes.json")
+    return json.loads(f.read_text()) if f.is_file() else []
 
 
 def resolve_urdf(robot: RobotDef) -> Path:
@@ -248,8 +402,15 @@ def resolve_urdf(robot: RobotDef) -> Path:
     out = cache_dir() / f"{robot.name}-{h.hexdigest()[:16]}.urdf"
     if out.is_file():
         return out
-    text = _clean(robot, _expand(robot, root), src_file.parent)
+    fixes: list[str] = []
+    text = _clean(robot, _expand(robot, root), src_file.parent, fixes, src_file)
+    for line in fixes:
+        log.info("robot %s: %s", robot.name, line)
     out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(out.parent), suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(fixes, indent=1) + "\n")
+    os.replace(tmp, out.with_suffix(".fixes.json"))
     fd, tmp = tempfile.mkstemp(dir=str(out.parent), suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(text)

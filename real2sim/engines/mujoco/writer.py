@@ -22,8 +22,11 @@ from real2sim.core.geometry import matrix_to_quat_wxyz
 from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import content_addressed_copy, fmt, require_ready
 from real2sim.engines.mujoco.scene import MujocoScene
+from real2sim.robots.robotfile import EXPORT_ROBOT_DIR as ROBOT_PACKAGE_DIR
+from real2sim.robots.robotfile import write_robot_package
 from real2sim.robots.scene import ROBOT_PREFIX as P
 from real2sim.robots.scene import robot_setup
+from real2sim.robots.spec import is_file_robot
 
 log = logging.getLogger(__name__)
 MAIN_FILE = "scene.xml"
@@ -79,7 +82,7 @@ class MjcfExporter(Exporter):
         for oid, obj in m.objects.items():
             self._object(bundle, world, asset, out, oid, obj, seen_assets)
         if m.robot is not None:
-            _add_robot(root, asset, world, out, m.robot)
+            _add_robot(root, asset, world, out, m.robot, bundle.root)
         return root
 
     @staticmethod
@@ -181,7 +184,7 @@ def _robot_mesh_copy(src: Path, dst_dir: Path) -> str:
     return name
 
 
-def _add_robot(root, asset, world, out: Path, spec) -> None:
+def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path) -> None:
     """Graft the robot (URDF via MuJoCo's importer) under ``worldbody`` with position actuators.
 
     Names get the ``robot/`` prefix; bodies are gravity-compensated (``gravcomp=1``, as SIMPLER
@@ -189,7 +192,7 @@ def _add_robot(root, asset, world, out: Path, spec) -> None:
     but do with objects; the integrator becomes ``implicitfast`` so that large drive damping is stable.
     """
 
-    rs = robot_setup(spec)
+    rs = robot_setup(spec, bundle_root)
     r = rs.robot
     rx = _robot_urdf_mjcf(rs.urdf)
     root.find("option").set("integrator", "implicitfast")
@@ -244,4 +247,7 @@ def _add_robot(root, asset, world, out: Path, spec) -> None:
              biasprm=fmt([0.0, -kp, -kv]), **limit)
     custom = _sub(root, "custom")
     _sub(custom, "text", name="real2sim:robot", data=r.name)
+    if is_file_robot(r):  # the robot travels with the export (a new process reads it from here, not the user's file)
+        _sub(custom, "text", name="real2sim:robot_definition",
+             data=(ROBOT_PACKAGE_DIR + "/" + write_robot_package(r, out / ROBOT_PACKAGE_DIR).name))
     _sub(custom, "numeric", name="real2sim:robot_qpos", data=fmt(rs.qpos))

@@ -18,8 +18,9 @@ from real2sim.core.errors import (
     require,
 )
 from real2sim.core.geometry import R_OPENCV_FROM_SAPIEN, make_pose
+from real2sim.core.manifest import RobotSpec
 from real2sim.engines.base import LoadedScene
-from real2sim.robots import get_robot
+from real2sim.robots import robot_for_spec
 
 log = logging.getLogger(__name__)
 FORMAT = "real2sim.sapien"
@@ -285,7 +286,9 @@ class SapienScene(LoadedScene):
         self.articulation = art
         self._joints = joints
         self._jidx = idx
-        self._robot = get_robot(self.data["robot"]["name"])
+        rd = self.data["robot"]
+        # a robot from a definition file travels with the export: read that copy, not the user's original
+        self._robot = robot_for_spec(RobotSpec(rd["name"], definition=rd.get("definition", "")), Path(self.path).parent)
         self._links = {l.name: l for l in art.links}
         self.capabilities = self.capabilities | {"robot"}
         self.set_robot_qpos(self.data["robot"]["qpos"])
