@@ -402,7 +402,6 @@ class ObjectSpec:
             inertial=(InertialSpec.parse(r, d["inertial"], f"{where}.inertial")
                       if d.get("inertial") is not None else None),
             source=r.text(d.get("source", ""), f"{where}.source", MAX_PATH, allow_empty=True),
-            definition=r.relpath(d["definition"], f"{where}.definition") if d.get("definition") else "",
         )
 
 
