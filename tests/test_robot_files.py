@@ -280,3 +280,33 @@ def test_missing_packaged_definition_names_the_fix(tmp_path):
     shutil.rmtree(b.root / "robot")
     with pytest.raises(RobotError, match=r"robot/robot.json.*missing.*Fix: re-run 'real2sim init"):
         get_exporter("mjcf").export(Bundle.load(b.root))
+
+
+def test_recipe_robot_from_a_definition_file(tmp_path):
+    """A recipe's robot entry may be a definition file (relative to the recipe): the bundle gets its copy."""
+    from real2sim.engines import get_exporter
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+
+    src = builtin_recipe("tabletop")
+    shutil.copytree(src.parent, tmp_path / "rec")
+    write_two_link_robot(tmp_path / "rec" / "arm")
+    data = json.loads(src.read_text())
+    data["robot"] = {"definition": "arm/robot.toml",
+                     "base_pose": {"position": [-0.4, 0, 0], "quaternion_wxyz": [1, 0, 0, 0]}}
+    (tmp_path / "rec" / "recipe.json").write_text(json.dumps(data))
+    b = bundle_from_recipe(tmp_path / "rec" / "recipe.json", tmp_path / "b")
+    assert b.manifest.robot.name == "twolink" and b.manifest.robot.definition == "robot/robot.json"
+    assert (b.root / "robot" / "robot.urdf").is_file()
+    from conftest import give_simple_collision
+
+    give_simple_collision(b)
+    ex = get_exporter("mjcf")
+    sc = ex.load(ex.export(b).main_file.parent)
+    assert sc.robot_name() == "twolink" and len(sc.object_ids()) == len(data["objects"])
+    np.testing.assert_allclose(sc.robot_base_pose()[:3, 3], [-0.4, 0, 0], atol=1e-9)
+    sc.close()
+    data["robot"] = {"definition": "arm/robot.toml", "name": "other"}
+    (tmp_path / "rec" / "recipe.json").write_text(json.dumps(data))
+    with pytest.raises(Exception, match="robot.name.*'other'.*definition file names the robot 'twolink'"):
+        bundle_from_recipe(tmp_path / "rec" / "recipe.json", tmp_path / "c")
+    assert not (tmp_path / "c").exists()

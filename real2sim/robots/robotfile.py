@@ -56,7 +56,8 @@ DEFAULT_ARM_DAMPING = 100.0
 def looks_like_robot_file(name) -> bool:
     """True when ``name`` (str or Path) is the path of a definition file rather than a registry name."""
     s = str(name)
-    return s.lower().endswith(SUFFIXES) and (os.sep in s or "/" in s or Path(s).is_file())
+    has_dir = os.sep in s or "/" in s
+    return (s.lower().endswith(SUFFIXES) and (has_dir or Path(s).is_file())) or (has_dir and Path(s).is_file())
 
 
 def read_definition_dict(path: Path) -> dict:
