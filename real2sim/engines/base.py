@@ -92,6 +92,13 @@ class LoadedScene(abc.ABC):
             self._robot = get_robot(self.robot_name())
         return self._robot
 
+    def mounted_cameras(self) -> dict[str, str]:
+        """``{camera: link}`` of the robot-mounted cameras in the scene (they move with their link; they have no
+        background plate). Empty without a robot."""
+        if "robot" not in self.capabilities:
+            return {}
+        return {name: link for name, (link, _) in self.robot_def().mounted_cameras().items()}
+
     def robot_joint_names(self) -> list[str]:
         """Actuated joint names (registry names, not the engine's prefixed ones)."""
         self.require("robot")

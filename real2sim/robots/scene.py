@@ -47,6 +47,17 @@ def robot_setup(spec, root: Path | None = None) -> RobotSetup:
                       np.asarray(r.default_force_limit(), float))
 
 
+def robot_cameras(rs: RobotSetup, bundle_cameras) -> dict:
+    """``{name: (link, Camera)}`` of the robot-mounted cameras an export adds (``RobotDef.mounted_cameras``: pose
+    in the link frame, OpenCV axes); a name that a bundle camera already uses is refused."""
+    cams = rs.robot.mounted_cameras()
+    clash = sorted(set(cams) & set(bundle_cameras))
+    if clash:
+        raise ExportError(f"scene.json: camera(s) {', '.join(clash)} share a name with camera mounts of robot "
+                          f"'{rs.robot.name}'. Fix: rename the bundle camera (cameras.{clash[0]}) or the mount")
+    return cams
+
+
 # ---------------------------------------------------------------------------------------------
 # a minimal URDF tree (for exporters that build the articulation themselves, e.g. USD)
 # ---------------------------------------------------------------------------------------------

@@ -105,6 +105,22 @@ class RobotDef:
             return tuple(overrides[link])
         return tuple(self.appearance.get(link, self.appearance_default))
 
+    def mounted_cameras(self) -> dict:
+        """``{name: (link, Camera)}`` of the camera mounts that give intrinsics (``width, height, fx, fy, cx, cy``):
+        the cameras every export adds on the robot. The Camera's ``T_world_camera`` is its OpenCV pose **in the
+        link frame**. Mounts without intrinsics are frames only (``camera_mount_pose``), not exported cameras."""
+        from real2sim.core.camera import Camera
+
+        out = {}
+        for name, m in sorted(self.camera_mounts.items()):
+            if "fx" not in m:
+                continue
+            K = np.array([[m["fx"], 0.0, m["cx"]], [0.0, m["fy"], m["cy"]], [0.0, 0.0, 1.0]], float)
+            out[name] = (m["link"], Camera(int(m["width"]), int(m["height"]), K,
+                                           make_pose(m["position"], m["quaternion_wxyz"]),
+                                           near=float(m.get("near", 0.01)), far=float(m.get("far", 10.0))))
+        return out
+
     def fingerprint(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=list)
 

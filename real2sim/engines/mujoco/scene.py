@@ -167,6 +167,10 @@ class MujocoScene(LoadedScene):
     def set_camera_pose(self, camera: str, T_world_camera) -> None:
         self.require("preview")
         c = self._camera_id(camera)
+        if camera in self.mounted_cameras():
+            raise UnsupportedCapability(f"camera '{camera}' is mounted on robot link '{self.mounted_cameras()[camera]}'"
+                                        " and moves with it; move the robot, or change the mount in the robot "
+                                        "definition")
         T = camera_pose_to_convention(np.asarray(T_world_camera, float), "opengl")
         self.model.cam_pos[c] = T[:3, 3]
         self.model.cam_quat[c] = matrix_to_quat_wxyz(T[:3, :3])

@@ -25,7 +25,7 @@ from real2sim.engines.mujoco.scene import MujocoScene
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR as ROBOT_PACKAGE_DIR
 from real2sim.robots.robotfile import write_robot_package
 from real2sim.robots.scene import ROBOT_PREFIX as P
-from real2sim.robots.scene import robot_setup
+from real2sim.robots.scene import robot_cameras, robot_setup
 from real2sim.robots.spec import is_file_robot
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class MjcfExporter(Exporter):
         for oid, obj in m.objects.items():
             self._object(bundle, world, asset, out, oid, obj, seen_assets)
         if m.robot is not None:
-            _add_robot(root, asset, world, out, m.robot, bundle.root)
+            _add_robot(root, asset, world, out, m.robot, bundle.root, list(m.cameras))
         return root
 
     @staticmethod
@@ -184,7 +184,7 @@ def _robot_mesh_copy(src: Path, dst_dir: Path) -> str:
     return name
 
 
-def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path) -> None:
+def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_cameras=()) -> None:
     """Graft the robot (URDF via MuJoCo's importer) under ``worldbody`` with position actuators.
 
     Names get the ``robot/`` prefix; bodies are gravity-compensated (``gravcomp=1``, as SIMPLER
@@ -236,6 +236,19 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path) -> None:
             j.set("solreflimit", "0.004 1")
             j.set("solimplimit", "0.95 0.99 0.001")
             j.attrib.pop("actuatorfrcrange", None)
+    bodies = {b.get("name")[len(P):]: b for b in base.iter("body")}
+    glob = root.find("visual").find("global")
+    for cam_name, (link, cam) in robot_cameras(rs, bundle_cameras).items():
+        # a robot-mounted camera: a MuJoCo camera fixed in the link's body, moving with it
+        T = cam.pose_in("opengl")
+        dx, dy = cam.principal_offset_px()
+        pixel = 1e-5
+        _sub(bodies[link], "camera", name=cam_name, mode="fixed", pos=fmt(T[:3, 3]),
+             quat=fmt(matrix_to_quat_wxyz(T[:3, :3])), resolution=f"{cam.width} {cam.height}",
+             sensorsize=fmt([cam.width * pixel, cam.height * pixel]), focalpixel=fmt([cam.fx, cam.fy]),
+             principalpixel=fmt([-dx, -dy]))
+        glob.set("offwidth", str(max(int(glob.get("offwidth")), cam.width)))
+        glob.set("offheight", str(max(int(glob.get("offheight")), cam.height)))
     p, q = rs.base[:3, 3], matrix_to_quat_wxyz(rs.base[:3, :3])
     base.set("pos", fmt(p))
     base.set("quat", fmt(q))

@@ -78,7 +78,7 @@ from real2sim.engines.sapien.scene import (
     load_sapien_scene,
 )
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR, PACKAGE_DEFINITION, package_robot_files
-from real2sim.robots.scene import robot_setup
+from real2sim.robots.scene import robot_cameras, robot_setup
 from real2sim.robots.spec import is_file_robot
 
 log = logging.getLogger(__name__)
@@ -281,7 +281,11 @@ def _pose_json(position, quat_wxyz) -> dict:
 
 
 def _camera_json(name: str, spec, warnings: list[str]) -> dict:
-    cam = spec.camera()
+    return _camera_dict(name, spec.camera(), warnings)
+
+
+def _camera_dict(name: str, cam, warnings: list[str]) -> dict:
+    """A camera's SAPIEN entry; its pose is ``cam.T_world_camera`` (in the world, or in a link for a mount)."""
     if np.any(np.asarray(cam.distortion) != 0):
         warnings.append(f"camera '{name}': lens distortion {list(cam.distortion)} is dropped (SAPIEN cameras are pinhole); "
                         "undistort the real frames for comparison")
@@ -339,6 +343,9 @@ def build_sapien_files(bundle: Bundle) -> tuple[dict[str, bytes], list[str]]:
     }
     if m.robot is not None:
         scene["robot"] = _robot_files(w, m.robot, bundle.root)
+        for name, (link, cam) in robot_cameras(robot_setup(m.robot, bundle.root), m.cameras).items():
+            # a robot-mounted camera: pose in the link frame; the loader keeps it on the link as the robot moves
+            scene["cameras"][name] = {**_camera_dict(name, cam, warnings), "link": link}
     w.add(SCENE_FILE, (json.dumps(scene, indent=2) + "\n").encode())
     return w.files, warnings
 

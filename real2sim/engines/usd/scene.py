@@ -84,6 +84,10 @@ class UsdScene(LoadedScene):
         for child in cams.GetChildren() if cams.IsValid() else []:
             if child.IsA(UsdGeom.Camera):
                 self._cameras[str(child.GetCustomDataByKey(ID_KEY) or child.GetName())] = child
+        for link in self._links.values() if self._robot_prim is not None else []:
+            for child in link.GetChildren():  # robot-mounted cameras live under their link
+                if child.IsA(UsdGeom.Camera):
+                    self._cameras[str(child.GetCustomDataByKey(ID_KEY) or child.GetName())] = child
 
     def _object(self, oid: str):
         try:
