@@ -163,7 +163,11 @@ def write_two_link_robot(folder: Path, fmt: str = "toml", urdf_text: str | None 
     (folder / "urdf").mkdir(exist_ok=True)
     (folder / "meshes" / "box.obj").write_text(BOX_OBJ)
     _stl_box(folder / "meshes" / "hand.stl")
-    (folder / "meshes" / "hand.dae").write_text("<COLLADA/>\n")  # a format MuJoCo cannot read
+    (folder / "meshes" / "hand.dae").write_text("<COLLADA/>\n")  # a broken Collada file
+    (folder / "meshes" / "hand.3ds").write_bytes(b"MM\x00\x00")  # a format nothing here reads
+    import trimesh
+
+    trimesh.creation.box([0.08, 0.03, 0.03]).export(folder / "meshes" / "hand_box.glb")  # converted to OBJ
     (folder / "urdf" / "twolink.urdf").write_text(urdf_text if urdf_text is not None else two_link_urdf())
     if fmt == "toml" and not changes:
         path = folder / "robot.toml"

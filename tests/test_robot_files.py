@@ -196,7 +196,7 @@ def test_check_reports_what_it_fixed(tmp_path):
     each fix named in the report (and the CLI's)."""
     from real2sim.robots.spec import urdf_fixes
 
-    text = two_link_urdf(mimic=True)
+    text = two_link_urdf(mimic=True, mesh="hand_box.glb")
     text = text.replace('<inertial><origin xyz="0 0 0"/><mass value="0.2"/>'
                         '<inertia ixx="0.002" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial>', "", 1)
     text = text.replace('<joint name="waist" type="revolute">', '<joint name="waist" type="continuous">')
@@ -205,12 +205,13 @@ def test_check_reports_what_it_fixed(tmp_path):
     assert any("link 'hand' has no <inertial>" in f for f in fixes), fixes
     assert any("joint 'finger_right' mimics 'finger_left'" in f for f in fixes), fixes
     assert any("joint 'waist' is continuous" in f for f in fixes), fixes
+    assert any("mesh hand_box.glb of link 'hand' converted to OBJ" in f for f in fixes), fixes
     proc = _run("robots", "check", str(path), "--samples", "5", env_extra={"REAL2SIM_CACHE": str(tmp_path / "c")})
     assert "fixed: link 'hand' has no <inertial>" in proc.stdout and "OK" in proc.stdout
     proc = _run("robots", "check", str(path), "--samples", "5", "--json",
                 env_extra={"REAL2SIM_CACHE": str(tmp_path / "c")})
     rep = json.loads(proc.stdout)
-    assert rep["ok"] and len(rep["fixes"]) == 3 and len(rep["engines"]) == 3
+    assert rep["ok"] and len(rep["fixes"]) == 4 and len(rep["engines"]) == 3
 
 
 def test_robots_list_still_works_and_check_of_a_registry_robot(tmp_path):
@@ -222,8 +223,10 @@ def test_robots_list_still_works_and_check_of_a_registry_robot(tmp_path):
 BAD = [
     # (what, urdf text or None, definition changes, message parts)
     ("missing mesh", two_link_urdf(mesh="gone.stl"), {}, ["gone.stl", "link 'hand'", "is missing", "Fix:"]),
-    ("unreadable mesh format", two_link_urdf(mesh="hand.dae"), {}, ["hand.dae", "link 'hand'", ".stl, .obj",
-                                                                      "Fix: convert it"]),
+    ("unreadable mesh", two_link_urdf(mesh="hand.dae"), {}, ["hand.dae", "link 'hand'", "cannot be read",
+                                                               "Fix: repair or re-export"]),
+    ("unknown mesh format", two_link_urdf(mesh="hand.3ds"), {}, ["hand.3ds", "link 'hand'", ".stl, .obj",
+                                                                  "Fix: convert it"]),
     ("no inertials", two_link_urdf(inertials=False), {}, ["twolink.urdf", "no moving link has an <inertial>",
                                                           "Fix: add <inertial>"]),
     ("loop", two_link_urdf(loop=True), {}, ["twolink.urdf", "link 'forearm' is the child of two joints", "'elbow'",

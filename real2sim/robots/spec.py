@@ -210,6 +210,40 @@ MESH_SUFFIXES = (".stl", ".obj")
 """Mesh formats every engine here reads (MuJoCo reads neither Collada nor glTF)."""
 
 
+CONVERTIBLE_SUFFIXES = (".glb", ".gltf", ".dae", ".ply", ".off")
+
+
+def _converted_mesh(p: Path, link: str, urdf: Path) -> Path:
+    """An OBJ copy (in the robot cache, named by the source's hash) of a mesh in a format not every engine reads.
+
+    glTF/GLB scenes are flattened with their node transforms, as SAPIEN's loader (assimp) reads them; colours and
+    textures are dropped (robot colours come from the definition's ``appearance``)."""
+    if p.suffix.lower() not in CONVERTIBLE_SUFFIXES:
+        raise RobotError(f"{urdf}: mesh {p.name} of link '{link}' is {p.suffix or 'of no known format'}; the engines "
+                         f"here read {', '.join(MESH_SUFFIXES)} (and {', '.join(CONVERTIBLE_SUFFIXES)} are converted). "
+                         f"Fix: convert it to OBJ or STL and point the URDF at the copy")
+    data = p.read_bytes()
+    out = cache_dir() / "meshes" / f"{hashlib.sha256(data).hexdigest()[:16]}_{p.stem}.obj"
+    if out.is_file():
+        return out
+    try:
+        import trimesh
+
+        m = trimesh.load(str(p), force="mesh", process=False)
+        if not len(getattr(m, "faces", [])):
+            raise ValueError("no triangles")
+        text = trimesh.exchange.obj.export_obj(m, include_normals=False, include_color=False, include_texture=False)
+    except Exception as exc:  # trimesh raises many types for a file it cannot read
+        raise RobotError(f"{urdf}: mesh {p} of link '{link}' cannot be read ({type(exc).__name__}: {exc}). "
+                         "Fix: repair or re-export the mesh (OBJ or STL)") from exc
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(out.parent), suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, out)
+    return out
+
+
 def _parse_urdf_text(robot: RobotDef, text: str, path: Path):
     try:
         return ET.fromstring(text)
@@ -339,13 +373,13 @@ def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None
             if not p.is_file():
                 raise RobotError(f"{path}: mesh '{mesh.get('filename')}' of link '{ln}' is missing (looked at {p}). "
                                  f"Fix: {_source_fix(robot)}")
-            if p.suffix.lower() not in MESH_SUFFIXES:
-                raise RobotError(f"{path}: mesh {p.name} of link '{ln}' is {p.suffix or 'of no known format'}; the "
-                                 f"engines here all read only {', '.join(MESH_SUFFIXES)}. Fix: convert it (e.g. "
-                                 f"python -c \"import trimesh; trimesh.load('{p.name}', force='mesh').export('"
-                                 f"{p.stem}.obj')\") and point the URDF at the copy")
             if p.stat().st_size == 0:
                 raise RobotError(f"{path}: mesh {p} of link '{ln}' is an empty file. Fix: {_source_fix(robot)}")
+            if p.suffix.lower() not in MESH_SUFFIXES:
+                converted = _converted_mesh(p, ln, path)
+                fixes.append(f"mesh {p.name} of link '{ln}' converted to OBJ (MuJoCo reads only "
+                             f"{', '.join(MESH_SUFFIXES)}): {converted.name}")
+                p = converted
             mesh.set("filename", str(p.resolve()))
     for mat in root.findall("material"):
         root.remove(mat)
