@@ -28,6 +28,8 @@ from real2sim.core.plugins import load_entry_points
 from real2sim.robots.spec import RobotDef, cache_dir, resolve_urdf
 
 ROBOT_MODULES = ("widowx250s", "panda")
+PACKAGED_DEFINITIONS = ("google_robot",)
+"""Definition files shipped in ``real2sim/robots/definitions/`` (their URDFs live where the user keeps them)."""
 ENTRY_POINT_GROUP = "real2sim.robots"
 log = logging.getLogger(__name__)
 _FILE_ROBOTS: dict[str, RobotDef] = {}
@@ -47,20 +49,35 @@ def _all() -> dict[str, RobotDef]:
     return out
 
 
+@lru_cache(maxsize=None)
+def _packaged() -> dict[str, RobotDef]:
+    """The shipped definition files, read without their URDF (resolved on first use, where a missing data folder
+    is reported with the variable to set)."""
+    from real2sim.robots.robotfile import load_robot_file
+
+    out = {}
+    for name in PACKAGED_DEFINITIONS:
+        r = load_robot_file(Path(__file__).parent / "definitions" / f"{name}.toml", check_urdf=False)
+        out[r.name] = r
+    return out
+
+
 def list_robots() -> list[str]:
-    return sorted(set(_all()) | set(_FILE_ROBOTS))
+    return sorted(set(_all()) | set(_packaged()) | set(_FILE_ROBOTS))
 
 
 def _builtin_names() -> set[str]:
-    return set(_all()) | {a for r in _all().values() for a in r.aliases}
+    return {n for r in (*_all().values(), *_packaged().values()) for n in (r.name, *r.aliases)}
+
 
 
 def register_robot(robot: RobotDef) -> RobotDef:
     """Make a robot read from a definition file known by name (and aliases) for the rest of the process.
 
     A later definition with the same name replaces an earlier one (a file edited and read again); a name or alias
-    of a built-in robot is refused."""
-    clash = ({robot.name} | set(robot.aliases)) & _builtin_names()
+    of a built-in robot is refused (a shipped definition's name is allowed: a bundle's copy of it)."""
+    clash = ({robot.name} | set(robot.aliases)) & _builtin_names() - {
+        n for r in _packaged().values() for n in (r.name, *r.aliases)}
     if clash:
         raise RobotError(f"{robot.source.get('definition', robot.name)}: the name(s) {', '.join(sorted(clash))} belong "
                          "to a built-in robot. Fix: give the definition another 'name' (and 'aliases')")
@@ -85,12 +102,14 @@ def get_robot(name: str | RobotDef) -> RobotDef:
     for r in robots.values():
         if name in r.aliases:
             return r
-    if name in _FILE_ROBOTS:
-        return _FILE_ROBOTS[name]
-    for r in _FILE_ROBOTS.values():
-        if name in r.aliases:
-            return r
-    known = set(robots) | {a for r in robots.values() for a in r.aliases} | set(_FILE_ROBOTS)
+    for pool in (_packaged(), _FILE_ROBOTS):
+        if name in pool:
+            return pool[name]
+        for r in pool.values():
+            if name in r.aliases:
+                return r
+    known = (set(robots) | {a for r in robots.values() for a in r.aliases} | set(_FILE_ROBOTS)
+             | {n for r in _packaged().values() for n in (r.name, *r.aliases)})
     raise UnknownNameError("robot", name, known)
 
 

@@ -26,7 +26,7 @@ from real2sim.core.errors import DependencyMissing, Real2SimError, RobotError
 from real2sim.core.geometry import make_pose
 
 log = logging.getLogger(__name__)
-RESOLVER_VERSION = 3  # bump when _expand/_clean change their output (it is part of the cache key)
+RESOLVER_VERSION = 7  # bump when _expand/_clean change their output (it is part of the cache key)
 MIN_MASS = 1e-3
 MIN_INERTIA = 1e-6
 
@@ -136,6 +136,18 @@ def is_file_robot(robot: RobotDef) -> bool:
     return robot.source.get("kind") == "file"
 
 
+def expand_path_vars(robot: RobotDef, value: str, field_name: str) -> str:
+    """``value`` with ``$VAR``/``${VAR}`` replaced from the environment (a definition that points at data the user
+    keeps elsewhere, e.g. the Google Robot's description); an unset variable is refused naming it."""
+    out = os.path.expandvars(value)
+    left = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", out)
+    if left:
+        raise RobotError(f"{_where(robot)}: field '{field_name}' ({value}) needs the environment variable {left.group(1)}, "
+                         f"which is not set. Fix: export {left.group(1)}=<folder> (see the comments in the definition "
+                         "file)")
+    return out
+
+
 def _package_root(robot: RobotDef) -> Path:
     src = robot.source
     if is_file_robot(robot):
@@ -162,12 +174,12 @@ def _source_fix(robot: RobotDef) -> str:
 
 def source_urdf(robot: RobotDef) -> Path:
     """The URDF (or xacro) file the robot is read from."""
-    return _package_root(robot) / robot.source["file"]
+    return _package_root(robot) / expand_path_vars(robot, robot.source["file"], "urdf")
 
 
 def _expand(robot: RobotDef, root: Path) -> str:
     src = robot.source
-    path = root / src["file"]
+    path = source_urdf(robot)
     if not path.is_file():
         if is_file_robot(robot):
             raise RobotError(f"{src['definition']}: field 'urdf' names {path}, which does not exist. Fix: give the "
@@ -175,7 +187,8 @@ def _expand(robot: RobotDef, root: Path) -> str:
         raise Real2SimError(f"{path}: URDF source of robot '{robot.name}' is missing from package '{src['pip']}'. "
                             f"Fix: pip install --force-reinstall {src['pip']}")
     text = path.read_text()
-    pkgs = {k: str((root / v).resolve()) for k, v in src.get("packages", {}).items()}
+    pkgs = {k: str((root / expand_path_vars(robot, v, f"packages.{k}")).resolve())
+            for k, v in src.get("packages", {}).items()}
     if src["kind"] == "xacro":
         try:
             import xacro
@@ -307,6 +320,23 @@ def _check_names(robot: RobotDef, root, path: Path) -> None:
                              f"Fix: {close(m['link'], links)}mount it on one of: {', '.join(links)}")
 
 
+def _balance_inertia(I) -> bool:
+    """Make the ``<inertia>`` element physically valid (principal moments satisfy the triangle inequality) by raising
+    the two smaller moments equally; True when it had to change."""
+    keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    v = {k: float(I.get(k, "0")) for k in keys}
+    M = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]])
+    w, V = np.linalg.eigh(M)  # ascending
+    gap = w[2] - w[0] - w[1]
+    if gap < -1e-4 * w[2]:  # valid, with a margin for the digits the engines keep
+        return False
+    w = w + (max(gap, 0.0) / 2 + 1e-4 * w[2]) * np.array([1.0, 1.0, 0.0])  # > the 6 digits MJCF keeps
+    M = V @ np.diag(w) @ V.T
+    for k, (i, j) in zip(keys, [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]):
+        I.set(k, repr(float(M[i, j])))
+    return True
+
+
 def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None, path: Path | None = None) -> str:
     """The self-contained URDF (see the module docstring); what had to be changed is appended to ``fixes``."""
     fixes = [] if fixes is None else fixes
@@ -361,6 +391,9 @@ def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None
             I.set(k, str(MIN_INERTIA))
         if bad and ln in moving_children and float(mass.get("value")) > MIN_MASS:
             fixes.append(f"link '{ln}' has a zero inertia ({', '.join(bad)}): set to {MIN_INERTIA:g} kg m^2")
+        if _balance_inertia(I) and ln in moving_children:
+            fixes.append(f"link '{ln}' has principal inertias at or past what a rigid body can have (A + B <= C): "
+                         "the two smaller ones raised by half the gap + 1e-4 C (MuJoCo refuses A + B < C)")
         for mat in link.iter("material"):  # colours come from the robot def / bundle appearance
             for t in list(mat):
                 if t.tag == "texture":
@@ -400,6 +433,7 @@ def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None
                                  f"open/closed values) or in fixed_joints of {_where(robot)}")
         if jn in fixed_now:
             joint.set("type", "fixed")
+        if joint.get("type") == "fixed":  # limits/axes on a fixed joint mean nothing (and 'inf' breaks urdfdom)
             for tag in ("limit", "axis", "mimic"):
                 for el in joint.findall(tag):
                     joint.remove(el)
@@ -442,7 +476,7 @@ def urdf_fixes(robot: RobotDef) -> list[str]:
 def resolve_urdf(robot: RobotDef) -> Path:
     """The robot's self-contained URDF in the cache (built on first use; same inputs -> same file)."""
     root = _package_root(robot)
-    src_file = root / robot.source["file"]
+    src_file = source_urdf(robot)
     h = hashlib.sha256()
     h.update(f"v{RESOLVER_VERSION}".encode())
     h.update(robot.fingerprint().encode())
@@ -454,6 +488,7 @@ def resolve_urdf(robot: RobotDef) -> Path:
         return out
     fixes: list[str] = []
     text = _clean(robot, _expand(robot, root), src_file.parent, fixes, src_file)
+    fixes = list(dict.fromkeys(fixes))  # a mesh used twice is converted once
     for line in fixes:
         log.info("robot %s: %s", robot.name, line)
     out.parent.mkdir(parents=True, exist_ok=True)
