@@ -313,3 +313,23 @@ def test_recipe_robot_from_a_definition_file(tmp_path):
     with pytest.raises(Exception, match="robot.name.*'other'.*definition file names the robot 'twolink'"):
         bundle_from_recipe(tmp_path / "rec" / "recipe.json", tmp_path / "c")
     assert not (tmp_path / "c").exists()
+
+
+def test_sysid_worker_processes_read_a_file_robot(tmp_path):
+    """Gain fitting in 2 worker processes (spawned: they have not read the file) gives what 1 process gives."""
+    from real2sim.evaluation.sysid import Episode, fit_gains, simulate_episode
+
+    r = get_robot(str(write_two_link_robot(tmp_path / "arm")))
+    rng = np.random.default_rng(0)
+    eps = []
+    for _ in range(2):
+        T = 4
+        a = np.concatenate([rng.uniform(-0.3, 0.3, (T, 3)) + r.default_qpos[:3], np.ones((T, 1))], 1)
+        ep = Episode(a, None, np.tile(r.default_qpos, (T + 1, 1)), np.arange(T + 1) / r.control_hz)
+        ep.ee_poses = simulate_episode(r.name, r.default_stiffness(), r.default_damping(), ep, "joint_pos")
+        eps.append(ep)
+    one = fit_gains(eps, r.name, "joint_pos", share="arm", rounds=1, iters_per_round=3, workers=1, seed=3)
+    two = fit_gains(eps, r.name, "joint_pos", share="arm", rounds=1, iters_per_round=3, workers=2, seed=3)
+    assert one.robot == two.robot == "twolink"
+    np.testing.assert_allclose(two.stiffness, one.stiffness)
+    assert two.train_loss == pytest.approx(one.train_loss, rel=1e-9)

@@ -113,6 +113,15 @@ def get_robot(name: str | RobotDef) -> RobotDef:
     raise UnknownNameError("robot", name, known)
 
 
+def robot_ref(robot: str | RobotDef) -> str:
+    """A string that names ``robot`` in any process: the definition file's path for a robot read from a file (a new
+    process has not registered it), else its registry name (for worker processes, subprocess arguments)."""
+    r = get_robot(robot)
+    if r.source.get("kind") == "file" and r.name not in _packaged():
+        return str(r.source["definition"])
+    return r.name
+
+
 def robot_for_spec(spec, root: Path | None = None) -> RobotDef:
     """The robot of a manifest ``RobotSpec``: its packaged definition (``spec.definition``, relative to the bundle or
     export folder ``root``) when it has one, else the registry robot ``spec.name``."""
@@ -150,4 +159,5 @@ def robot_urdf(robot: str | RobotDef) -> Path:
     return p
 
 
-__all__ = ["RobotDef", "cache_dir", "get_robot", "list_robots", "register_robot", "robot_for_spec", "robot_urdf"]
+__all__ = ["RobotDef", "cache_dir", "get_robot", "list_robots", "register_robot", "robot_for_spec", "robot_ref",
+           "robot_urdf"]
