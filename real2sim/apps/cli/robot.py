@@ -9,6 +9,7 @@ from real2sim.apps.cli.console import say
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.capture.camera_refine import RefineCameraConfig, refine_camera_stage
 from real2sim.core.bundle import Bundle
+from real2sim.core.errors import Real2SimError
 from real2sim.engines import engine_names
 from real2sim.evaluation.sysid import SysIdConfig, run_sysid
 from real2sim.robots import get_robot, list_robots, robot_urdf
@@ -23,7 +24,10 @@ def cmd_robots(args) -> int:
         r = get_robot(name)
         line = f"{r.name:12s} dof {r.dof}  aliases {', '.join(r.aliases)}  EE {r.ee_link}  {r.description}"
         if args.resolve:
-            line += f"\n    urdf: {robot_urdf(r)}"
+            try:
+                line += f"\n    urdf: {robot_urdf(r)}"
+            except Real2SimError as exc:  # e.g. the Google Robot without REAL2SIM_GOOGLE_ROBOT: say so, list the rest
+                line += f"\n    urdf: not available: {exc}"
         say(line)
     return 0
 
