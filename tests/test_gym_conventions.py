@@ -95,10 +95,9 @@ def test_check_env_composited(scene_bundles):
 
 def test_ee_pose_bound_holds_and_is_tight():
     """The ee_pose position bound (Kinematics.reach) against forward kinematics at random joint values."""
+    from real2sim.core.errors import RobotError
     from real2sim.robots import list_robots
     from real2sim.robots.kinematics import Kinematics
-
-    from real2sim.core.errors import RobotError
 
     rng = np.random.default_rng(0)
     for name in list_robots():

@@ -139,7 +139,7 @@ def robot_for_spec(spec, root: Path | None = None) -> RobotDef:
     if not path.is_file():
         raise RobotError(f"{path}: the robot definition recorded in scene.json (robot.definition = {definition!r}) is "
                          "missing. Fix: re-run 'real2sim init DIR --robot FILE' (or restore the bundle's robot/ folder)")
-    robot = load_robot_file(path)
+    robot = load_robot_file(path, check_urdf=False)  # checked when the copy was made; resolved when first used
     if robot.name != spec.name:
         raise RobotError(f"{path}: defines robot '{robot.name}' but scene.json names '{spec.name}'. Fix: make the two "
                          "names agree")
