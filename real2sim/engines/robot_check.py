@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 FK_TOL_MM = 1.0
 FK_TOL_DEG = 0.5
 HOLD_TOL = 0.05
+TRACK_STEP = 0.1
+"""The step (rad or m, each joint toward its range's middle) the drives track for one second in every simulator."""
+STEP_GAP_NOTE_MM = 5.0
 """Largest joint error (rad or m) after holding the default pose for one second before the check fails."""
 
 
@@ -41,6 +44,8 @@ class EngineCheck:
     camera_worst_mm: float = 0.0
     hold_error: float | None = None
     finite: bool | None = None
+    track_error: float | None = None
+    track_ee: list | None = None
 
 
 @dataclass
@@ -52,6 +57,8 @@ class RobotCheck:
     fixes: list
     engines: list = field(default_factory=list)
     problems: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    step_gap_mm: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -73,7 +80,12 @@ class RobotCheck:
                 line += f"; camera mounts worst {e['camera_worst_mm']:.4f} mm"
             if e["hold_error"] is not None:
                 line += f"; holds the default pose for 1 s within {e['hold_error']:.4g}"
+            if e["track_error"] is not None:
+                line += f"; a {TRACK_STEP} rad/m step on every joint tracked to {e['track_error']:.4g} in 1 s"
             out.append(line)
+        if self.step_gap_mm is not None:
+            out.append(f"  end-effector after that step, simulators apart by {self.step_gap_mm:.3f} mm")
+        out += [f"  note: {n}" for n in self.notes]
         out += [f"  PROBLEM: {p}" for p in self.problems] or ["  OK"]
         return out
 
@@ -107,6 +119,22 @@ def _hold(sc, q0, rec: EngineCheck) -> None:
     rec.hold_error = float(np.abs(q - q0).max()) if rec.finite else float("inf")
 
 
+def _track(sc, kin, q0, base, rec: EngineCheck) -> None:
+    """Step every joint target by TRACK_STEP toward the middle of its range (gripper too: a tenth of its travel), hold
+    one second: the joint error left and where the end-effector went."""
+    mid = (kin.lower + kin.upper) / 2
+    step = np.full(len(q0), TRACK_STEP)
+    n = kin.robot.n_arm
+    step[n:] = np.minimum(TRACK_STEP, 0.1 * (kin.upper[n:] - kin.lower[n:]))
+    target = np.clip(q0 + np.sign(mid - q0) * step, kin.lower, kin.upper)
+    sc.set_robot_qpos(q0)
+    sc.set_joint_targets(target)
+    sc.step_physics(max(1, int(round(1.0 / sc.physics_timestep))))
+    q = sc.robot_qpos()
+    rec.track_error = float(np.abs(q - target).max())
+    rec.track_ee = (sc.link_pose(kin.robot.ee_link) @ kin.T_link_ee)[:3, 3].tolist()
+
+
 def check_robot(robot, samples: int = 50, static_samples: int = 3, seed: int = 0, work_dir: Path | None = None,
                 engine_names: list[str] | None = None) -> RobotCheck:
     """Load ``robot`` (definition file path, registry name or RobotDef) in every engine and check it (module doc)."""
@@ -135,6 +163,7 @@ def check_robot(robot, samples: int = 50, static_samples: int = 3, seed: int = 0
                         sc.set_robot_qpos(q)
                         _compare(sc, kin, q, base, rec)
                     _hold(sc, qs[0], rec)
+                    _track(sc, kin, qs[0], base, rec)
                 else:  # a static export holds one configuration: export and read back a few
                     _compare(sc, kin, qs[0], base, rec)
                     for i, q in enumerate(qs[1:1 + static_samples]):
@@ -166,4 +195,11 @@ def check_robot(robot, samples: int = 50, static_samples: int = 3, seed: int = 0
             rep.problems.append(f"{spec.name}: holding the default pose for 1 s it drifted {rec.hold_error:.3f} "
                                 f"(> {HOLD_TOL}); the gains are too weak for the links' masses, or a force limit "
                                 "is too low")
+    ees = [e["track_ee"] for e in rep.engines if e.get("track_ee") is not None]
+    if len(ees) >= 2:
+        rep.step_gap_mm = 1e3 * max(float(np.linalg.norm(np.subtract(a, b))) for a in ees for b in ees)
+        if rep.step_gap_mm > STEP_GAP_NOTE_MM:
+            rep.notes.append(f"the simulators end the same {TRACK_STEP} rad step {rep.step_gap_mm:.1f} mm apart: the "
+                             "drives differ (a saturated force limit clamps MuJoCo's spring but PhysX's spring + "
+                             "damper; docs/robots.md)")
     return rep

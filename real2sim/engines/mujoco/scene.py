@@ -101,9 +101,12 @@ class MujocoScene(LoadedScene):
     def set_joint_gains(self, stiffness, damping) -> None:
         self.require("robot")
         kp, kv = np.asarray(stiffness, float), np.asarray(damping, float)
+        limited = self.model.actuator_forcelimited[self._act].astype(bool)
         self.model.actuator_gainprm[self._act, 0] = kp
         self.model.actuator_biasprm[self._act, 1] = -kp
-        self.model.actuator_biasprm[self._act, 2] = -kv
+        # a force-limited drive's damping is the joint's passive damping (implicit; see the MJCF writer)
+        self.model.actuator_biasprm[self._act, 2] = np.where(limited, 0.0, -kv)
+        self.model.dof_damping[self._dadr[limited]] = kv[limited]
 
     def link_pose(self, link: str) -> np.ndarray:
         self.require("robot")

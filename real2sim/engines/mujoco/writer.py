@@ -195,6 +195,10 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
     rs = robot_setup(spec, bundle_root)
     r = rs.robot
     rx = _robot_urdf_mjcf(rs.urdf)
+    # A force-limited actuator's velocity term is not integrated implicitly by MuJoCo: with SIMPLER's large damping
+    # on light links it chatters between +-limit every step (the Google Robot's bicep ran 0.5 rad away from a 0.1 rad
+    # step). Its damping becomes the joint's passive damping instead (implicit, unclamped); the spring stays clamped.
+    joint_damping = {P + n: kv for n, kv, fmax in zip(r.joint_names, rs.damping, rs.force_limit) if np.isfinite(fmax)}
     root.find("option").set("integrator", "implicitfast")
     default = root.find("default")
     _sub(_sub(default, "default", class_="robot_visual"), "geom", contype=0, conaffinity=0, group=2)
@@ -236,6 +240,8 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
             j.set("solreflimit", "0.004 1")
             j.set("solimplimit", "0.95 0.99 0.001")
             j.attrib.pop("actuatorfrcrange", None)
+            if j.get("name") in joint_damping:
+                j.set("damping", fmt([joint_damping[j.get("name")]]))
     bodies = {b.get("name")[len(P):]: b for b in base.iter("body")}
     glob = root.find("visual").find("global")
     for cam_name, (link, cam) in robot_cameras(rs, bundle_cameras).items():
@@ -256,8 +262,9 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
     act = _sub(root, "actuator")
     for name, kp, kv, fmax in zip(r.joint_names, rs.stiffness, rs.damping, rs.force_limit):
         limit = {"forcelimited": "true", "forcerange": fmt([-fmax, fmax])} if np.isfinite(fmax) else {}
+        kv_act = 0.0 if np.isfinite(fmax) else kv  # force-limited: the damping is the joint's (above)
         _sub(act, "general", name=P + name, joint=P + name, gaintype="fixed", gainprm=fmt([kp]), biastype="affine",
-             biasprm=fmt([0.0, -kp, -kv]), **limit)
+             biasprm=fmt([0.0, -kp, -kv_act]), **limit)
     custom = _sub(root, "custom")
     _sub(custom, "text", name="real2sim:robot", data=r.name)
     if is_file_robot(r):  # the robot travels with the export (a new process reads it from here, not the user's file)
