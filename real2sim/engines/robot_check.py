@@ -137,8 +137,13 @@ def _track(sc, kin, q0, base, rec: EngineCheck) -> None:
 
 def check_robot(robot, samples: int = 50, static_samples: int = 3, seed: int = 0, work_dir: Path | None = None,
                 engine_names: list[str] | None = None) -> RobotCheck:
-    """Load ``robot`` (definition file path, registry name or RobotDef) in every engine and check it (module doc)."""
+    """Load ``robot`` (definition file path, registry name or RobotDef) in every engine and check it (module doc).
+    The bundles and exports go to ``work_dir`` (default: a temporary folder, removed afterwards)."""
     from real2sim.robots.kinematics import Kinematics
+
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="real2sim-robot-check-") as tmp:
+            return check_robot(robot, samples, static_samples, seed, Path(tmp), engine_names)
 
     r = get_robot(robot)
     kin = Kinematics(r)
@@ -146,7 +151,7 @@ def check_robot(robot, samples: int = 50, static_samples: int = 3, seed: int = 0
                      list(r.joint_names), urdf_fixes(r))
     rng = np.random.default_rng(seed)
     qs = [np.asarray(r.default_qpos, float)] + [rng.uniform(kin.lower, kin.upper) for _ in range(samples)]
-    work = Path(work_dir or tempfile.mkdtemp(prefix="real2sim-robot-check-"))
+    work = Path(work_dir)
     for spec in engines():
         if engine_names and spec.name not in engine_names:
             continue
