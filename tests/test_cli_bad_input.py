@@ -84,6 +84,10 @@ CASES = [
     ("metrics --real {D}/missing.csv --sim {TXT}", "missing.csv"),
     ("metrics --real {TXT} --sim {TXT}", "notes.txt"),
     ("demo --out {TXT}", "notes.txt"),
+    ("robots check {D}/missing.toml", "missing.toml"),
+    ("robots check {TXT}", "must be a .toml or .json file"),
+    ("robots check nosuch", "nosuch"),
+    ("init {D}/i7 --frames {IMG} --robot {D}/missing.toml", "missing.toml"),
 ]
 
 

@@ -115,7 +115,7 @@ def _targets(bundle: Bundle, camera: str, frames, max_frames: int):
     views = _views(bundle, camera, frames)
     if len(views) > max_frames:
         views = [views[int(round(j))] for j in np.linspace(0, len(views) - 1, max_frames)]
-    model = load_robot_model(m.robot)
+    model = load_robot_model(m.robot, bundle.root)
     cam0 = m.cameras[camera].camera()
     masks, qs = [], []
     for i, rel, q in views:
@@ -214,7 +214,7 @@ def _picture(bundle: Bundle, camera: str, rep: dict, path) -> None:
     only; blue: rendered silhouette only."""
 
     m = bundle.manifest
-    model = load_robot_model(m.robot)
+    model = load_robot_model(m.robot, bundle.root)
     cam = m.cameras[camera].camera()
     rows = []
     keys = rep["frames"][:3]

@@ -476,6 +476,9 @@ class RobotSpec:
     damping: list[float] | None = None
     appearance: dict[str, list[float]] = field(default_factory=dict)
     source: str = ""
+    definition: str = ""
+    """Bundle-relative path of the robot's packaged definition file (``robot/robot.json``) for a robot read from a
+    definition file; empty for a registry robot."""
 
     @classmethod
     def parse(cls, r: FieldReader, d: Any, where: str) -> "RobotSpec":
@@ -496,6 +499,7 @@ class RobotSpec:
             damping=vec_or_none("damping", 0.0),
             appearance={k: r.vector(v, f"{where}.appearance.{k}", 4, 0.0) for k, v in app.items()},
             source=r.text(d.get("source", ""), f"{where}.source", MAX_PATH, allow_empty=True),
+            definition=r.relpath(d["definition"], f"{where}.definition") if d.get("definition") else "",
         )
 
 
@@ -669,6 +673,8 @@ class Manifest:
                 del obj["mass"]
         if d["robot"] is None:
             del d["robot"]
+        elif not d["robot"]["definition"]:
+            del d["robot"]["definition"]
         if not d["capture"]["mask_states"]:
             del d["capture"]["mask_states"]
         order = ["schema_version", "name", "units", "conventions", "provenance", "table_height", "physics",

@@ -213,7 +213,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     step("masks")
 
     # 3) robot: joints fitted to the robot's pixels; its mask goes into the bundle as entity 'robot'
-    model = load_robot_model(m.robot)
+    model = load_robot_model(m.robot, bundle.root)
     cubes_any = np.logical_or.reduce([masks[o] | ref[o] for o in CUBES])
     q, rmask, rrep = fit_robot_joints(model, cam, img, person_plate, cubes_any, m.robot.joint_positions)
     rrep["joint_names"] = list(model.joint_names)

@@ -40,6 +40,7 @@ from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import strip_obj_materials
 from real2sim.core.stages import mark_changed
 from real2sim.robots import get_robot
+from real2sim.robots.robotfile import install_in_bundle
 from real2sim.scenes import scene_recipe
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
     r = FieldReader(str(recipe_path))
     r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects", "robot", "tasks"},
           {"name", "objects"})
-    robot = _import_robot(r, data["robot"]) if data.get("robot") is not None else None  # refuse before writing
+    robot, robot_def = _import_robot(r, data["robot"], base) if data.get("robot") is not None else (None, None)
     tasks = r.obj(data.get("tasks", {}), "tasks", set(data.get("tasks", {})))
     tasks = {k: TaskSpec.parse(r, v, f"tasks.{k}") for k, v in tasks.items()}
     new_dir = not Path(out_dir).exists()
@@ -88,6 +89,8 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
             m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
         for oid, od in data["objects"].items():
             m.objects[oid] = _import_object(bundle, r, base, oid, od)
+        if robot is not None:  # a robot from a definition file is copied into the bundle (robot/)
+            robot.definition = install_in_bundle(robot_def, bundle.root)
         m.robot = robot
         m.tasks = tasks
         bundle.save()
@@ -129,11 +132,23 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
     return spec
 
 
-def _import_robot(r: FieldReader, d: dict):
-    """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones)."""
+def _import_robot(r: FieldReader, d: dict, base: Path):
+    """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones), or
+    ``definition``: a robot definition file relative to the recipe (docs/robots.md), read and checked here.
+    Returns (RobotSpec, RobotDef)."""
 
+    d = dict(d) if isinstance(d, dict) else d
+    robot = None
+    if isinstance(d, dict) and d.get("definition"):
+        r.text(d["definition"], "robot.definition", 4096)
+        robot = get_robot(base / d["definition"])
+        d.setdefault("name", robot.name)
+        d["definition"] = ""  # set to the bundle's copy once the bundle exists
     spec = RobotSpec.parse(r, d, "robot")
-    robot = get_robot(spec.name)
+    robot = robot or get_robot(spec.name)
+    if spec.name not in (robot.name, *robot.aliases):
+        r.fail("robot.name", f"is '{spec.name}' but the definition file names the robot '{robot.name}'",
+               "drop 'name' or make the two agree")
     spec.name = robot.name
     if not spec.joint_positions:
         spec.joint_positions = [float(x) for x in robot.default_qpos]
@@ -141,7 +156,7 @@ def _import_robot(r: FieldReader, d: dict):
         r.fail("robot.joint_positions", f"has {len(spec.joint_positions)} values, robot '{robot.name}' has {robot.dof} "
                f"joints ({', '.join(robot.joint_names)})")
     spec.source = spec.source or "recipe"
-    return spec
+    return spec, robot
 
 
 def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None, position=None,

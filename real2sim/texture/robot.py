@@ -101,7 +101,7 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
                                 [dataclasses.asdict(f) for _, f in frames]])
 
     def work():
-        model = load_robot_model(m.robot)
+        model = load_robot_model(m.robot, bundle.root)
         views = []
         for (i, f), mk in zip(frames, masks):
             q = f.joint_positions if f.joint_positions else (m.robot.joint_positions or model.default_q)

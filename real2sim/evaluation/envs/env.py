@@ -161,6 +161,7 @@ class Real2SimEnv(_env_base()):
 
         # -- images --------------------------------------------------------------------------------
         self.camera = camera or (sorted(m.cameras)[0] if m.cameras else None)
+        mounted = self.scene.mounted_cameras()  # robot-mounted cameras: render only (they have no plate)
         self.obs_mode = obs_mode
         self.depth = bool(depth)
         self.plate = None
@@ -168,17 +169,25 @@ class Real2SimEnv(_env_base()):
         if obs_mode != "state" or depth or render_mode:
             if self.camera is None:
                 raise UnsupportedCapability(f"bundle '{m.name}' has no camera; use obs_mode='state', depth=False, render_mode=None")
-            if self.camera not in m.cameras:
-                raise UnknownNameError("camera", self.camera, m.cameras)
+            if self.camera not in m.cameras and self.camera not in mounted:
+                raise UnknownNameError("camera", self.camera, sorted(set(m.cameras) | set(mounted)))
         if obs_mode != "state":
             self.scene.require("render")
         if depth:
             self.scene.require("depth")
+        if obs_mode == "composited" and self.camera in mounted:
+            raise UnsupportedCapability(
+                f"camera '{self.camera}' is mounted on the robot (link '{mounted[self.camera]}') and moves with it: "
+                "there is no background plate for it, so obs_mode='composited' (plate + simulated foreground) "
+                "applies only to fixed cameras. Fix: obs_mode='render' for this camera, or a fixed bundle camera")
         if obs_mode == "composited":
             self.plate = self._load_plate()
             if self.plate is None:
                 self.obs_mode = "render"
-        cam = m.cameras[self.camera] if self.camera else None
+        if self.camera in mounted:
+            cam = self.controller.robot.mounted_cameras()[self.camera][1]
+        else:
+            cam = m.cameras[self.camera] if self.camera else None
         self.native_size = (cam.width, cam.height) if cam else None
         self.obs_size = tuple(int(x) for x in obs_size) if obs_size else self.native_size
         self.variants = self._check_variants(dict(variants or {}))
