@@ -25,6 +25,7 @@ from real2sim.core.errors import AlignmentError, MaskError
 from real2sim.core.geometry import rotation_angle_between, transform_points
 from real2sim.core.imaging import iou
 from real2sim.core.views import View
+from real2sim.render.pose_search import Appearance, global_search, rz
 from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
@@ -43,12 +44,35 @@ class AlignConfig:
     when its IoU >= accept_init_iou, else search)."""
     accept_init_iou: float = 0.5
     """With init='auto', the current pose is kept as the start when its mean IoU reaches this."""
-    yaw_steps: int = 36
-    """Yaw angles tried per stable pose in the search."""
-    stable_poses: int = 3
-    """How many of trimesh's most probable resting poses the search tries."""
-    search_scale: float = 0.5
-    """Image scale for the search renders (speed)."""
+    search_space: str = "auto"
+    """Global search over 'stable' (every resting pose on the table x yaw), 'so3' (any orientation, for objects not
+    on the table) or 'auto' ('so3' when dof='full', else 'stable')."""
+    min_stable_probability: float = 0.001
+    """Resting poses less probable than this (trimesh's quasi-static estimate) are left out of the search."""
+    max_orientations: int = 48
+    """At most this many distinct resting poses are searched (most probable first)."""
+    yaw_step_deg: float = 10.0
+    """Yaw step of the coarse search (the range is 360 deg / the resting pose's rotational symmetry order)."""
+    so3_samples: int = 600
+    """Orientations tried by the 'so3' search."""
+    symmetry_tol: float = 0.01
+    """Two shapes count as the same (symmetry, duplicate resting poses) within this fraction of the mesh's
+    bounding diagonal."""
+    search_px: int = 64
+    """Size (px, longer side) of the crop around the mask the coarse search renders into."""
+    fine_px: int = 160
+    """Size (px) of the crop the best coarse hypotheses are scored again in."""
+    search_keep: int = 10
+    """Hypotheses kept from the coarse level for the fine level."""
+    refine_keep: int = 3
+    """Best fine-level hypotheses refined by contour alignment (the best result wins)."""
+    colour_weight: float = 0.3
+    """Weight of colour agreement (normalised cross-correlation of grey levels) in the fine score, when the object
+    has a texture and the views have images (0 = silhouette only)."""
+    search_max_faces: int = 6000
+    """Meshes with more faces are decimated (vertex clustering) for the search renders only."""
+    polish_px: int = 240
+    """Size (px) of the crop around the mask the yaw polish renders into."""
     max_outer: int = 25
     """Re-render / re-solve rounds of the refinement."""
     inner_nfev: int = 30
@@ -64,14 +88,19 @@ class AlignConfig:
     tol_rad: float = 2e-4
     """... and turns it less than this (rad)."""
     min_iou: float = 0.6
-    """Below this mean IoU the alignment counts as not converged (the previous pose is kept)."""
+    """Below this mean IoU the fit is 'failed' outright (the previous pose is kept)."""
+    aligned_iou: float = 0.9
+    """Status 'aligned' needs a mean silhouette IoU of at least this (or the contour rule below); else 'poor'."""
+    aligned_contour_px: float = 1.0
+    """... or a mean two-way contour distance (render <-> mask boundary, pixels) of at most this (small objects,
+    whose IoU a one-pixel border already lowers)."""
     max_residual_px: float = 3.0
     """Above this RMS contour residual (pixels, robust) the alignment counts as not converged."""
     polish_yaw_deg: float = 30.0
     """After refinement, yaws within +- this (deg) are tried by IoU when the fit is imperfect (0 = off)."""
     polish_step_deg: float = 5.0
     """Step of that yaw sweep (deg)."""
-    polish_below_iou: float = 0.98
+    polish_below_iou: float = 0.998
     """The yaw sweep runs only when the mean IoU is below this."""
     min_mask_pixels: int = 30
     """Masks with fewer pixels are refused (too small to align to)."""
@@ -97,6 +126,13 @@ class AlignResult:
     seconds: float
     message: str = ""
     history: list[dict] = field(default_factory=list)
+    status: str = "aligned"
+    """'aligned' (silhouette agrees: IoU >= aligned_iou or contour distance <= aligned_contour_px), 'poor' (settled
+    but the silhouette disagrees: wrong pose or wrong mask) or 'failed' (IoU < min_iou or not settled)."""
+    contour_px: float = 0.0
+    """Mean two-way boundary distance (pixels) between the rendered silhouette and the mask."""
+    search: dict = field(default_factory=dict)
+    """Summary of the global search when one ran (space, resting poses, hypotheses, seconds)."""
 
     @property
     def mean_iou(self) -> float:
@@ -104,9 +140,7 @@ class AlignResult:
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-def _rz(a: float) -> np.ndarray:
-    c, s = np.cos(a), np.sin(a)
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+_rz = rz
 
 
 def _rotvec(r) -> np.ndarray:
@@ -170,71 +204,16 @@ def check_views(views: list[View], vertices, pose, min_pixels: int) -> None:
 
 
 # -- initialisation ------------------------------------------------------------------------------------------
-def _stable_poses(vertices, faces, n: int) -> list[np.ndarray]:
-    import trimesh
-
-    m = trimesh.Trimesh(vertices, faces, process=True)
-    try:
-        Ts, probs = m.convex_hull.compute_stable_poses(n_samples=1, threshold=0.0)
-    except Exception as exc:  # degenerate hulls etc.
-        log.warning("stable poses failed (%s); using the mesh as it is", exc)
-        Ts, probs = [np.eye(4)], [1.0]
-    order = np.argsort(-np.asarray(probs))
-    out = []
-    for i in order[:max(1, n)]:
-        T = np.asarray(Ts[i], float)
-        v = transform_points(T, vertices)
-        T[2, 3] -= v[:, 2].min()  # bottom exactly at z = 0
-        out.append(T)
-    return out
-
-
-def _ray_plane(cam: Camera, px, z: float):
-    d_cam = np.array([(px[0] - cam.cx) / cam.fx, (px[1] - cam.cy) / cam.fy, 1.0])
-    d = cam.T_world_camera[:3, :3] @ d_cam
-    o = cam.T_world_camera[:3, 3]
-    if abs(d[2]) < 1e-9:
-        return None
-    t = (z - o[2]) / d[2]
-    return None if t <= 0 else o + t * d
+def search_candidates(vertices, faces, views: list[View], table_height: float, config: AlignConfig,
+                      appearance: Appearance | None = None) -> list[tuple[np.ndarray, float]]:
+    """Global search (:func:`real2sim.render.pose_search.global_search`): [(pose, fine score)], best first."""
+    hyps, _ = global_search(vertices, faces, views, table_height, config, appearance)
+    return [(h.pose, h.score) for h in hyps]
 
 
 def search_init(vertices, faces, views: list[View], table_height: float, config: AlignConfig) -> tuple[np.ndarray, float]:
-    """Global start: stable resting poses x yaw sweep at the mask centroid on the table plane. (pose, mean IoU)."""
+    """The best pose of the global search and its score."""
     return search_candidates(vertices, faces, views, table_height, config)[0]
-
-
-def search_candidates(vertices, faces, views: list[View], table_height: float, config: AlignConfig) -> list[tuple[np.ndarray, float]]:
-    """The best yaw of each stable resting pose, placed at the mask centroid on the table: [(pose, mean IoU)], best first."""
-    cams = [v.camera.scaled(config.search_scale) for v in views]
-    masks = [_resize_mask(v.mask, c) for v, c in zip(views, cams)]
-    ref = int(np.argmax([v.mask.sum() for v in views]))
-    ys, xs = np.nonzero(views[ref].mask)
-    centroid = np.array([xs.mean(), ys.mean()])
-    out = []
-    for S in _stable_poses(vertices, faces, config.stable_poses):
-        best, best_iou = None, -1.0
-        rest = transform_points(S, vertices)
-        lo, hi = rest.min(0), rest.max(0)
-        centre = (lo + hi) / 2
-        P = _ray_plane(views[ref].camera, centroid, table_height + centre[2])
-        if P is None:
-            raise AlignmentError(f"the ray through the mask centroid {centroid.round(1).tolist()} of frame "
-                                 f"{views[ref].name or '?'} does not meet the table plane z={table_height:.3f}; "
-                                 "check the camera pose and table_height")
-        for yaw in np.arange(config.yaw_steps) * (2 * np.pi / config.yaw_steps):
-            T = np.eye(4)
-            T[:3, :3] = _rz(yaw)
-            T[:3, 3] = [P[0], P[1], table_height]
-            C = np.eye(4)
-            C[:3, 3] = [-centre[0], -centre[1], 0]
-            pose = T @ C @ S
-            s = float(np.mean([iou(render_silhouette(c, vertices, faces, pose, config.backend), m)
-                               for c, m in zip(cams, masks)]))
-            if s > best_iou:
-                best, best_iou = pose, s
-        out.append((best, best_iou))
-    return sorted(out, key=lambda c: -c[1])
 
 
 # -- refinement ----------------------------------------------------------------------------------------------
@@ -256,24 +235,56 @@ def _sample(sdf: np.ndarray, uv: np.ndarray) -> np.ndarray:
     return map_coordinates(sdf, [uv[:, 1], uv[:, 0]], order=1, mode="nearest")
 
 
+def contour_distance_px(sil: np.ndarray, mask: np.ndarray) -> float:
+    """Mean two-way distance (pixels) between the boundaries of ``sil`` and ``mask`` (``(h, w) bool``): each
+    boundary pixel's distance to the other boundary, averaged over both sets. 0 for identical shapes; a mask that
+    holds half the object gives about a quarter of the object's size."""
+    from scipy.ndimage import distance_transform_edt
+
+    bs, bm = _boundary(np.asarray(sil, bool)), _boundary(np.asarray(mask, bool))
+    if not bs.any() or not bm.any():
+        return float("inf")
+    d_to_m, d_to_s = distance_transform_edt(~bm), distance_transform_edt(~bs)
+    return float(0.5 * (d_to_m[bs].mean() + d_to_s[bm].mean()))
+
+
 def _evaluate(vertices, faces, views, sdfs, pose, config):
-    ious, res = [], []
+    """(IoU per view, robust RMS contour residual px, mean two-way contour distance px)."""
+    ious, res, cdist = [], [], []
     for v, sdf in zip(views, sdfs):
         pts, sil = _contour_points(v.camera, vertices, faces, pose, config.contour_points, config.backend)
         ious.append(iou(sil, v.mask))
+        cdist.append(contour_distance_px(sil, v.mask))
         if len(pts):
             res.append(_sample(sdf, v.camera.project(transform_points(pose, pts))) + 0.5)
     r = np.concatenate(res) if res else np.array([np.inf])
     # robust RMS: soft-L1 of the residuals expressed back in pixels
     c = config.robust_px
     rho = 2 * c * c * (np.sqrt(1 + (r / c) ** 2) - 1)
-    return ious, float(np.sqrt(np.mean(rho)))
+    return ious, float(np.sqrt(np.mean(rho))), float(np.mean(cdist))
+
+
+def _status(cfg: AlignConfig, settled: bool, mean_iou: float, resid: float, cdist: float) -> tuple[str, str]:
+    """('aligned' | 'poor', why). Aligned: settled, residual within bounds and the silhouette agrees (IoU >=
+    ``aligned_iou`` or two-way contour distance <= ``aligned_contour_px``)."""
+    why = []
+    if not settled:
+        why.append(f"still improving/moving after {cfg.max_outer} rounds")
+    if mean_iou < cfg.aligned_iou and cdist > cfg.aligned_contour_px:
+        why.append(f"silhouette IoU {mean_iou:.3f} < {cfg.aligned_iou} and contour distance {cdist:.2f} px > "
+                   f"{cfg.aligned_contour_px} px (wrong pose, wrong or partial mask, or a mesh that does not match "
+                   "the object)")
+    if resid > cfg.max_residual_px:
+        why.append(f"contour residual {resid:.2f} px > {cfg.max_residual_px}")
+    return ("poor", "; ".join(why)) if why else ("aligned", "")
 
 
 def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None, table_height: float = 0.0,
-               config: AlignConfig | None = None) -> AlignResult:
+               config: AlignConfig | None = None, appearance: Appearance | None = None) -> AlignResult:
     """Align an object (object-frame ``vertices``/``faces``) to its masks in ``views``. Never raises for a poor
-    fit: look at ``converged`` and the numbers. Raises for unusable input (empty masks, object behind camera)."""
+    fit: look at ``status`` and the numbers. Raises for unusable input (empty masks, object behind camera).
+
+    ``appearance``: the object's texture, used to score search hypotheses by colour when the views have images."""
     cfg = config or AlignConfig()
     if cfg.dof not in DOFS:
         raise ValueError(f"dof must be one of {', '.join(DOFS)}, got {cfg.dof!r}")
@@ -283,26 +294,34 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
     views = [View(v.camera, np.asarray(v.mask, bool), v.image, v.name) for v in views]
     sdfs = [signed_distance(v.mask) for v in views]
 
-    starts, init_kind, init_iou = [], "bundle", 0.0
+    starts, init_kind, init_iou, search = [], "bundle", 0.0, {}
     if init_pose is not None and cfg.init in ("bundle", "auto"):
         init_iou = float(np.mean([iou(render_silhouette(v.camera, vertices, faces, init_pose, cfg.backend), v.mask)
                                   for v in views]))
         if cfg.init == "bundle" or init_iou >= cfg.accept_init_iou:
             starts = [(np.asarray(init_pose, float), init_iou)]
     if not starts:
-        starts = search_candidates(vertices, faces, views, table_height, cfg)
-        init_kind, init_iou = "search", starts[0][1]
+        hyps, search = global_search(vertices, faces, views, table_height, cfg, appearance)
+        starts = [(h.pose, h.iou) for h in hyps[:max(1, cfg.refine_keep)]]
+        init_kind, init_iou = "search", hyps[0].iou
     log.info("align: start from %s pose (IoU %.3f)", init_kind, init_iou)
 
-    best = None
-    for k, (start, s_iou) in enumerate(starts):
+    best, best_key = None, -np.inf
+    for start, _ in starts:
         out = _refine_and_polish(vertices, faces, views, sdfs, start, cfg)
-        if best is None or np.mean(out[1]) > np.mean(best[1]):
-            best = out
-        if np.mean(best[1]) >= cfg.polish_below_iou:
-            break  # good enough: the other resting poses are not tried
+        key = float(np.mean(out[1]))
+        if init_kind == "search" and appearance is not None and cfg.colour_weight > 0 and len(starts) > 1:
+            key = _final_score(vertices, faces, views, out[0], cfg, appearance)
+        if key > best_key:
+            best, best_key = out, key
+        if np.mean(best[1]) >= cfg.polish_below_iou and (appearance is None or cfg.colour_weight <= 0):
+            break  # good enough: the other hypotheses are not tried
     pose, ious, resid, converged_motion, history, it = best
+    cdist = _evaluate(vertices, faces, views, sdfs, pose, cfg)[2]
     ok = converged_motion and np.mean(ious) >= cfg.min_iou and resid <= cfg.max_residual_px
+    status, why_poor = _status(cfg, converged_motion, float(np.mean(ious)), resid, cdist)
+    if not ok:
+        status = "failed" if np.mean(ious) < cfg.min_iou else status
     why = []
     if not converged_motion:
         why.append(f"still improving/moving after {cfg.max_outer} rounds")
@@ -310,44 +329,66 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
         why.append(f"mean IoU {np.mean(ious):.3f} < {cfg.min_iou}")
     if resid > cfg.max_residual_px:
         why.append(f"contour residual {resid:.2f} px > {cfg.max_residual_px}")
-    msg = "converged" if ok else "did not converge: " + "; ".join(why)
+    msg = ("converged" if ok else "did not converge: " + "; ".join(why))
+    if ok and status == "poor":
+        msg = "converged, but poor: " + why_poor
     res = AlignResult(pose, [round(x, 5) for x in ious], round(resid, 4), bool(ok), it, init_kind, round(init_iou, 5),
-                      round(time.perf_counter() - t0, 4), msg, history)
-    log.info("align: %s; IoU %s, residual %.3f px, %d rounds, %.2f s", msg, res.ious, resid, it, res.seconds)
+                      round(time.perf_counter() - t0, 4), msg, history, status, round(cdist, 4), search)
+    log.info("align: %s (%s); IoU %s, residual %.3f px, contour distance %.2f px, %d rounds, %.2f s", status, msg,
+             res.ious, resid, cdist, it, res.seconds)
     return res
+
+
+def _final_score(vertices, faces, views, pose, cfg, appearance) -> float:
+    """IoU + colour agreement of a refined pose, at the fine search scale (picks among refined hypotheses)."""
+    from real2sim.render.pose_search import _Scorer
+
+    sc = _Scorer(vertices, faces, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight)
+    return sc.score(pose, colour=True)[0]
 
 
 def _refine_and_polish(vertices, faces, views, sdfs, start, cfg):
     """Refine from ``start``; when the fit stays imperfect try nearby yaws by IoU and refine again from the best.
     Returns (pose, ious, residual, settled, history, rounds)."""
     pose, history, it, converged_motion = _refine(vertices, faces, views, sdfs, start, cfg)
-    ious, resid = _evaluate(vertices, faces, views, sdfs, pose, cfg)
+    ious, resid, _ = _evaluate(vertices, faces, views, sdfs, pose, cfg)
     if cfg.polish_yaw_deg > 0 and np.mean(ious) < cfg.polish_below_iou:
-        # Contours miss parts hidden inside the silhouette (a mug's handle in front of its body).
-        cams = [v.camera.scaled(cfg.search_scale) for v in views]
-        masks = [_resize_mask(v.mask, c) for v, c in zip(views, cams)]
+        # Contours miss parts hidden inside the silhouette (a mug's handle in front of its body). Each turned
+        # pose is scored with its silhouette moved onto the mask's centroid (the turn also shifts it).
+        from real2sim.render.pose_search import _Scorer
 
-        def score(T):
-            return float(np.mean([iou(render_silhouette(c, vertices, faces, T, cfg.backend), m) for c, m in zip(cams, masks)]))
-
-        base = score(pose)
+        scorer = _Scorer(vertices, faces, views, cfg.polish_px, cfg.backend)
+        plane = cfg.dof != "full"
+        base = scorer.score(pose)[1]
         steps = np.arange(-cfg.polish_yaw_deg, cfg.polish_yaw_deg + 1e-9, cfg.polish_step_deg)
         cands = []
+        centre = transform_points(pose, np.asarray(vertices).mean(0)[None])[0]
         for a in np.radians(steps[steps != 0]):
-            T = pose.copy()
-            T[:3, :3] = _rz(a) @ pose[:3, :3]
-            cands.append((score(T), float(a), T))
-        sc, a, T = max(cands, key=lambda c: c[0])
-        if sc > base + 1e-3:
+            T = _yawed_about(pose, a, centre)
+            cands.append((scorer.score(T)[1], float(a), T))
+        # the best turn on each side is refined (a near-symmetric shape's silhouette barely prefers the right one
+        # before refinement); the refined pose with the best IoU wins
+        for side in (-1, 1):
+            sc, a, T = max((c for c in cands if np.sign(c[1]) == side), key=lambda c: c[0])
+            T = scorer.recentre(scorer.recentre(T, plane), plane)
             p2, h2, it2, c2 = _refine(vertices, faces, views, sdfs, T, cfg)
-            ious2, resid2 = _evaluate(vertices, faces, views, sdfs, p2, cfg)
+            ious2, resid2, _ = _evaluate(vertices, faces, views, sdfs, p2, cfg)
             history.append({"polish_yaw_deg": round(float(np.degrees(a)), 2), "iou_before": round(float(np.mean(ious)), 5),
                             "iou_after": round(float(np.mean(ious2)), 5)})
-            if np.mean(ious2) > np.mean(ious):
+            it += it2
+            if np.mean(ious2) > np.mean(ious) + 1e-4:
                 pose, ious, resid, converged_motion = p2, ious2, resid2, c2
                 history += h2
-                it += it2
     return pose, ious, resid, converged_motion, history, it
+
+
+def _yawed_about(pose: np.ndarray, angle: float, centre) -> np.ndarray:
+    """``pose`` turned by ``angle`` about the vertical through the world point ``centre (3,)``."""
+    T = pose.copy()
+    R = _rz(angle)
+    T[:3, :3] = R @ pose[:3, :3]
+    T[:3, 3] = R @ (pose[:3, 3] - centre) + centre
+    return T
 
 
 def _resize_mask(mask, cam: Camera) -> np.ndarray:
