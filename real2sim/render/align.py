@@ -25,7 +25,7 @@ from real2sim.core.errors import AlignmentError, MaskError
 from real2sim.core.geometry import rotation_angle_between, transform_points
 from real2sim.core.imaging import iou
 from real2sim.core.views import View
-from real2sim.render.pose_search import Appearance, global_search, rz
+from real2sim.render.pose_search import Appearance, global_search, mask_box, rz
 from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,8 @@ class AlignConfig:
     """Hypotheses kept from the coarse level for the fine level."""
     refine_keep: int = 3
     """Best fine-level hypotheses refined by contour alignment (the best result wins)."""
+    refine_margin: float = 0.05
+    """... of those, only the ones whose fine score is within this of the best (clear winners are refined alone)."""
     colour_weight: float = 0.3
     """Weight of colour agreement (normalised cross-correlation of grey levels) in the fine score, when the object
     has a texture and the views have images (0 = silhouette only)."""
@@ -88,7 +90,7 @@ class AlignConfig:
     tol_rad: float = 2e-4
     """... and turns it less than this (rad)."""
     min_iou: float = 0.6
-    """Below this mean IoU the fit is 'failed' outright (the previous pose is kept)."""
+    """Below this mean IoU the fit counts as not converged (``converged`` False; status 'poor')."""
     aligned_iou: float = 0.9
     """Status 'aligned' needs a mean silhouette IoU of at least this (or the contour rule below); else 'poor'."""
     aligned_contour_px: float = 1.0
@@ -102,6 +104,8 @@ class AlignConfig:
     """Step of that yaw sweep (deg)."""
     polish_below_iou: float = 0.998
     """The yaw sweep runs only when the mean IoU is below this."""
+    crop_grow: float = 2.5
+    """Renders cover a box this many times the mask's extent (inside the frame), not the whole frame (0 = whole)."""
     min_mask_pixels: int = 30
     """Masks with fewer pixels are refused (too small to align to)."""
     backend: str = "auto"
@@ -127,8 +131,8 @@ class AlignResult:
     message: str = ""
     history: list[dict] = field(default_factory=list)
     status: str = "aligned"
-    """'aligned' (silhouette agrees: IoU >= aligned_iou or contour distance <= aligned_contour_px), 'poor' (settled
-    but the silhouette disagrees: wrong pose or wrong mask) or 'failed' (IoU < min_iou or not settled)."""
+    """'aligned' (settled and the silhouette agrees: IoU >= aligned_iou or contour distance <= aligned_contour_px)
+    or 'poor' (wrong pose, wrong or partial mask, mesh unlike the object: look at the numbers)."""
     contour_px: float = 0.0
     """Mean two-way boundary distance (pixels) between the rendered silhouette and the mask."""
     search: dict = field(default_factory=dict)
@@ -291,7 +295,7 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
     t0 = time.perf_counter()
     vertices, faces = np.asarray(vertices, float), np.asarray(faces, np.int64)
     check_views(views, vertices, init_pose if init_pose is not None else _far_pose(views), cfg.min_mask_pixels)
-    views = [View(v.camera, np.asarray(v.mask, bool), v.image, v.name) for v in views]
+    views = [_crop_view(View(v.camera, np.asarray(v.mask, bool), v.image, v.name), cfg.crop_grow) for v in views]
     sdfs = [signed_distance(v.mask) for v in views]
 
     starts, init_kind, init_iou, search = [], "bundle", 0.0, {}
@@ -302,7 +306,7 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
             starts = [(np.asarray(init_pose, float), init_iou)]
     if not starts:
         hyps, search = global_search(vertices, faces, views, table_height, cfg, appearance)
-        starts = [(h.pose, h.iou) for h in hyps[:max(1, cfg.refine_keep)]]
+        starts = [(h.pose, h.iou) for h in hyps[:max(1, cfg.refine_keep)] if h.score >= hyps[0].score - cfg.refine_margin]
         init_kind, init_iou = "search", hyps[0].iou
     log.info("align: start from %s pose (IoU %.3f)", init_kind, init_iou)
 
@@ -320,8 +324,6 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
     cdist = _evaluate(vertices, faces, views, sdfs, pose, cfg)[2]
     ok = converged_motion and np.mean(ious) >= cfg.min_iou and resid <= cfg.max_residual_px
     status, why_poor = _status(cfg, converged_motion, float(np.mean(ious)), resid, cdist)
-    if not ok:
-        status = "failed" if np.mean(ious) < cfg.min_iou else status
     why = []
     if not converged_motion:
         why.append(f"still improving/moving after {cfg.max_outer} rounds")
@@ -337,6 +339,25 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
     log.info("align: %s (%s); IoU %s, residual %.3f px, contour distance %.2f px, %d rounds, %.2f s", status, msg,
              res.ious, resid, cdist, it, res.seconds)
     return res
+
+
+def _crop_view(view: View, grow: float) -> View:
+    """The view cut to a box ``grow`` times the mask's extent (inside the image), its camera moved to match: renders
+    and distance fields cost the box, not the frame, and every number is the same while the object stays inside."""
+    h, w = view.mask.shape
+    if grow <= 0:
+        return view
+    x0, y0, x1, y1 = mask_box(view.mask, grow)
+    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+    if (x1 - x0) * (y1 - y0) >= 0.8 * w * h:
+        return view
+    K = np.array(view.camera.K, float)
+    K[0, 2] -= x0
+    K[1, 2] -= y0
+    cam = Camera(x1 - x0, y1 - y0, K, np.array(view.camera.T_world_camera, float),
+                 np.array(view.camera.distortion, float), view.camera.near, view.camera.far)
+    img = None if view.image is None else view.image[y0:y1, x0:x1]
+    return View(cam, view.mask[y0:y1, x0:x1], img, view.name)
 
 
 def _final_score(vertices, faces, views, pose, cfg, appearance) -> float:

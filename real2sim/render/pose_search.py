@@ -19,7 +19,7 @@ views have images, ``colour_weight`` x the normalised cross-correlation of rende
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -148,23 +148,28 @@ def ray_plane(cam: Camera, px, z: float):
 # -- orientations ----------------------------------------------------------------------------------------------
 def symmetry_order(points: np.ndarray, tol: float) -> int:
     """Rotational symmetry order of ``points (n, 3)`` about the vertical axis through their XY centroid: 0 for
-    continuous (any turn maps the set onto itself within ``tol`` m), else the largest ``k`` in 2..12 whose 1/k turn
-    does, else 1. Uses the worst nearest-neighbour distance, so a handle breaks the symmetry."""
+    continuous (any turn maps the set onto itself within ``tol`` m, or a 1/k turn with k >= 8 does: a tessellated
+    solid of revolution), else the largest ``k`` in 2..7 whose 1/k turn does, else 1. Uses the 99th percentile of nearest-neighbour distances, so a handle breaks the symmetry and a
+    scanning artefact does not."""
     from scipy.spatial import cKDTree
 
     p = points - [*points[:, :2].mean(0), 0.0]
     tree = cKDTree(p)
 
     def maps(angle: float) -> bool:
-        q = p @ rz(angle).T
-        return float(tree.query(q, k=1)[0].max()) <= tol
+        return _mismatch(tree, p @ rz(angle).T) <= tol
 
     if all(maps(a) for a in np.radians([13.7, 47.3, 101.9])):
         return 0
     for k in range(12, 1, -1):
         if maps(2 * np.pi / k):
-            return k
+            return 0 if k >= 8 else k  # a finely faceted solid of revolution: any turn is a facet or less away
     return 1
+
+
+def _mismatch(tree, points: np.ndarray) -> float:
+    """99th percentile of the distances from ``points`` to their nearest neighbours in ``tree`` (m)."""
+    return float(np.quantile(tree.query(points, k=1)[0], 0.99))
 
 
 def _subsample(v: np.ndarray, n: int = 1500) -> np.ndarray:
@@ -173,20 +178,35 @@ def _subsample(v: np.ndarray, n: int = 1500) -> np.ndarray:
     return v[np.linspace(0, len(v) - 1, n).round().astype(int)]
 
 
-def _same_up_to_yaw(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
-    """Whether point sets ``a`` and ``b`` (resting, centred) are the same up to a turn about the vertical."""
+def _best_turn(a: np.ndarray, b: np.ndarray) -> float:
+    """The turn about the vertical (rad) that brings point set ``a`` closest to ``b`` (10 deg, then 1 deg steps)."""
     from scipy.spatial import cKDTree
 
-    if abs(np.ptp(a[:, 2]) - np.ptp(b[:, 2])) > tol:
-        return False
-    ra, rb = np.linalg.norm(a[:, :2], axis=1), np.linalg.norm(b[:, :2], axis=1)
-    if abs(np.sort(ra)[-1] - np.sort(rb)[-1]) > tol or abs(ra.mean() - rb.mean()) > tol:
-        return False
     tree = cKDTree(b)
-    for yaw in np.radians(np.arange(0, 360, 2.0)):
-        if float(tree.query(a @ rz(yaw).T, k=1)[0].max()) <= tol:
-            return True
-    return False
+    sub = a[np.linspace(0, len(a) - 1, min(len(a), 200)).round().astype(int)]
+    coarse = np.radians(np.arange(0, 360, 10.0))
+    best = coarse[int(np.argmin([_mismatch(tree, sub @ rz(y).T) for y in coarse]))]
+    fine = best + np.radians(np.arange(-5, 5.01, 1.0))
+    return float(fine[int(np.argmin([_mismatch(tree, sub @ rz(y).T) for y in fine]))])
+
+
+def _turn_invariants(points: np.ndarray) -> np.ndarray:
+    """``(42,)`` quantiles of height and of distance from the vertical axis: what a turn about the vertical keeps."""
+    q = np.linspace(0, 1, 21)
+    return np.concatenate([np.quantile(points[:, 2], q), np.quantile(np.linalg.norm(points[:, :2], axis=1), q)])
+
+
+def _same_up_to_yaw(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    """Whether point sets ``a`` and ``b`` (resting, XY-centred, with equal :func:`_turn_invariants`) are the same up
+    to a turn about the vertical: turned in 5 deg steps, then 0.5 deg around the best, compared point by point."""
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(b)
+    sub = a[np.linspace(0, len(a) - 1, min(len(a), 300)).round().astype(int)]
+    coarse = np.radians(np.arange(0, 360, 5.0))
+    d = [_mismatch(tree, sub @ rz(y).T) for y in coarse]
+    best = coarse[int(np.argmin(d))]
+    return any(_mismatch(tree, sub @ rz(y).T) <= tol for y in best + np.radians(np.arange(-3, 3.01, 0.5)))
 
 
 @dataclass
@@ -198,10 +218,16 @@ class Resting:
     probability: float
     order: int
     merged: int = 1
+    members: list = field(default_factory=list)
+    """Rotations of the slightly tilted resting poses merged into this one, turned to match it (the fine level
+    tries them)."""
 
 
-def resting_poses(vertices, faces, min_probability: float, max_poses: int, symmetry_tol: float) -> list[Resting]:
-    """Every stable resting pose above ``min_probability`` (most probable first), duplicates up to yaw merged."""
+def resting_poses(vertices, faces, min_probability: float, max_poses: int, symmetry_tol: float,
+                  merge_deg: float = 12.0) -> list[Resting]:
+    """Every stable resting pose above ``min_probability`` (most probable first), with poses that are the same shape
+    up to yaw (a can on any of its side facets), or tilted less than ``merge_deg`` from a more probable one (the
+    facets of a rounded hull), merged into it."""
     import trimesh
 
     v = np.asarray(vertices, float)
@@ -215,13 +241,25 @@ def resting_poses(vertices, faces, min_probability: float, max_poses: int, symme
     sub = _subsample(v)
     out: list[Resting] = []
     reps: list[np.ndarray] = []
+    ups: list[np.ndarray] = []
+    invs: list[np.ndarray] = []
+    cos_merge = np.cos(np.radians(merge_deg))
     for i in order:
         if probs[i] < min_probability and out:
             break
         R = np.asarray(Ts[i], float)[:3, :3]
+        up = R[2]  # the object-frame direction that points up in this resting pose
         pts = sub @ R.T
         pts = pts - [*pts[:, :2].mean(0), pts[:, 2].min()]
-        dup = next((j for j, q in enumerate(reps) if _same_up_to_yaw(pts, q, tol)), None)
+        near = next((j for j, u in enumerate(ups) if float(u @ up) >= cos_merge), None)
+        if near is not None:  # a facet of a rounded hull: the same resting pose within merge_deg of tilt
+            out[near].probability += float(probs[i])
+            out[near].merged += 1
+            out[near].members.append(rz(_best_turn(pts, reps[near])) @ R)
+            continue
+        inv = _turn_invariants(pts)
+        close = [j for j in range(len(reps)) if np.abs(invs[j] - inv).max() <= tol]
+        dup = next((j for j in close if _same_up_to_yaw(pts, reps[j], tol)), None)
         if dup is not None:
             out[dup].probability += float(probs[i])
             out[dup].merged += 1
@@ -230,6 +268,8 @@ def resting_poses(vertices, faces, min_probability: float, max_poses: int, symme
             continue
         out.append(Resting(R, float(probs[i]), symmetry_order(pts, tol)))
         reps.append(pts)
+        invs.append(inv)
+        ups.append(up)
     return out
 
 
@@ -385,6 +425,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     coarse = _Scorer(v, f, views, cfg.search_px, cfg.backend)
 
     cands: list[Hypothesis] = []
+    rest: list[Resting] = []
     summary: dict = {"space": space}
     if space == "stable":
         rest = resting_poses(v_full, faces, cfg.min_stable_probability, cfg.max_orientations, cfg.symmetry_tol)
@@ -420,23 +461,18 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     plane = space == "stable"
     out = []
     for h in top:
-        pose = h.pose
-        if not plane:
-            pose = _fit_depth(fine, pose)
-        pose = fine.recentre(fine.recentre(pose, plane), plane)
-        best = (*fine.score(pose, colour=True), pose)
         if plane:
-            local = np.radians(cfg.yaw_step_deg) / 2
-            for a in np.linspace(-local, local, 5):
-                if a == 0:
-                    continue
-                T = pose.copy()
-                T[:3, :3] = rz(a) @ pose[:3, :3]
-                c = (*fine.score(T, colour=True), T)
-                if c[0] > best[0]:
-                    best = c
-            best = (*fine.score(fine.recentre(best[2], plane), colour=True), fine.recentre(best[2], plane))
-        out.append(Hypothesis(best[2], best[0], best[1], h.family, h.yaw))
+            # the resting pose and the slightly tilted ones merged into it, each swept locally in yaw
+            starts = [h.pose] + [_place_on_table(rz(h.yaw) @ R, v, cam0, centroid, table_height)
+                                 for R in rest[h.family].members]
+            for T in starts:  # each competes on its own (refinement cannot tilt a resting object)
+                sc, iou_, P = _local_yaw(fine, fine.recentre(T, True), np.radians(cfg.yaw_step_deg) / 2)
+                out.append(Hypothesis(P, sc, iou_, h.family, h.yaw))
+        else:
+            pose = _fit_depth(fine, h.pose)
+            pose = fine.recentre(fine.recentre(pose, False), False)
+            out.append(Hypothesis(pose, *fine.score(pose, colour=True), h.family, h.yaw))
+    out = _distinct(out)
     out.sort(key=lambda h: -h.score)
     summary["fine_hypotheses"] = len(out)
     summary["seconds"] = round(time.perf_counter() - t0, 4)
@@ -444,6 +480,21 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     log.info("pose search (%s): %d hypotheses, best IoU %.3f, %.2f s", space, len(cands), summary["best_iou"],
              summary["seconds"])
     return out, summary
+
+
+def _local_yaw(fine: _Scorer, pose: np.ndarray, half: float) -> tuple[float, float, np.ndarray]:
+    """The best of ``pose`` turned by -half..half (5 steps) by fine score, re-centred: (score, IoU, pose)."""
+    best = (*fine.score(pose, colour=True), pose)
+    for a in np.linspace(-half, half, 5):
+        if a == 0:
+            continue
+        T = pose.copy()
+        T[:3, :3] = rz(a) @ pose[:3, :3]
+        c = (*fine.score(T, colour=True), T)
+        if c[0] > best[0]:
+            best = c
+    T = fine.recentre(best[2], True)
+    return (*fine.score(T, colour=True), T)
 
 
 def _fit_depth(scorer: _Scorer, pose, steps: int = 2) -> np.ndarray:
@@ -459,6 +510,18 @@ def _fit_depth(scorer: _Scorer, pose, steps: int = 2) -> np.ndarray:
         centre = transform_points(out, scorer.v).mean(0)
         ratio = np.sqrt(a / target)
         out[:3, 3] += (centre - o) * (ratio - 1)
+    return out
+
+
+def _distinct(hyps: list[Hypothesis], deg: float = 1.0, metres: float = 0.002) -> list[Hypothesis]:
+    """Best first, without near-copies (rotation within ``deg`` and position within ``metres`` of a better one)."""
+    from real2sim.core.geometry import rotation_angle_between
+
+    out: list[Hypothesis] = []
+    for h in sorted(hyps, key=lambda h: -h.score):
+        if not any(np.linalg.norm(h.pose[:3, 3] - o.pose[:3, 3]) < metres
+                   and np.degrees(rotation_angle_between(h.pose[:3, :3], o.pose[:3, :3])) < deg for o in out):
+            out.append(h)
     return out
 
 

@@ -91,14 +91,11 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
             entry = _align_entry(res)
             if res.status == "aligned":
                 obj.pose = Pose.from_matrix(res.pose)
-            elif res.status == "poor":
+            else:
                 poor[oid] = (f"{res.message} (IoU {res.mean_iou:.3f}, contour distance {res.contour_px:.2f} px, "
                              f"residual {res.residual_px:.2f} px)")
                 log.warning("alignment of '%s' is POOR: %s; previous pose kept (the found pose is in the report)",
                             oid, poor[oid])
-            else:
-                failed[oid] = f"{res.message} (IoU {res.mean_iou:.3f}, residual {res.residual_px:.2f} px)"
-                log.warning("alignment of '%s' %s; previous pose kept", oid, failed[oid])
             entry["status"], entry["pose_kept"] = res.status, res.status != "aligned"
             pic = bundle.reports_dir() / f"{ALIGN_STAGE}_{oid}.png"
             ref = int(np.argmax([v.mask.sum() for v in views]))
@@ -134,8 +131,8 @@ def _align_entry(res: AlignResult) -> dict:
 
 def _status_rule(cfg: AlignConfig) -> str:
     return (f"aligned: mean silhouette IoU >= {cfg.aligned_iou} or two-way contour distance <= "
-            f"{cfg.aligned_contour_px} px, contour residual <= {cfg.max_residual_px} px, settled; failed: IoU < "
-            f"{cfg.min_iou} or unusable input; else poor (the previous pose is kept unless aligned)")
+            f"{cfg.aligned_contour_px} px, contour residual <= {cfg.max_residual_px} px, settled; else poor (the "
+            "previous pose is kept); failed: unusable input (empty mask, object behind the camera)")
 
 
 def _appearance(bundle: Bundle, oid: str, mesh: TexMesh) -> Appearance | None:

@@ -27,7 +27,8 @@ def cmd_align(args) -> int:
     rec, ran = align_stage(bundle, args.object or None, config_from_args(AlignConfig, args), force=args.force)
     for oid, r in _stage_report(bundle, "alignment").get("objects", {}).items():
         if r.get("status") == "failed":
-            say(f"{oid}: FAILED: {r['error']} (pose kept)")
+            num = f" (mean IoU {r['mean_iou']:.3f})" if "mean_iou" in r else ""
+            say(f"{oid}: FAILED: {r.get('error') or r.get('message')}{num} (pose kept)")
         else:
             search = r.get("search") or {}
             found = (f", searched {search.get('coarse_hypotheses')} hypotheses over "
