@@ -168,8 +168,10 @@ def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None
     if not oid.replace("_", "").replace("-", "").isalnum():
         raise BundleError(f"object id '{oid}' must be letters, digits, '_' or '-' (it becomes a folder name)")
     mesh = Path(mesh).resolve()
-    if position is None:
-        lowest = load_mesh(mesh).bounds[0][2]
+    if position is None:  # resting on the table: the lowest point of the turned mesh at the table's height
+        from real2sim.core.geometry import quat_wxyz_to_matrix
+
+        lowest = (np.asarray(load_mesh(mesh).vertices, float) @ quat_wxyz_to_matrix(quaternion_wxyz).T)[:, 2].min()
         position = [0.0, 0.0, bundle.manifest.table_height - float(lowest)]
     entry = {"mesh": str(mesh), "pose": {"position": [float(x) for x in position],
                                           "quaternion_wxyz": [float(x) for x in quaternion_wxyz]}, **props}

@@ -96,6 +96,8 @@ class AlignConfig:
     aligned_contour_px: float = 1.0
     """... or a mean two-way contour distance (render <-> mask boundary, pixels) of at most this (small objects,
     whose IoU a one-pixel border already lowers)."""
+    ambiguous_mm: float = 3.0
+    """Refined poses that fit as well but lie farther apart than this (ADD-S, mm) are reported as ambiguous."""
     max_residual_px: float = 3.0
     """Above this RMS contour residual (pixels, robust) the alignment counts as not converged."""
     polish_yaw_deg: float = 30.0
@@ -268,12 +270,10 @@ def _evaluate(vertices, faces, views, sdfs, pose, config):
     return ious, float(np.sqrt(np.mean(rho))), float(np.mean(cdist))
 
 
-def _status(cfg: AlignConfig, settled: bool, mean_iou: float, resid: float, cdist: float) -> tuple[str, str]:
-    """('aligned' | 'poor', why). Aligned: settled, residual within bounds and the silhouette agrees (IoU >=
-    ``aligned_iou`` or two-way contour distance <= ``aligned_contour_px``)."""
+def _status(cfg: AlignConfig, mean_iou: float, resid: float, cdist: float) -> tuple[str, str]:
+    """('aligned' | 'poor', why). Aligned: the silhouette agrees (IoU >= ``aligned_iou`` or two-way contour
+    distance <= ``aligned_contour_px``) and the robust contour residual is within ``max_residual_px``."""
     why = []
-    if not settled:
-        why.append(f"still improving/moving after {cfg.max_outer} rounds")
     if mean_iou < cfg.aligned_iou and cdist > cfg.aligned_contour_px:
         why.append(f"silhouette IoU {mean_iou:.3f} < {cfg.aligned_iou} and contour distance {cdist:.2f} px > "
                    f"{cfg.aligned_contour_px} px (wrong pose, wrong or partial mask, or a mesh that does not match "
@@ -281,6 +281,25 @@ def _status(cfg: AlignConfig, settled: bool, mean_iou: float, resid: float, cdis
     if resid > cfg.max_residual_px:
         why.append(f"contour residual {resid:.2f} px > {cfg.max_residual_px}")
     return ("poor", "; ".join(why)) if why else ("aligned", "")
+
+
+def _ambiguity(vertices, best, others, cfg) -> list[dict]:
+    """Refined poses that fit the masks about as well as ``best`` (IoU within 0.003) but lie more than
+    ``ambiguous_mm`` away (ADD-S): the silhouette cannot tell them apart (a mug's handle toward or away from the
+    camera). ``best``/``others``: (pose, ious, ...) tuples."""
+    from scipy.spatial import cKDTree
+
+    pts = vertices[np.linspace(0, len(vertices) - 1, min(len(vertices), 1000)).round().astype(int)]
+    tree = cKDTree(transform_points(best[0], pts))
+    out = []
+    for o in others:
+        if np.mean(o[1]) < np.mean(best[1]) - 0.003:
+            continue
+        d = float(tree.query(transform_points(o[0], pts))[0].mean()) * 1e3
+        if d > cfg.ambiguous_mm:
+            out.append({"iou": round(float(np.mean(o[1])), 5), "add_s_mm": round(d, 2),
+                        "position": [round(float(x), 6) for x in o[0][:3, 3]]})
+    return out
 
 
 def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None, table_height: float = 0.0,
@@ -303,39 +322,43 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
         init_iou = float(np.mean([iou(render_silhouette(v.camera, vertices, faces, init_pose, cfg.backend), v.mask)
                                   for v in views]))
         if cfg.init == "bundle" or init_iou >= cfg.accept_init_iou:
-            starts = [(np.asarray(init_pose, float), init_iou)]
+            starts = [(np.asarray(init_pose, float), init_iou)]  # (start, score)
     if not starts:
         hyps, search = global_search(vertices, faces, views, table_height, cfg, appearance)
-        starts = [(h.pose, h.iou) for h in hyps[:max(1, cfg.refine_keep)] if h.score >= hyps[0].score - cfg.refine_margin]
+        starts = [(h.pose, h.score) for h in hyps[:max(1, cfg.refine_keep)] if h.score >= hyps[0].score - cfg.refine_margin]
         init_kind, init_iou = "search", hyps[0].iou
     log.info("align: start from %s pose (IoU %.3f)", init_kind, init_iou)
 
-    best, best_key = None, -np.inf
-    for start, _ in starts:
+    best, best_key, refined = None, -np.inf, []
+    for k, (start, s_score) in enumerate(starts):
         out = _refine_and_polish(vertices, faces, views, sdfs, start, cfg)
+        refined.append(out)
         key = float(np.mean(out[1]))
         if init_kind == "search" and appearance is not None and cfg.colour_weight > 0 and len(starts) > 1:
             key = _final_score(vertices, faces, views, out[0], cfg, appearance)
         if key > best_key:
             best, best_key = out, key
-        if np.mean(best[1]) >= cfg.polish_below_iou and (appearance is None or cfg.colour_weight <= 0):
-            break  # good enough: the other hypotheses are not tried
-    pose, ious, resid, converged_motion, history, it = best
+        clear = k + 1 >= len(starts) or starts[k + 1][1] < s_score - 0.01
+        if np.mean(best[1]) >= cfg.polish_below_iou and clear and (appearance is None or cfg.colour_weight <= 0):
+            break  # good enough, and the next hypothesis scored clearly lower: it is not tried
+    pose, ious, resid, settled, history, it = best
     cdist = _evaluate(vertices, faces, views, sdfs, pose, cfg)[2]
-    ok = converged_motion and np.mean(ious) >= cfg.min_iou and resid <= cfg.max_residual_px
-    status, why_poor = _status(cfg, converged_motion, float(np.mean(ious)), resid, cdist)
-    why = []
-    if not converged_motion:
-        why.append(f"still improving/moving after {cfg.max_outer} rounds")
+    ok = settled and np.mean(ious) >= cfg.min_iou and resid <= cfg.max_residual_px
+    status, why_poor = _status(cfg, float(np.mean(ious)), resid, cdist)
+    notes = [] if settled else [f"still moving after {cfg.max_outer} rounds (a symmetric shape turns freely)"]
     if np.mean(ious) < cfg.min_iou:
-        why.append(f"mean IoU {np.mean(ious):.3f} < {cfg.min_iou}")
-    if resid > cfg.max_residual_px:
-        why.append(f"contour residual {resid:.2f} px > {cfg.max_residual_px}")
-    msg = ("converged" if ok else "did not converge: " + "; ".join(why))
-    if ok and status == "poor":
-        msg = "converged, but poor: " + why_poor
+        notes.append(f"mean IoU {np.mean(ious):.3f} < {cfg.min_iou}")
+    ambiguous = _ambiguity(vertices, best, [o for o in refined if o is not best], cfg)
+    if ambiguous:
+        notes.append(f"ambiguous: {len(ambiguous)} other pose(s) fit as well (IoU {ambiguous[0]['iou']:.3f}) "
+                     f"{ambiguous[0]['add_s_mm']:.1f} mm away; a second view or a texture tells them apart")
+    msg = status + (f": {why_poor}" if why_poor else "") + (f" ({'; '.join(notes)})" if notes else "")
+    if ambiguous:
+        search = {**search, "ambiguous": ambiguous}
     res = AlignResult(pose, [round(x, 5) for x in ious], round(resid, 4), bool(ok), it, init_kind, round(init_iou, 5),
                       round(time.perf_counter() - t0, 4), msg, history, status, round(cdist, 4), search)
+    if ambiguous:
+        log.warning("align: %s", notes[-1])
     log.info("align: %s (%s); IoU %s, residual %.3f px, contour distance %.2f px, %d rounds, %.2f s", status, msg,
              res.ious, resid, cdist, it, res.seconds)
     return res

@@ -70,14 +70,17 @@ def decimate_for_search(vertices, faces, max_faces: int = 6000) -> tuple[np.ndar
     diag = float(np.linalg.norm(v.max(0) - v.min(0)))
     for cells in (160, 128, 96, 64, 48):
         q = np.floor((v - v.min(0)) / (diag / cells)).astype(np.int64)
-        _, inv, counts = np.unique(q, axis=0, return_inverse=True, return_counts=True)
+        key = (q[:, 0] * (cells + 2) + q[:, 1]) * (cells + 2) + q[:, 2]
+        _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
         inv = inv.ravel()
         centre = np.zeros((len(counts), 3))
         np.add.at(centre, inv, v)
         centre /= counts[:, None]
         nf = inv[f]
         keep = (nf[:, 0] != nf[:, 1]) & (nf[:, 1] != nf[:, 2]) & (nf[:, 0] != nf[:, 2])
-        nf = np.unique(np.sort(nf[keep], axis=1), axis=0)
+        nf = np.sort(nf[keep], axis=1)
+        n = np.int64(len(counts))
+        nf = nf[np.unique((nf[:, 0] * n + nf[:, 1]) * n + nf[:, 2], return_index=True)[1]]
         if len(nf) <= max_faces:
             return centre, nf
     return centre, nf
@@ -172,22 +175,17 @@ def _mismatch(tree, points: np.ndarray) -> float:
     return float(np.quantile(tree.query(points, k=1)[0], 0.99))
 
 
-def _subsample(v: np.ndarray, n: int = 1500) -> np.ndarray:
+def _subsample(v: np.ndarray, n: int = 600) -> np.ndarray:
     if len(v) <= n:
         return v
     return v[np.linspace(0, len(v) - 1, n).round().astype(int)]
 
 
-def _best_turn(a: np.ndarray, b: np.ndarray) -> float:
-    """The turn about the vertical (rad) that brings point set ``a`` closest to ``b`` (10 deg, then 1 deg steps)."""
-    from scipy.spatial import cKDTree
-
-    tree = cKDTree(b)
-    sub = a[np.linspace(0, len(a) - 1, min(len(a), 200)).round().astype(int)]
-    coarse = np.radians(np.arange(0, 360, 10.0))
-    best = coarse[int(np.argmin([_mismatch(tree, sub @ rz(y).T) for y in coarse]))]
-    fine = best + np.radians(np.arange(-5, 5.01, 1.0))
-    return float(fine[int(np.argmin([_mismatch(tree, sub @ rz(y).T) for y in fine]))])
+def _closest_turn(R: np.ndarray, R_ref: np.ndarray) -> float:
+    """The turn ``psi`` about the vertical that brings rotation ``R`` closest to ``R_ref`` (maximises
+    trace(R_ref^T Rz(psi) R), closed form)."""
+    M = R @ R_ref.T
+    return float(np.arctan2(M[0, 1] - M[1, 0], M[0, 0] + M[1, 1]))
 
 
 def _turn_invariants(points: np.ndarray) -> np.ndarray:
@@ -255,7 +253,7 @@ def resting_poses(vertices, faces, min_probability: float, max_poses: int, symme
         if near is not None:  # a facet of a rounded hull: the same resting pose within merge_deg of tilt
             out[near].probability += float(probs[i])
             out[near].merged += 1
-            out[near].members.append(rz(_best_turn(pts, reps[near])) @ R)
+            out[near].members.append(rz(_closest_turn(R, out[near].rotation)) @ R)
             continue
         inv = _turn_invariants(pts)
         close = [j for j in range(len(reps)) if np.abs(invs[j] - inv).max() <= tol]
@@ -381,6 +379,16 @@ def _crop_image(image: np.ndarray, box, cam: Camera) -> np.ndarray:
     return cv2.resize(out, (cam.width, cam.height), interpolation=cv2.INTER_AREA)
 
 
+def _hull_points(v: np.ndarray) -> np.ndarray:
+    """The convex hull's vertices of ``v (n, 3)`` (all of ``v`` when the hull cannot be made, e.g. flat)."""
+    from scipy.spatial import ConvexHull
+
+    try:
+        return v[ConvexHull(v).vertices]
+    except Exception:  # scipy raises QhullError for flat / degenerate sets
+        return v
+
+
 def _place_on_table(R: np.ndarray, vertices, ref_cam: Camera, centroid_px, table_height: float) -> np.ndarray:
     """Pose with rotation ``R`` resting on the table (lowest point at ``table_height``), its bounding-box centre on
     the ray through ``centroid_px``."""
@@ -415,20 +423,22 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
 
     t0 = time.perf_counter()
     v_full = np.asarray(vertices, float)
+    hull = _hull_points(v_full)  # where the object rests and how far it reaches: the hull's vertices say it
     v, f = decimate_for_search(v_full, faces, cfg.search_max_faces)
+    vc, fc = decimate_for_search(v, f, max(200, cfg.search_max_faces // 4))  # the coarse level's small crops
     ref = int(np.argmax([np.asarray(x.mask).sum() for x in views]))
     views = [views[ref]] + [x for i, x in enumerate(views) if i != ref]
     ys, xs = np.nonzero(views[0].mask)
     centroid = np.array([xs.mean(), ys.mean()])
     cam0 = views[0].camera
     space = cfg.search_space if cfg.search_space != "auto" else ("so3" if cfg.dof == "full" else "stable")
-    coarse = _Scorer(v, f, views, cfg.search_px, cfg.backend)
+    coarse = _Scorer(vc, fc, views, cfg.search_px, cfg.backend)
 
     cands: list[Hypothesis] = []
     rest: list[Resting] = []
     summary: dict = {"space": space}
     if space == "stable":
-        rest = resting_poses(v_full, faces, cfg.min_stable_probability, cfg.max_orientations, cfg.symmetry_tol)
+        rest = resting_poses(v, f, cfg.min_stable_probability, cfg.max_orientations, cfg.symmetry_tol)
         summary["resting_poses"] = [{"probability": round(r.probability, 4), "symmetry_order": r.order,
                                      "merged": r.merged} for r in rest]
         step = np.radians(cfg.yaw_step_deg)
@@ -438,7 +448,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
                 span = 2 * np.pi  # a label can break the shape's symmetry: the colour decides
             n = max(1, int(round(span / step)))
             for yaw in np.arange(n) * (span / n if span else 0.0):
-                pose = _place_on_table(rz(yaw) @ r.rotation, v, cam0, centroid, table_height)
+                pose = _place_on_table(rz(yaw) @ r.rotation, hull, cam0, centroid, table_height)
                 s, iou = coarse.score(pose)
                 cands.append(Hypothesis(pose, s, iou, k, float(yaw)))
     elif space == "so3":
@@ -463,7 +473,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     for h in top:
         if plane:
             # the resting pose and the slightly tilted ones merged into it, each swept locally in yaw
-            starts = [h.pose] + [_place_on_table(rz(h.yaw) @ R, v, cam0, centroid, table_height)
+            starts = [h.pose] + [_place_on_table(rz(h.yaw) @ R, hull, cam0, centroid, table_height)
                                  for R in rest[h.family].members]
             for T in starts:  # each competes on its own (refinement cannot tilt a resting object)
                 sc, iou_, P = _local_yaw(fine, fine.recentre(T, True), np.radians(cfg.yaw_step_deg) / 2)
