@@ -385,9 +385,9 @@ def _crop_view(view: View, grow: float) -> View:
 
 def _final_score(vertices, faces, views, pose, cfg, appearance) -> float:
     """IoU + colour agreement of a refined pose, at the fine search scale (picks among refined hypotheses)."""
-    from real2sim.render.pose_search import _Scorer
+    from real2sim.render.pose_search import CropScorer
 
-    sc = _Scorer(vertices, faces, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight)
+    sc = CropScorer(vertices, faces, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight)
     return sc.score(pose, colour=True)[0]
 
 
@@ -399,11 +399,10 @@ def _refine_and_polish(vertices, faces, views, sdfs, start, cfg):
     if cfg.polish_yaw_deg > 0 and np.mean(ious) < cfg.polish_below_iou:
         # Contours miss parts hidden inside the silhouette (a mug's handle in front of its body). Each turned
         # pose is scored with its silhouette moved onto the mask's centroid (the turn also shifts it).
-        from real2sim.render.pose_search import _Scorer
+        from real2sim.render.pose_search import CropScorer
 
-        scorer = _Scorer(vertices, faces, views, cfg.polish_px, cfg.backend)
+        scorer = CropScorer(vertices, faces, views, cfg.polish_px, cfg.backend)
         plane = cfg.dof != "full"
-        base = scorer.score(pose)[1]
         steps = np.arange(-cfg.polish_yaw_deg, cfg.polish_yaw_deg + 1e-9, cfg.polish_step_deg)
         cands = []
         centre = transform_points(pose, np.asarray(vertices).mean(0)[None])[0]
@@ -433,12 +432,6 @@ def _yawed_about(pose: np.ndarray, angle: float, centre) -> np.ndarray:
     T[:3, :3] = R @ pose[:3, :3]
     T[:3, 3] = R @ (pose[:3, 3] - centre) + centre
     return T
-
-
-def _resize_mask(mask, cam: Camera) -> np.ndarray:
-    import cv2
-
-    return cv2.resize(np.asarray(mask, np.uint8) * 255, (cam.width, cam.height), interpolation=cv2.INTER_AREA) > 127
 
 
 def _refine(vertices, faces, views, sdfs, start, cfg):

@@ -284,7 +284,7 @@ def so3_samples(n: int) -> np.ndarray:
 
 
 # -- the search --------------------------------------------------------------------------------------------------
-class _Scorer:
+class CropScorer:
     """Renders hypotheses into crops around the masks and scores them (silhouette IoU, + colour)."""
 
     def __init__(self, vertices, faces, views, size_px: int, backend: str, appearance: Appearance | None = None,
@@ -432,7 +432,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     centroid = np.array([xs.mean(), ys.mean()])
     cam0 = views[0].camera
     space = cfg.search_space if cfg.search_space != "auto" else ("so3" if cfg.dof == "full" else "stable")
-    coarse = _Scorer(vc, fc, views, cfg.search_px, cfg.backend)
+    coarse = CropScorer(vc, fc, views, cfg.search_px, cfg.backend)
 
     cands: list[Hypothesis] = []
     rest: list[Resting] = []
@@ -467,7 +467,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     cands.sort(key=lambda h: -h.score)
     top = _diverse(cands, cfg.search_keep)
 
-    fine = _Scorer(v, f, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight)
+    fine = CropScorer(v, f, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight)
     plane = space == "stable"
     out = []
     for h in top:
@@ -492,7 +492,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     return out, summary
 
 
-def _local_yaw(fine: _Scorer, pose: np.ndarray, half: float) -> tuple[float, float, np.ndarray]:
+def _local_yaw(fine: CropScorer, pose: np.ndarray, half: float) -> tuple[float, float, np.ndarray]:
     """The best of ``pose`` turned by -half..half (5 steps) by fine score, re-centred: (score, IoU, pose)."""
     best = (*fine.score(pose, colour=True), pose)
     for a in np.linspace(-half, half, 5):
@@ -507,7 +507,7 @@ def _local_yaw(fine: _Scorer, pose: np.ndarray, half: float) -> tuple[float, flo
     return (*fine.score(T, colour=True), T)
 
 
-def _fit_depth(scorer: _Scorer, pose, steps: int = 2) -> np.ndarray:
+def _fit_depth(scorer: CropScorer, pose, steps: int = 2) -> np.ndarray:
     """Move ``pose`` along the first view's ray so that its silhouette area matches the mask's."""
     cam, m, _, _ = scorer.crops[0]
     target = float(m.sum())

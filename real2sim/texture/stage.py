@@ -15,9 +15,9 @@ from real2sim.core.manifest import Pose
 from real2sim.core.stages import files_hash, meshes_hash, run_stage
 from real2sim.core.views import object_views
 from real2sim.render.align import AlignConfig, AlignResult, align_pose
-from real2sim.render.pose_search import Appearance
 from real2sim.render.mesh import TexMesh, ensure_uv, load_texmesh, write_texmesh
 from real2sim.render.overlay import overlay_panels
+from real2sim.render.pose_search import Appearance
 from real2sim.render.raster import rasterize
 from real2sim.texture.backproject import TextureConfig, backproject, render_textured
 
