@@ -25,7 +25,7 @@ from real2sim.core.errors import AlignmentError, MaskError
 from real2sim.core.geometry import rotation_angle_between, transform_points
 from real2sim.core.imaging import iou
 from real2sim.core.views import View
-from real2sim.render.pose_search import Appearance, global_search, mask_box, rz
+from real2sim.render.pose_search import Appearance, decimate_for_search, global_search, mask_box, rz
 from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
@@ -329,18 +329,25 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
         init_kind, init_iou = "search", hyps[0].iou
     log.info("align: start from %s pose (IoU %.3f)", init_kind, init_iou)
 
+    # several starts on a big mesh: refine them on its decimated copy, then the winner on the mesh itself
+    many = len(starts) > 1 and len(faces) > cfg.search_max_faces
+    rv, rf = decimate_for_search(vertices, faces, cfg.search_max_faces) if many else (vertices, faces)
     best, best_key, refined = None, -np.inf, []
     for k, (start, s_score) in enumerate(starts):
-        out = _refine_and_polish(vertices, faces, views, sdfs, start, cfg)
+        out = _refine_and_polish(rv, rf, views, sdfs, start, cfg, appearance, (vertices, faces))
         refined.append(out)
         key = float(np.mean(out[1]))
         if init_kind == "search" and appearance is not None and cfg.colour_weight > 0 and len(starts) > 1:
             key = _final_score(vertices, faces, views, out[0], cfg, appearance)
         if key > best_key:
             best, best_key = out, key
-        clear = k + 1 >= len(starts) or starts[k + 1][1] < s_score - 0.01
+        clear = k + 1 >= len(starts) or starts[k + 1][1] < s_score - 0.03
         if np.mean(best[1]) >= cfg.polish_below_iou and clear and (appearance is None or cfg.colour_weight <= 0):
             break  # good enough, and the next hypothesis scored clearly lower: it is not tried
+    if many:
+        p_full, h_full, it_full, settled_full = _refine(vertices, faces, views, sdfs, best[0], cfg)
+        ious_full, resid_full, _ = _evaluate(vertices, faces, views, sdfs, p_full, cfg)
+        best = (p_full, ious_full, resid_full, settled_full, best[4] + h_full, best[5] + it_full)
     pose, ious, resid, settled, history, it = best
     cdist = _evaluate(vertices, faces, views, sdfs, pose, cfg)[2]
     ok = settled and np.mean(ious) >= cfg.min_iou and resid <= cfg.max_residual_px
@@ -391,9 +398,11 @@ def _final_score(vertices, faces, views, pose, cfg, appearance) -> float:
     return sc.score(pose, colour=True)[0]
 
 
-def _refine_and_polish(vertices, faces, views, sdfs, start, cfg):
-    """Refine from ``start``; when the fit stays imperfect try nearby yaws by IoU and refine again from the best.
-    Returns (pose, ious, residual, settled, history, rounds)."""
+def _refine_and_polish(vertices, faces, views, sdfs, start, cfg, appearance: Appearance | None = None,
+                       textured_mesh: tuple | None = None):
+    """Refine from ``start``; when the fit stays imperfect try nearby yaws by IoU (plus colour with an
+    ``appearance``) and refine again from the best on each side. Returns (pose, ious, residual, settled, history,
+    rounds). ``textured_mesh``: the (vertices, faces) the appearance belongs to when these are a decimated copy."""
     pose, history, it, converged_motion = _refine(vertices, faces, views, sdfs, start, cfg)
     ious, resid, _ = _evaluate(vertices, faces, views, sdfs, pose, cfg)
     if cfg.polish_yaw_deg > 0 and np.mean(ious) < cfg.polish_below_iou:
@@ -401,14 +410,16 @@ def _refine_and_polish(vertices, faces, views, sdfs, start, cfg):
         # pose is scored with its silhouette moved onto the mask's centroid (the turn also shifts it).
         from real2sim.render.pose_search import CropScorer
 
-        scorer = CropScorer(vertices, faces, views, cfg.polish_px, cfg.backend)
+        scorer = CropScorer(vertices, faces, views, cfg.polish_px, cfg.backend, appearance, cfg.colour_weight,
+                            textured_mesh)
+        coloured = scorer.appearance is not None and cfg.colour_weight > 0
         plane = cfg.dof != "full"
         steps = np.arange(-cfg.polish_yaw_deg, cfg.polish_yaw_deg + 1e-9, cfg.polish_step_deg)
         cands = []
         centre = transform_points(pose, np.asarray(vertices).mean(0)[None])[0]
         for a in np.radians(steps[steps != 0]):
             T = _yawed_about(pose, a, centre)
-            cands.append((scorer.score(T)[1], float(a), T))
+            cands.append((scorer.score(T, colour=coloured)[0], float(a), T))
         # the best turn on each side is refined (a near-symmetric shape's silhouette barely prefers the right one
         # before refinement); the refined pose with the best IoU wins
         for side in (-1, 1):
@@ -419,7 +430,10 @@ def _refine_and_polish(vertices, faces, views, sdfs, start, cfg):
             history.append({"polish_yaw_deg": round(float(np.degrees(a)), 2), "iou_before": round(float(np.mean(ious)), 5),
                             "iou_after": round(float(np.mean(ious2)), 5)})
             it += it2
-            if np.mean(ious2) > np.mean(ious) + 1e-4:
+            better = np.mean(ious2) > np.mean(ious) + 1e-4
+            if coloured:  # a label decides where the silhouette cannot (a can's turn about its axis)
+                better = scorer.score(p2, colour=True)[0] > scorer.score(pose, colour=True)[0] + 1e-4
+            if better:
                 pose, ious, resid, converged_motion = p2, ious2, resid2, c2
                 history += h2
     return pose, ious, resid, converged_motion, history, it

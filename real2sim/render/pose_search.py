@@ -222,10 +222,11 @@ class Resting:
 
 
 def resting_poses(vertices, faces, min_probability: float, max_poses: int, symmetry_tol: float,
-                  merge_deg: float = 12.0) -> list[Resting]:
+                  merge_deg: float = 12.0, merge_same_shape: bool = True) -> list[Resting]:
     """Every stable resting pose above ``min_probability`` (most probable first), with poses that are the same shape
     up to yaw (a can on any of its side facets), or tilted less than ``merge_deg`` from a more probable one (the
-    facets of a rounded hull), merged into it."""
+    facets of a rounded hull), merged into it. ``merge_same_shape=False`` keeps same-shape poses apart (a texture
+    tells a can standing up from one upside down)."""
     import trimesh
 
     v = np.asarray(vertices, float)
@@ -256,7 +257,7 @@ def resting_poses(vertices, faces, min_probability: float, max_poses: int, symme
             out[near].members.append(rz(_closest_turn(R, out[near].rotation)) @ R)
             continue
         inv = _turn_invariants(pts)
-        close = [j for j in range(len(reps)) if np.abs(invs[j] - inv).max() <= tol]
+        close = [j for j in range(len(reps)) if merge_same_shape and np.abs(invs[j] - inv).max() <= tol]
         dup = next((j for j in close if _same_up_to_yaw(pts, reps[j], tol)), None)
         if dup is not None:
             out[dup].probability += float(probs[i])
@@ -288,8 +289,13 @@ class CropScorer:
     """Renders hypotheses into crops around the masks and scores them (silhouette IoU, + colour)."""
 
     def __init__(self, vertices, faces, views, size_px: int, backend: str, appearance: Appearance | None = None,
-                 colour_weight: float = 0.0):
+                 colour_weight: float = 0.0, textured_mesh: tuple | None = None):
+        """``textured_mesh``: ``(vertices, faces)`` the ``appearance``'s ``face_uv`` belongs to, when ``vertices``/
+        ``faces`` are a decimated copy for silhouettes (default: the same mesh)."""
         self.v, self.f = vertices, np.ascontiguousarray(faces, np.int64)
+        self.tv, self.tf = textured_mesh if textured_mesh is not None else (self.v, self.f)
+        if appearance is not None and len(appearance.face_uv) != len(self.tf):
+            raise ValueError(f"the texture's face_uv has {len(appearance.face_uv)} faces, the mesh {len(self.tf)}")
         self.backend = backend
         self.crops = []
         for view in views:
@@ -321,7 +327,7 @@ class CropScorer:
         return iou + (self.colour_weight * float(np.mean(cols)) if cols else 0.0), iou
 
     def _colour(self, cam, m, c, img, pose):
-        fr = rasterize(cam, transform_points(pose, self.v), self.f, self.backend)
+        fr = rasterize(cam, transform_points(pose, self.tv), self.tf, self.backend)
         sil = fr.mask
         s, d = shifted_iou(sil, m, c)
         ys, xs = np.nonzero(sil)
@@ -432,24 +438,28 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     centroid = np.array([xs.mean(), ys.mean()])
     cam0 = views[0].camera
     space = cfg.search_space if cfg.search_space != "auto" else ("so3" if cfg.dof == "full" else "stable")
-    coarse = CropScorer(vc, fc, views, cfg.search_px, cfg.backend)
+    full = (v_full, np.asarray(faces, np.int64))
+    coarse = CropScorer(vc, fc, views, cfg.search_px, cfg.backend, appearance, cfg.colour_weight, full)
 
     cands: list[Hypothesis] = []
     rest: list[Resting] = []
     summary: dict = {"space": space}
     if space == "stable":
-        rest = resting_poses(v, f, cfg.min_stable_probability, cfg.max_orientations, cfg.symmetry_tol)
+        coloured = appearance is not None and cfg.colour_weight > 0 and any(x.image is not None for x in views)
+        rest = resting_poses(v, f, cfg.min_stable_probability, cfg.max_orientations, cfg.symmetry_tol,
+                             merge_same_shape=not coloured)
         summary["resting_poses"] = [{"probability": round(r.probability, 4), "symmetry_order": r.order,
                                      "merged": r.merged} for r in rest]
         step = np.radians(cfg.yaw_step_deg)
         for k, r in enumerate(rest):
             span = 2 * np.pi if r.order == 1 else (2 * np.pi / r.order if r.order > 1 else 0.0)
-            if appearance is not None and cfg.colour_weight > 0 and r.order != 1:
+            if coloured and r.order != 1:
                 span = 2 * np.pi  # a label can break the shape's symmetry: the colour decides
             n = max(1, int(round(span / step)))
             for yaw in np.arange(n) * (span / n if span else 0.0):
                 pose = _place_on_table(rz(yaw) @ r.rotation, hull, cam0, centroid, table_height)
-                s, iou = coarse.score(pose)
+                # a symmetric shape's turns tie on the silhouette: its label (colour) ranks them already here
+                s, iou = coarse.score(pose, colour=coloured and r.order != 1)
                 cands.append(Hypothesis(pose, s, iou, k, float(yaw)))
     elif space == "so3":
         import trimesh
@@ -467,7 +477,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
     cands.sort(key=lambda h: -h.score)
     top = _diverse(cands, cfg.search_keep)
 
-    fine = CropScorer(v, f, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight)
+    fine = CropScorer(v, f, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight, full)
     plane = space == "stable"
     out = []
     for h in top:
