@@ -93,6 +93,9 @@ class AlignConfig:
     """Below this mean IoU the fit counts as not converged (``converged`` False; status 'poor')."""
     aligned_iou: float = 0.9
     """Status 'aligned' needs a mean silhouette IoU of at least this (or the contour rule below); else 'poor'."""
+    mask_tolerance_px: float = 1.0
+    """A mask's boundary may be off by this many pixels: for small masks the IoU needed for 'aligned' is lowered to
+    what a perfect pose reaches with that error, (A - t P) / (A + t P) (area A, boundary P)."""
     aligned_contour_px: float = 1.0
     """... or a mean two-way contour distance (render <-> mask boundary, pixels) of at most this (small objects,
     whose IoU a one-pixel border already lowers)."""
@@ -137,6 +140,8 @@ class AlignResult:
     or 'poor' (wrong pose, wrong or partial mask, mesh unlike the object: look at the numbers)."""
     contour_px: float = 0.0
     """Mean two-way boundary distance (pixels) between the rendered silhouette and the mask."""
+    required_iou: float = 0.9
+    """The IoU this mask needed for 'aligned' (``aligned_iou``, lowered for small masks)."""
     search: dict = field(default_factory=dict)
     """Summary of the global search when one ran (space, resting poses, hypotheses, seconds)."""
 
@@ -270,12 +275,25 @@ def _evaluate(vertices, faces, views, sdfs, pose, config):
     return ious, float(np.sqrt(np.mean(rho))), float(np.mean(cdist))
 
 
-def _status(cfg: AlignConfig, mean_iou: float, resid: float, cdist: float) -> tuple[str, str]:
-    """('aligned' | 'poor', why). Aligned: the silhouette agrees (IoU >= ``aligned_iou`` or two-way contour
-    distance <= ``aligned_contour_px``) and the robust contour residual is within ``max_residual_px``."""
+def required_iou(mask: np.ndarray, aligned_iou: float, tolerance_px: float) -> float:
+    """The IoU a perfect pose reaches against ``mask`` when the mask's boundary is off by ``tolerance_px``: (A - t P)
+    / (A + t P) for area A and boundary length P (pixels), capped at ``aligned_iou``. A 35 px cube allows ~0.8, a
+    large object ``aligned_iou``."""
+    m = np.asarray(mask, bool)
+    a, p = float(m.sum()), float(_boundary(m).sum())
+    if a <= 0:
+        return aligned_iou
+    return float(min(aligned_iou, max(0.0, (a - tolerance_px * p) / (a + tolerance_px * p))))
+
+
+def _status(cfg: AlignConfig, mean_iou: float, need_iou: float, resid: float, cdist: float) -> tuple[str, str]:
+    """('aligned' | 'poor', why). Aligned: the silhouette agrees within what the mask allows (mean IoU >=
+    ``need_iou``: ``aligned_iou``, lowered for small masks whose boundary pixels weigh more, see
+    :func:`required_iou`; or two-way contour distance <= ``aligned_contour_px``) and the robust contour residual is
+    within ``max_residual_px``."""
     why = []
-    if mean_iou < cfg.aligned_iou and cdist > cfg.aligned_contour_px:
-        why.append(f"silhouette IoU {mean_iou:.3f} < {cfg.aligned_iou} and contour distance {cdist:.2f} px > "
+    if mean_iou < need_iou and cdist > cfg.aligned_contour_px:
+        why.append(f"silhouette IoU {mean_iou:.3f} < {need_iou:.3f} and contour distance {cdist:.2f} px > "
                    f"{cfg.aligned_contour_px} px (wrong pose, wrong or partial mask, or a mesh that does not match "
                    "the object)")
     if resid > cfg.max_residual_px:
@@ -351,7 +369,8 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
     pose, ious, resid, settled, history, it = best
     cdist = _evaluate(vertices, faces, views, sdfs, pose, cfg)[2]
     ok = settled and np.mean(ious) >= cfg.min_iou and resid <= cfg.max_residual_px
-    status, why_poor = _status(cfg, float(np.mean(ious)), resid, cdist)
+    need_iou = float(np.mean([required_iou(v.mask, cfg.aligned_iou, cfg.mask_tolerance_px) for v in views]))
+    status, why_poor = _status(cfg, float(np.mean(ious)), need_iou, resid, cdist)
     notes = [] if settled else [f"still moving after {cfg.max_outer} rounds (a symmetric shape turns freely)"]
     if np.mean(ious) < cfg.min_iou:
         notes.append(f"mean IoU {np.mean(ious):.3f} < {cfg.min_iou}")
@@ -363,7 +382,8 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
     if ambiguous:
         search = {**search, "ambiguous": ambiguous}
     res = AlignResult(pose, [round(x, 5) for x in ious], round(resid, 4), bool(ok), it, init_kind, round(init_iou, 5),
-                      round(time.perf_counter() - t0, 4), msg, history, status, round(cdist, 4), search)
+                      round(time.perf_counter() - t0, 4), msg, history, status, round(cdist, 4), round(need_iou, 4),
+                      search)
     if ambiguous:
         log.warning("align: %s", notes[-1])
     log.info("align: %s (%s); IoU %s, residual %.3f px, contour distance %.2f px, %d rounds, %.2f s", status, msg,

@@ -121,7 +121,8 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
 def _align_entry(res: AlignResult) -> dict:
     p = Pose.from_matrix(res.pose)
     entry = {"pose": {"position": p.position, "quaternion_wxyz": p.quaternion_wxyz}, "iou_per_frame": res.ious,
-             "mean_iou": round(res.mean_iou, 5), "contour_px": res.contour_px, "residual_px": res.residual_px,
+             "mean_iou": round(res.mean_iou, 5), "required_iou": res.required_iou, "contour_px": res.contour_px,
+             "residual_px": res.residual_px,
              "converged": res.converged, "message": res.message, "init": res.init, "init_iou": res.init_iou,
              "rounds": res.iterations, "seconds": res.seconds}
     if res.search:
@@ -130,8 +131,9 @@ def _align_entry(res: AlignResult) -> dict:
 
 
 def _status_rule(cfg: AlignConfig) -> str:
-    return (f"aligned: mean silhouette IoU >= {cfg.aligned_iou} or two-way contour distance <= "
-            f"{cfg.aligned_contour_px} px, contour residual <= {cfg.max_residual_px} px, settled; else poor (the "
+    return (f"aligned: mean silhouette IoU >= {cfg.aligned_iou} (lowered for small masks to what a "
+            f"{cfg.mask_tolerance_px} px boundary error allows, (A - tP)/(A + tP)) or two-way contour distance <= "
+            f"{cfg.aligned_contour_px} px, and contour residual <= {cfg.max_residual_px} px; else poor (the "
             "previous pose is kept); failed: unusable input (empty mask, object behind the camera)")
 
 

@@ -72,7 +72,7 @@ def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("align", help="align object poses to their masks (render-and-compare)")
     p.add_argument("dir", help="scene bundle directory")
     p.add_argument("--object", action="append", help="object id (repeatable); default: every masked dynamic object")
-    add_config_options(p, AlignConfig, only=("dof", "init", "backend", "min_iou", "max_residual_px", "aligned_iou",
+    add_config_options(p, AlignConfig, only=("dof", "init", "backend", "min_iou", "max_residual_px", "aligned_iou", "mask_tolerance_px",
                                              "aligned_contour_px", "search_space", "min_stable_probability",
                                              "max_orientations", "yaw_step_deg", "so3_samples", "search_keep",
                                              "refine_keep", "colour_weight"),
