@@ -25,7 +25,7 @@ from real2sim.core.errors import AlignmentError, MaskError
 from real2sim.core.geometry import rotation_angle_between, transform_points
 from real2sim.core.imaging import iou
 from real2sim.core.views import View
-from real2sim.render.pose_search import Appearance, decimate_for_search, global_search, mask_box, rz
+from real2sim.render.pose_search import Appearance, decimate_for_search, distinct, global_search, mask_box, rz
 from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
@@ -315,8 +315,11 @@ def _ambiguity(vertices, best, others, cfg) -> list[dict]:
             continue
         d = float(tree.query(transform_points(o[0], pts))[0].mean()) * 1e3
         if d > cfg.ambiguous_mm:
+            from real2sim.core.geometry import matrix_to_quat_wxyz
+
             out.append({"iou": round(float(np.mean(o[1])), 5), "add_s_mm": round(d, 2),
-                        "position": [round(float(x), 6) for x in o[0][:3, 3]]})
+                        "position": [round(float(x), 6) for x in o[0][:3, 3]],
+                        "quaternion_wxyz": [round(float(x), 6) for x in matrix_to_quat_wxyz(o[0][:3, :3])]})
     return out
 
 
@@ -343,7 +346,9 @@ def align_pose(vertices, faces, views: list[View], init_pose: np.ndarray | None,
             starts = [(np.asarray(init_pose, float), init_iou)]  # (start, score)
     if not starts:
         hyps, search = global_search(vertices, faces, views, table_height, cfg, appearance)
-        starts = [(h.pose, h.score) for h in hyps[:max(1, cfg.refine_keep)] if h.score >= hyps[0].score - cfg.refine_margin]
+        picked = distinct([h for h in hyps if h.score >= hyps[0].score - cfg.refine_margin], deg=10.0,
+                           metres=0.005)[:max(1, cfg.refine_keep)]
+        starts = [(h.pose, h.score) for h in picked]  # distinct starts: a mirror pose is refined too
         init_kind, init_iou = "search", hyps[0].iou
     log.info("align: start from %s pose (IoU %.3f)", init_kind, init_iou)
 

@@ -492,7 +492,7 @@ def global_search(vertices, faces, views, table_height: float, cfg, appearance: 
             pose = _fit_depth(fine, h.pose)
             pose = fine.recentre(fine.recentre(pose, False), False)
             out.append(Hypothesis(pose, *fine.score(pose, colour=True), h.family, h.yaw))
-    out = _distinct(out)
+    out = distinct(out)
     out.sort(key=lambda h: -h.score)
     summary["fine_hypotheses"] = len(out)
     summary["seconds"] = round(time.perf_counter() - t0, 4)
@@ -533,7 +533,7 @@ def _fit_depth(scorer: CropScorer, pose, steps: int = 2) -> np.ndarray:
     return out
 
 
-def _distinct(hyps: list[Hypothesis], deg: float = 1.0, metres: float = 0.002) -> list[Hypothesis]:
+def distinct(hyps: list[Hypothesis], deg: float = 1.0, metres: float = 0.002) -> list[Hypothesis]:
     """Best first, without near-copies (rotation within ``deg`` and position within ``metres`` of a better one)."""
     from real2sim.core.geometry import rotation_angle_between
 
