@@ -420,86 +420,115 @@ def _place_free(R: np.ndarray, vertices, ref_cam: Camera, centroid_px, depth: fl
     return T
 
 
+@dataclass
+class _Problem:
+    """What every search step needs: meshes (full, search, coarse), the first view's camera and mask centroid."""
+
+    v_full: np.ndarray
+    hull: np.ndarray
+    v: np.ndarray
+    f: np.ndarray
+    cam0: Camera
+    centroid: np.ndarray
+    mask_pixels: int
+    table_height: float
+
+
 def global_search(vertices, faces, views, table_height: float, cfg, appearance: Appearance | None = None
                   ) -> tuple[list[Hypothesis], dict]:
     """Hypotheses over the pose space, best first, and a summary (counts, symmetry, seconds) for the report.
 
-    ``cfg`` is an :class:`real2sim.render.align.AlignConfig`. Views: the object's masks (first = largest)."""
+    ``cfg`` is an :class:`real2sim.render.align.AlignConfig`. Views: the object's masks (the largest leads)."""
     import time
 
     t0 = time.perf_counter()
     v_full = np.asarray(vertices, float)
-    hull = _hull_points(v_full)  # where the object rests and how far it reaches: the hull's vertices say it
     v, f = decimate_for_search(v_full, faces, cfg.search_max_faces)
     vc, fc = decimate_for_search(v, f, max(200, cfg.search_max_faces // 4))  # the coarse level's small crops
     ref = int(np.argmax([np.asarray(x.mask).sum() for x in views]))
     views = [views[ref]] + [x for i, x in enumerate(views) if i != ref]
     ys, xs = np.nonzero(views[0].mask)
-    centroid = np.array([xs.mean(), ys.mean()])
-    cam0 = views[0].camera
+    # the hull's vertices say where the object rests and how far it reaches (cheaper than every vertex)
+    prob = _Problem(v_full, _hull_points(v_full), v, f, views[0].camera, np.array([xs.mean(), ys.mean()]), len(xs),
+                    table_height)
     space = cfg.search_space if cfg.search_space != "auto" else ("so3" if cfg.dof == "full" else "stable")
     full = (v_full, np.asarray(faces, np.int64))
     coarse = CropScorer(vc, fc, views, cfg.search_px, cfg.backend, appearance, cfg.colour_weight, full)
-
-    cands: list[Hypothesis] = []
-    rest: list[Resting] = []
+    fine = CropScorer(v, f, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight, full)
+    coloured = appearance is not None and cfg.colour_weight > 0 and any(x.image is not None for x in views)
     summary: dict = {"space": space}
     if space == "stable":
-        coloured = appearance is not None and cfg.colour_weight > 0 and any(x.image is not None for x in views)
         rest = resting_poses(v, f, cfg.min_stable_probability, cfg.max_orientations, cfg.symmetry_tol,
                              merge_same_shape=not coloured)
         summary["resting_poses"] = [{"probability": round(r.probability, 4), "symmetry_order": r.order,
                                      "merged": r.merged} for r in rest]
-        step = np.radians(cfg.yaw_step_deg)
-        for k, r in enumerate(rest):
-            span = 2 * np.pi if r.order == 1 else (2 * np.pi / r.order if r.order > 1 else 0.0)
-            if coloured and r.order != 1:
-                span = 2 * np.pi  # a label can break the shape's symmetry: the colour decides
-            n = max(1, int(round(span / step)))
-            for yaw in np.arange(n) * (span / n if span else 0.0):
-                pose = _place_on_table(rz(yaw) @ r.rotation, hull, cam0, centroid, table_height)
-                # a symmetric shape's turns tie on the silhouette: its label (colour) ranks them already here
-                s, iou = coarse.score(pose, colour=coloured and r.order != 1)
-                cands.append(Hypothesis(pose, s, iou, k, float(yaw)))
+        cands = _coarse_resting(prob, rest, coarse, cfg, coloured)
+        out = _fine_resting(prob, rest, _diverse(sorted(cands, key=lambda h: -h.score), cfg.search_keep), fine, cfg)
     elif space == "so3":
-        import trimesh
-
-        area = float(trimesh.Trimesh(v, f, process=False).area)
-        depth0 = float(np.sqrt(cam0.fx * cam0.fy * area / 4 / max(len(xs), 1)))
-        for k, R in enumerate(so3_samples(cfg.so3_samples)):
-            pose = _fit_depth(coarse, _place_free(R, v, cam0, centroid, depth0), steps=1)
-            s, iou = coarse.score(pose)
-            cands.append(Hypothesis(pose, s, iou, k))
+        cands = _coarse_so3(prob, coarse, cfg)
+        out = _fine_so3(_diverse(sorted(cands, key=lambda h: -h.score), cfg.search_keep), fine)
         summary["so3_samples"] = cfg.so3_samples
     else:
         raise ValueError(f"search_space must be 'auto', 'stable' or 'so3', got {cfg.search_space!r}")
-    summary["coarse_hypotheses"] = len(cands)
-    cands.sort(key=lambda h: -h.score)
-    top = _diverse(cands, cfg.search_keep)
-
-    fine = CropScorer(v, f, views, cfg.fine_px, cfg.backend, appearance, cfg.colour_weight, full)
-    plane = space == "stable"
-    out = []
-    for h in top:
-        if plane:
-            # the resting pose and the slightly tilted ones merged into it, each swept locally in yaw
-            starts = [h.pose] + [_place_on_table(rz(h.yaw) @ R, hull, cam0, centroid, table_height)
-                                 for R in rest[h.family].members]
-            for T in starts:  # each competes on its own (refinement cannot tilt a resting object)
-                sc, iou_, P = _local_yaw(fine, fine.recentre(T, True), np.radians(cfg.yaw_step_deg) / 2)
-                out.append(Hypothesis(P, sc, iou_, h.family, h.yaw))
-        else:
-            pose = _fit_depth(fine, h.pose)
-            pose = fine.recentre(fine.recentre(pose, False), False)
-            out.append(Hypothesis(pose, *fine.score(pose, colour=True), h.family, h.yaw))
     out = distinct(out)
-    out.sort(key=lambda h: -h.score)
-    summary["fine_hypotheses"] = len(out)
-    summary["seconds"] = round(time.perf_counter() - t0, 4)
-    summary["best_iou"] = round(out[0].iou, 5) if out else 0.0
+    summary.update(coarse_hypotheses=len(cands), fine_hypotheses=len(out), seconds=round(time.perf_counter() - t0, 4),
+                   best_iou=round(out[0].iou, 5) if out else 0.0)
     log.info("pose search (%s): %d hypotheses, best IoU %.3f, %.2f s", space, len(cands), summary["best_iou"],
              summary["seconds"])
     return out, summary
+
+
+def _coarse_resting(prob: _Problem, rest: list[Resting], coarse: CropScorer, cfg, coloured: bool) -> list[Hypothesis]:
+    """Every resting pose x its yaw sweep (360 deg / symmetry order; the whole turn when a label may break the
+    symmetry), scored in the coarse crops."""
+    out = []
+    step = np.radians(cfg.yaw_step_deg)
+    for k, r in enumerate(rest):
+        span = 2 * np.pi if r.order == 1 or coloured else (2 * np.pi / r.order if r.order > 1 else 0.0)
+        n = max(1, int(round(span / step)))
+        for yaw in np.arange(n) * (span / n if span else 0.0):
+            pose = _place_on_table(rz(yaw) @ r.rotation, prob.hull, prob.cam0, prob.centroid, prob.table_height)
+            # a symmetric shape's turns tie on the silhouette: its label (colour) ranks them already here
+            s, iou = coarse.score(pose, colour=coloured and r.order != 1)
+            out.append(Hypothesis(pose, s, iou, k, float(yaw)))
+    return out
+
+
+def _fine_resting(prob: _Problem, rest: list[Resting], top: list[Hypothesis], fine: CropScorer, cfg
+                  ) -> list[Hypothesis]:
+    """Each kept hypothesis and the slightly tilted resting poses merged into its own, each swept +-half a yaw step
+    in the fine crops; all compete (refinement cannot tilt a resting object)."""
+    out = []
+    for h in top:
+        starts = [h.pose] + [_place_on_table(rz(h.yaw) @ R, prob.hull, prob.cam0, prob.centroid, prob.table_height)
+                             for R in rest[h.family].members]
+        for T in starts:
+            sc, iou, P = _local_yaw(fine, fine.recentre(T, True), np.radians(cfg.yaw_step_deg) / 2)
+            out.append(Hypothesis(P, sc, iou, h.family, h.yaw))
+    return out
+
+
+def _coarse_so3(prob: _Problem, coarse: CropScorer, cfg) -> list[Hypothesis]:
+    """``so3_samples`` orientations on the mask centroid's ray, each at the depth where its silhouette area matches
+    the mask's (start: Cauchy's mean projected area, surface / 4), scored in the coarse crops."""
+    import trimesh
+
+    area = float(trimesh.Trimesh(prob.v, prob.f, process=False).area)
+    depth0 = float(np.sqrt(prob.cam0.fx * prob.cam0.fy * area / 4 / max(prob.mask_pixels, 1)))
+    out = []
+    for k, R in enumerate(so3_samples(cfg.so3_samples)):
+        pose = _fit_depth(coarse, _place_free(R, prob.v, prob.cam0, prob.centroid, depth0), steps=1)
+        out.append(Hypothesis(pose, *coarse.score(pose), k))
+    return out
+
+
+def _fine_so3(top: list[Hypothesis], fine: CropScorer) -> list[Hypothesis]:
+    out = []
+    for h in top:
+        pose = _fit_depth(fine, h.pose)
+        pose = fine.recentre(fine.recentre(pose, False), False)
+        out.append(Hypothesis(pose, *fine.score(pose, colour=True), h.family, h.yaw))
+    return out
 
 
 def _local_yaw(fine: CropScorer, pose: np.ndarray, half: float) -> tuple[float, float, np.ndarray]:
