@@ -92,17 +92,18 @@ class AlignConfig:
     min_iou: float = 0.6
     """Below this mean IoU the fit counts as not converged (``converged`` False; status 'poor')."""
     aligned_iou: float = 0.9
-    """Status 'aligned' needs a mean silhouette IoU of at least this (or the contour rule below); else 'poor'."""
+    """Status 'aligned' needs a mean silhouette IoU of at least this (less for small masks, see
+    mask_tolerance_px; or the contour rule, aligned_contour_px); else 'poor'."""
     mask_tolerance_px: float = 1.0
     """A mask's boundary may be off by this many pixels: for small masks the IoU needed for 'aligned' is lowered to
     what a perfect pose reaches with that error, (A - t P) / (A + t P) (area A, boundary P)."""
     aligned_contour_px: float = 1.0
-    """... or a mean two-way contour distance (render <-> mask boundary, pixels) of at most this (small objects,
-    whose IoU a one-pixel border already lowers)."""
+    """Status 'aligned' also when the mean two-way contour distance (render <-> mask boundary, pixels) is at most
+    this, whatever the IoU."""
     ambiguous_mm: float = 3.0
     """Refined poses that fit as well but lie farther apart than this (ADD-S, mm) are reported as ambiguous."""
     max_residual_px: float = 3.0
-    """Above this RMS contour residual (pixels, robust) the alignment counts as not converged."""
+    """Above this robust RMS contour residual (pixels) the alignment is 'poor' (and not converged)."""
     polish_yaw_deg: float = 30.0
     """After refinement, yaws within +- this (deg) are tried by IoU when the fit is imperfect (0 = off)."""
     polish_step_deg: float = 5.0
