@@ -575,15 +575,18 @@ def distinct(hyps: list[Hypothesis], deg: float = 1.0, metres: float = 0.002) ->
     return out
 
 
-def _diverse(cands: list[Hypothesis], keep: int) -> list[Hypothesis]:
-    """The best ``keep`` hypotheses, at most half of them from one resting pose (so a runner-up pose is tried)."""
+def _diverse(cands: list[Hypothesis], keep: int, tie: float = 0.02) -> list[Hypothesis]:
+    """The best ``keep`` hypotheses, at most half of them from one resting pose (so a runner-up pose is tried), and
+    more (up to 3x ``keep``) while they score within ``tie`` of the best: near-spherical shapes (an apple's hundreds
+    of resting facets) tie at the coarse level and the fine level must see them."""
     out, per = [], {}
     cap = max(1, keep // 2)
+    best = cands[0].score if cands else 0.0
     for h in cands:
         if per.get(h.family, 0) >= cap:
             continue
+        if len(out) >= keep and (h.score < best - tie or len(out) >= 3 * keep):
+            break
         out.append(h)
         per[h.family] = per.get(h.family, 0) + 1
-        if len(out) >= keep:
-            break
     return out
