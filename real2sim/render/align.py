@@ -49,8 +49,9 @@ class AlignConfig:
     on the table) or 'auto' ('so3' when dof='full', else 'stable')."""
     min_stable_probability: float = 0.001
     """Resting poses less probable than this (trimesh's quasi-static estimate) are left out of the search."""
-    max_orientations: int = 48
-    """At most this many distinct resting poses are searched (most probable first)."""
+    max_orientations: int = 32
+    """At most this many distinct resting poses are searched in the coarse level (most probable first); the rest
+    join the nearest one's members, tried at the fine level."""
     yaw_step_deg: float = 10.0
     """Yaw step of the coarse search (the range is 360 deg / the resting pose's rotational symmetry order)."""
     so3_samples: int = 600

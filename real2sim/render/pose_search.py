@@ -29,6 +29,8 @@ from real2sim.core.geometry import transform_points
 from real2sim.render.raster import camera_clip, coverage_clip, rasterize
 
 log = logging.getLogger(__name__)
+MEMBERS_TRIED = 4
+"""Merged (tilted) resting poses tried with each kept hypothesis at the fine level, most probable first."""
 
 
 @dataclass
@@ -175,7 +177,7 @@ def _mismatch(tree, points: np.ndarray) -> float:
     return float(np.quantile(tree.query(points, k=1)[0], 0.99))
 
 
-def _subsample(v: np.ndarray, n: int = 600) -> np.ndarray:
+def _subsample(v: np.ndarray, n: int = 400) -> np.ndarray:
     if len(v) <= n:
         return v
     return v[np.linspace(0, len(v) - 1, n).round().astype(int)]
@@ -263,7 +265,11 @@ def resting_poses(vertices, faces, min_probability: float, max_poses: int, symme
             out[dup].probability += float(probs[i])
             out[dup].merged += 1
             continue
-        if len(out) >= max_poses:
+        if len(out) >= max_poses:  # past the cap: a member of the representative whose up direction is nearest
+            j = int(np.argmax([float(u @ up) for u in ups]))
+            out[j].probability += float(probs[i])
+            out[j].merged += 1
+            out[j].members.append(rz(_closest_turn(R, out[j].rotation)) @ R)
             continue
         out.append(Resting(R, float(probs[i]), symmetry_order(pts, tol)))
         reps.append(pts)
@@ -502,7 +508,7 @@ def _fine_resting(prob: _Problem, rest: list[Resting], top: list[Hypothesis], fi
     out = []
     for h in top:
         starts = [h.pose] + [_place_on_table(rz(h.yaw) @ R, prob.hull, prob.cam0, prob.centroid, prob.table_height)
-                             for R in rest[h.family].members]
+                             for R in rest[h.family].members[:MEMBERS_TRIED]]
         for T in starts:
             sc, iou, P = _local_yaw(fine, fine.recentre(T, True), np.radians(cfg.yaw_step_deg) / 2)
             out.append(Hypothesis(P, sc, iou, h.family, h.yaw))
