@@ -51,6 +51,30 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
         out.append(Finding("warning", "objects", "no dynamic objects: nothing will move in simulation"))
     out += _check_capture_files(bundle)
     out += _check_masks(bundle)
+    for oid, why in poor_alignments(bundle).items():
+        out.append(Finding("warning", f"objects.{oid}.pose", f"alignment is poor: {why}; the pose was kept. Fix the "
+                           f"mask or the pose in 'real2sim review {bundle.root}', then 'real2sim align'"))
+    return out
+
+
+def poor_alignments(bundle: Bundle) -> dict[str, str]:
+    """``{object id: why}`` for objects whose last alignment (``reports/alignment.json``) was 'poor' or failed, while
+    the alignment stage is current (a stale report says nothing about the present bundle)."""
+    import json
+
+    rec = bundle.manifest.stages.get("alignment")
+    p = bundle.root / "reports" / "alignment.json"
+    if rec is None or rec.status == "stale" or not p.is_file():
+        return {}
+    try:
+        objects = json.loads(p.read_text()).get("objects", {})
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for oid, r in objects.items():
+        if oid in bundle.manifest.objects and r.get("status") in ("poor", "failed", "not converged"):
+            num = f"silhouette IoU {r['mean_iou']:.3f}, " if "mean_iou" in r else ""
+            out[oid] = f"{r['status']} ({num}{r.get('message') or r.get('error', '')})"
     return out
 
 

@@ -36,7 +36,7 @@ from real2sim.core.manifest import (
     RobotSpec,
     TaskSpec,
 )
-from real2sim.core.meshes import load_mesh
+from real2sim.core.meshes import canonical_visual, embedded_appearance, load_mesh
 from real2sim.core.objio import strip_obj_materials
 from real2sim.core.stages import mark_changed
 from real2sim.robots import get_robot
@@ -106,15 +106,24 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
     where = f"objects.{oid}"
     r.obj(od, where, OBJECT_KEYS, {"mesh", "pose"})
     src = base / r.string(od["mesh"], f"{where}.mesh")
-    load_mesh(src)  # refuse unreadable meshes now, naming the file
+    loaded = load_mesh(src)  # refuse unreadable meshes now, naming the file
     dst_dir = bundle.object_dir(oid)
     dst_dir.mkdir(parents=True, exist_ok=True)
-    mesh_dst = dst_dir / f"visual{src.suffix.lower()}"
-    if src.suffix.lower() == ".obj":  # its material library stays behind (the texture is copied and named below)
+    mesh_dst = dst_dir / "visual.obj"
+    given_texture = bool(od.get("texture"))
+    embedded = None if given_texture else embedded_appearance(loaded)
+    texture, rgba = None, None
+    if src.suffix.lower() == ".obj" and (embedded is None or embedded[0] is None):
+        # its material library stays behind (a texture given separately is copied and named below)
         atomic_write_bytes(mesh_dst, strip_obj_materials(src.read_bytes()))
     else:
-        shutil.copyfile(src, mesh_dst)
-    texture = None
+        # any other format, or an OBJ whose material embeds a texture: the canonical OBJ (+ PNG) every engine reads
+        made = canonical_visual(src, mesh_dst, None if given_texture else dst_dir / "texture.png")
+        if made["texture"]:
+            texture = bundle.rel(dst_dir / "texture.png")
+        rgba = made["rgba"]
+        log.info("%s: %s -> %s (%d faces, UVs %s, texture %s)", where, src.name, bundle.rel(mesh_dst), made["faces"],
+                 "kept" if made["uv"] else "none", texture or "none")
     if od.get("texture"):
         tex = base / r.string(od["texture"], f"{where}.texture")
         if tex.is_file():
@@ -125,7 +134,8 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
             log.warning("%s: texture %s not found; object '%s' gets its flat colour rgba (recorded in scene.json)", where, tex, oid)
     spec = ObjectSpec.parse(r, {
         "pose": od["pose"],
-        "visual": {"mesh": bundle.rel(mesh_dst), "texture": texture, "rgba": od.get("rgba", [0.7, 0.7, 0.7, 1.0])},
+        "visual": {"mesh": bundle.rel(mesh_dst), "texture": texture,
+                   "rgba": od.get("rgba", list(rgba) if rgba and not texture else [0.7, 0.7, 0.7, 1.0])},
         **{k: od[k] for k in ("fixed", "density", "mass", "friction", "restitution") if k in od},
         "source": str(src.name),
     }, where)
@@ -173,8 +183,10 @@ def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None
     if not oid.replace("_", "").replace("-", "").isalnum():
         raise BundleError(f"object id '{oid}' must be letters, digits, '_' or '-' (it becomes a folder name)")
     mesh = Path(mesh).resolve()
-    if position is None:
-        lowest = load_mesh(mesh).bounds[0][2]
+    if position is None:  # resting on the table: the lowest point of the turned mesh at the table's height
+        from real2sim.core.geometry import quat_wxyz_to_matrix
+
+        lowest = (np.asarray(load_mesh(mesh).vertices, float) @ quat_wxyz_to_matrix(quaternion_wxyz).T)[:, 2].min()
         position = [0.0, 0.0, bundle.manifest.table_height - float(lowest)]
     entry = {"mesh": str(mesh), "pose": {"position": [float(x) for x in position],
                                           "quaternion_wxyz": [float(x) for x in quaternion_wxyz]}, **props}

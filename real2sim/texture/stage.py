@@ -17,6 +17,7 @@ from real2sim.core.views import object_views
 from real2sim.render.align import AlignConfig, AlignResult, align_pose
 from real2sim.render.mesh import TexMesh, ensure_uv, load_texmesh, write_texmesh
 from real2sim.render.overlay import overlay_panels
+from real2sim.render.pose_search import Appearance
 from real2sim.render.raster import rasterize
 from real2sim.texture.backproject import TextureConfig, backproject, render_textured
 
@@ -74,25 +75,28 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
         [dataclasses.asdict(f) for f in m.capture.frames]])
 
     def work():
-        report, outputs, failed = {}, [], {}
+        report, outputs, failed, poor = {}, [], {}, {}
         for oid in oids:
             obj = bundle.object(oid)
             try:
                 mesh = load_texmesh(bundle.path(obj.visual.mesh))
                 views = object_views(bundle, oid)
-                res = align_pose(mesh.vertices, mesh.faces, views, obj.pose.matrix(), m.table_height, cfg)
+                res = align_pose(mesh.vertices, mesh.faces, views, obj.pose.matrix(), m.table_height, cfg,
+                                 _appearance(bundle, oid, mesh))
             except (MaskError, MeshError, Real2SimError) as exc:
                 failed[oid] = str(exc)
                 report[oid] = {"status": "failed", "error": str(exc), "pose_kept": True}
                 log.warning("alignment of '%s' failed: %s (previous pose kept)", oid, exc)
                 continue
             entry = _align_entry(res)
-            if res.converged:
+            if res.status == "aligned":
                 obj.pose = Pose.from_matrix(res.pose)
             else:
-                failed[oid] = f"{res.message} (IoU {res.mean_iou:.3f}, residual {res.residual_px:.2f} px)"
-                log.warning("alignment of '%s' %s; previous pose kept", oid, failed[oid])
-            entry["status"], entry["pose_kept"] = ("aligned", False) if res.converged else ("not converged", True)
+                poor[oid] = (f"{res.message} (IoU {res.mean_iou:.3f}, contour distance {res.contour_px:.2f} px, "
+                             f"residual {res.residual_px:.2f} px)")
+                log.warning("alignment of '%s' is POOR: %s; previous pose kept (the found pose is in the report)",
+                            oid, poor[oid])
+            entry["status"], entry["pose_kept"] = res.status, res.status != "aligned"
             pic = bundle.reports_dir() / f"{ALIGN_STAGE}_{oid}.png"
             ref = int(np.argmax([v.mask.sum() for v in views]))
             v = views[ref]
@@ -102,12 +106,13 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
             entry["picture"], entry["picture_frame"] = bundle.rel(pic), v.name
             outputs.append(bundle.rel(pic))
             report[oid] = entry
-        outputs.append(bundle.write_report(ALIGN_STAGE, {"objects": report, "failed": failed,
+        outputs.append(bundle.write_report(ALIGN_STAGE, {"objects": report, "failed": failed, "poor": poor,
+                                                         "status_rule": _status_rule(cfg),
                                                          "config": dataclasses.asdict(cfg)}))
         ok = [r for r in report.values() if r.get("status") == "aligned"]
-        metrics = {"objects": len(oids), "aligned": len(ok), "failed": sorted(failed),
+        metrics = {"objects": len(oids), "aligned": len(ok), "poor": sorted(poor), "failed": sorted(failed),
                    "min_iou": min((r["mean_iou"] for r in report.values() if "mean_iou" in r), default=None)}
-        msg = "; ".join(f"{k}: {v}" for k, v in sorted(failed.items()))
+        msg = "; ".join(f"{k}: {v}" for k, v in sorted({**poor, **failed}.items()))
         return outputs, metrics, msg
 
     return run_stage(bundle, ALIGN_STAGE, input_hash, dataclasses.asdict(cfg), work, force)
@@ -115,10 +120,29 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
 
 def _align_entry(res: AlignResult) -> dict:
     p = Pose.from_matrix(res.pose)
-    return {"pose": {"position": p.position, "quaternion_wxyz": p.quaternion_wxyz}, "iou_per_frame": res.ious,
-            "mean_iou": round(res.mean_iou, 5), "residual_px": res.residual_px, "converged": res.converged,
-            "message": res.message, "init": res.init, "init_iou": res.init_iou, "rounds": res.iterations,
-            "seconds": res.seconds}
+    entry = {"pose": {"position": p.position, "quaternion_wxyz": p.quaternion_wxyz}, "iou_per_frame": res.ious,
+             "mean_iou": round(res.mean_iou, 5), "required_iou": res.required_iou, "contour_px": res.contour_px,
+             "residual_px": res.residual_px,
+             "converged": res.converged, "message": res.message, "init": res.init, "init_iou": res.init_iou,
+             "rounds": res.iterations, "seconds": res.seconds}
+    if res.search:
+        entry["search"] = res.search
+    return entry
+
+
+def _status_rule(cfg: AlignConfig) -> str:
+    return (f"aligned: mean silhouette IoU >= {cfg.aligned_iou} (lowered for small masks to what a "
+            f"{cfg.mask_tolerance_px} px boundary error allows, (A - tP)/(A + tP)) or two-way contour distance <= "
+            f"{cfg.aligned_contour_px} px, and contour residual <= {cfg.max_residual_px} px; else poor (the "
+            "previous pose is kept); failed: unusable input (empty mask, object behind the camera)")
+
+
+def _appearance(bundle: Bundle, oid: str, mesh: TexMesh) -> Appearance | None:
+    """The object's texture for colour scoring in the pose search (None without a texture or UVs)."""
+    tex = _object_texture(bundle, oid)
+    if tex is None or not mesh.has_uv:
+        return None
+    return Appearance(np.asarray(mesh.uv, float), np.asarray(mesh.face_uv), tex)
 
 
 # -- texture -------------------------------------------------------------------------------------------------

@@ -33,6 +33,11 @@ def error(message: str) -> None:
     err_console().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
 
 
+def warn(message: str) -> None:
+    """Print a warning line on stderr (a result that needs a person's look, not a failure of the command)."""
+    err_console().print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+
+
 def setup_logging(verbosity: int) -> None:
     """WARNING by default; ``-v`` INFO, ``-vv`` DEBUG; rendered on stderr."""
     from rich.logging import RichHandler

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from real2sim.apps.cli.console import say
+from real2sim.apps.cli.console import say, warn
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import Bundle
 from real2sim.render.align import AlignConfig
@@ -27,12 +27,22 @@ def cmd_align(args) -> int:
     rec, ran = align_stage(bundle, args.object or None, config_from_args(AlignConfig, args), force=args.force)
     for oid, r in _stage_report(bundle, "alignment").get("objects", {}).items():
         if r.get("status") == "failed":
-            say(f"{oid}: FAILED: {r['error']} (pose kept)")
+            num = f" (mean IoU {r['mean_iou']:.3f})" if "mean_iou" in r else ""
+            say(f"{oid}: FAILED: {r.get('error') or r.get('message')}{num} (pose kept)")
         else:
-            say(f"{oid}: {r['status']}: mean IoU {r['mean_iou']:.3f} per frame {r['iou_per_frame']}, contour residual "
-                f"{r['residual_px']:.2f} px, {r['rounds']} rounds, {r['seconds']:.2f} s -> {r['picture']}")
+            search = r.get("search") or {}
+            found = (f", searched {search.get('coarse_hypotheses')} hypotheses over "
+                     f"{len(search.get('resting_poses', [])) or search.get('so3_samples')} "
+                     f"{'resting poses' if search.get('space') == 'stable' else 'orientations'} in "
+                     f"{search.get('seconds', 0):.2f} s") if search else ""
+            say(f"{oid}: {r['status']}: mean IoU {r['mean_iou']:.3f} per frame {r['iou_per_frame']}, contour distance "
+                f"{r.get('contour_px', float('nan')):.2f} px, residual {r['residual_px']:.2f} px, {r['rounds']} rounds, "
+                f"{r['seconds']:.2f} s{found} -> {r['picture']}")
+            if r["status"] == "poor":
+                warn(f"{oid}: alignment is POOR ({r['message']}); pose kept. Check the mask and the mesh in "
+                     f"'real2sim review {args.dir}'")
     say(f"alignment {'ran' if ran else 'unchanged'}: {rec.metrics}")
-    return 1 if rec.metrics.get("failed") else 0
+    return 1 if rec.metrics.get("failed") or rec.metrics.get("poor") else 0
 
 
 def cmd_texture(args) -> int:
@@ -62,9 +72,12 @@ def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("align", help="align object poses to their masks (render-and-compare)")
     p.add_argument("dir", help="scene bundle directory")
     p.add_argument("--object", action="append", help="object id (repeatable); default: every masked dynamic object")
-    add_config_options(p, AlignConfig, only=("dof", "init", "backend", "min_iou", "max_residual_px"),
+    add_config_options(p, AlignConfig, only=("dof", "init", "backend", "min_iou", "max_residual_px", "aligned_iou", "mask_tolerance_px",
+                                             "aligned_contour_px", "search_space", "min_stable_probability",
+                                             "max_orientations", "yaw_step_deg", "so3_samples", "search_keep",
+                                             "refine_keep", "colour_weight"),
                        choices={"dof": ["planar", "planar_z", "full"], "init": ["auto", "bundle", "search"],
-                                "backend": RASTER_CHOICES})
+                                "search_space": ["auto", "stable", "so3"], "backend": RASTER_CHOICES})
     p.add_argument("--force", action="store_true", help="re-run even if inputs are unchanged")
     p.set_defaults(fn=cmd_align)
 

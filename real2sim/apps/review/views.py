@@ -16,6 +16,7 @@ from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import Real2SimError
 from real2sim.core.manifest import Manifest
 from real2sim.core.meshes import load_mesh
+from real2sim.pipeline.check import poor_alignments
 
 
 def ok_md(msg: str) -> str:
@@ -88,6 +89,10 @@ def overview_summary(bundle: Bundle) -> str:
     stale = [n for n, r in m.stages.items() if r.status in ("stale", "failed")]
     if stale:
         lines.append("**Stale or failed:** " + ", ".join(f"`{n}` ({m.stages[n].status})" for n in stale))
+    poor = poor_alignments(bundle)
+    if poor:
+        lines.append("**Poor alignment (pose kept; check the mask and the pose):**\n"
+                     + "\n".join(f"- `{oid}`: {why}" for oid, why in poor.items()))
     missing = missing_pieces(bundle)
     if missing:
         lines.append("**Missing:**\n" + "\n".join(f"- {x}" for x in missing))
