@@ -261,7 +261,9 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     # 5) table height from the cubes (real2sim.capture.table: each aligned with a free height, median of the bottoms; the
     #    table object follows), then alignment on that table, then textures
 
-    table_stage(bundle, "objects", objects=list(CUBES))
+    # the cubes' bottoms disagree by ~23 mm along their viewing rays (the config's camera is slightly off,
+    # docs/journey.md): above the table gate's bar, so the height is applied knowingly and the stage stays 'poor'
+    table_stage(bundle, "objects", objects=list(CUBES), accept_poor=True)
     bundle = Bundle.load(bundle.root)
     table = bundle.manifest.table_height
     trep = json.loads((bundle.reports_dir() / "table.json").read_text())

@@ -9,6 +9,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_jsonable
 from real2sim.core.errors import MaskError, MeshError, Real2SimError, UVError
+from real2sim.core.gates import passes
 from real2sim.core.geometry import transform_points
 from real2sim.core.imaging import iou, png_bytes, psnr, read_rgb_float, write_rgb
 from real2sim.core.manifest import Pose
@@ -63,8 +64,12 @@ def _object_texture(bundle: Bundle, oid: str) -> np.ndarray | None:
 
 
 # -- alignment -----------------------------------------------------------------------------------------------
-def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = None, force: bool = False):
-    """Align every masked dynamic object (or ``object_ids``) to its masks. Returns (StageRecord, ran)."""
+def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = None, force: bool = False,
+                accept_poor: bool = False):
+    """Align every masked dynamic object (or ``object_ids``) to its masks. Returns (StageRecord, ran).
+
+    Quality gate (:mod:`real2sim.core.gates`, ``alignment``): an object whose silhouette IoU misses the bar keeps
+    its previous pose unless ``accept_poor``; the record is then 'poor'."""
     cfg = config or AlignConfig()
     oids = _targets(bundle, object_ids)
     m = bundle.manifest
@@ -74,7 +79,7 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
         [dataclasses.asdict(f) for f in m.capture.frames]])
 
     def work():
-        report, outputs, failed = {}, [], {}
+        report, outputs, failed, kept = {}, [], {}, {}
         for oid in oids:
             obj = bundle.object(oid)
             try:
@@ -87,12 +92,17 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
                 log.warning("alignment of '%s' failed: %s (previous pose kept)", oid, exc)
                 continue
             entry = _align_entry(res)
-            if res.converged:
+            good = passes(ALIGN_STAGE, "min_iou", res.mean_iou)
+            if res.converged and (good or accept_poor):
                 obj.pose = Pose.from_matrix(res.pose)
+            elif res.converged:
+                kept[oid] = f"IoU {res.mean_iou:.3f}"
+                log.warning("alignment of '%s' is poor (IoU %.3f); previous pose kept", oid, res.mean_iou)
             else:
                 failed[oid] = f"{res.message} (IoU {res.mean_iou:.3f}, residual {res.residual_px:.2f} px)"
                 log.warning("alignment of '%s' %s; previous pose kept", oid, failed[oid])
-            entry["status"], entry["pose_kept"] = ("aligned", False) if res.converged else ("not converged", True)
+            entry["status"] = ("aligned" if good else "poor") if res.converged else "not converged"
+            entry["pose_kept"] = oid in failed or oid in kept
             pic = bundle.reports_dir() / f"{ALIGN_STAGE}_{oid}.png"
             ref = int(np.argmax([v.mask.sum() for v in views]))
             v = views[ref]
@@ -105,12 +115,14 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
         outputs.append(bundle.write_report(ALIGN_STAGE, {"objects": report, "failed": failed,
                                                          "config": dataclasses.asdict(cfg)}))
         ok = [r for r in report.values() if r.get("status") == "aligned"]
-        metrics = {"objects": len(oids), "aligned": len(ok), "failed": sorted(failed),
-                   "min_iou": min((r["mean_iou"] for r in report.values() if "mean_iou" in r), default=None)}
-        msg = "; ".join(f"{k}: {v}" for k, v in sorted(failed.items()))
+        metrics = {"objects": len(oids), "aligned": len(ok), "failed": sorted(failed), "failed_objects": len(failed),
+                   "min_iou": min((r["mean_iou"] for r in report.values() if "mean_iou" in r), default=None),
+                   "applied": not failed and not kept}
+        notes = {**failed, **{k: f"poor, previous pose kept ({v})" for k, v in kept.items()}}
+        msg = "; ".join(f"{k}: {v}" for k, v in sorted(notes.items()))
         return outputs, metrics, msg
 
-    return run_stage(bundle, ALIGN_STAGE, input_hash, dataclasses.asdict(cfg), work, force)
+    return run_stage(bundle, ALIGN_STAGE, input_hash, dataclasses.asdict(cfg), work, force, accept_poor=accept_poor)
 
 
 def _align_entry(res: AlignResult) -> dict:
@@ -122,8 +134,11 @@ def _align_entry(res: AlignResult) -> dict:
 
 
 # -- texture -------------------------------------------------------------------------------------------------
-def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, list[str]]:
-    """Back-project one object's texture into the bundle. Raises on unusable input (bundle untouched)."""
+def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig, accept_poor: bool = False) -> tuple[dict, list[str]]:
+    """Back-project one object's texture into the bundle. Raises on unusable input (bundle untouched).
+
+    A texture whose re-render PSNR misses the ``texture`` quality gate is written only with ``accept_poor``;
+    otherwise the entry says 'poor' and the bundle keeps the object's previous texture."""
     obj = bundle.object(oid)
     src = bundle.path(obj.visual.mesh)
     mesh0 = load_texmesh(src)
@@ -142,6 +157,11 @@ def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, 
         m = cov & v.mask
         per_view.append({"frame": v.name, "psnr_db": round(psnr(img, v.image, m), 3), "iou": round(iou(cov, v.mask), 5),
                          "pixels": int(m.sum())})
+    psnr_db = round(float(np.mean([p["psnr_db"] for p in per_view])), 3)
+    if not accept_poor and not passes(TEXTURE_STAGE, "min_psnr_db", psnr_db):
+        log.warning("texture of '%s' is poor (re-render PSNR %.1f dB); previous texture kept", oid, psnr_db)
+        return {"status": "poor", "psnr_db": psnr_db, "coverage": round(res.coverage, 5), "per_frame": per_view,
+                "texture_kept": obj.visual.texture}, []
     out_dir = bundle.object_dir(oid)
     png = png_bytes(res.texture)
     # Content-addressed names: the previous texture stays on disk untouched, and the manifest (committed last,
@@ -165,15 +185,19 @@ def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig) -> tuple[dict, 
     outputs.append(bundle.rel(pic))
     entry = {"status": "textured", "texture": bundle.rel(tex_path), "mesh": obj.visual.mesh, "unwrapped": unwrapped,
              "coverage": round(res.coverage, 5), "texels_in_layout": res.texels_in_layout,
-             "psnr_db": round(float(np.mean([p["psnr_db"] for p in per_view])), 3), "per_frame": per_view,
+             "psnr_db": psnr_db, "per_frame": per_view,
              "splat_seconds": res.seconds_splat, "refine_seconds": res.seconds_refine, "picture": bundle.rel(pic)}
     if res.refine_loss:
         entry["refine_loss"] = res.refine_loss
     return entry, outputs
 
 
-def texture_stage(bundle: Bundle, object_ids=None, config: TextureConfig | None = None, force: bool = False):
-    """Back-project textures of every masked dynamic object (or ``object_ids``). Returns (StageRecord, ran)."""
+def texture_stage(bundle: Bundle, object_ids=None, config: TextureConfig | None = None, force: bool = False,
+                  accept_poor: bool = False):
+    """Back-project textures of every masked dynamic object (or ``object_ids``). Returns (StageRecord, ran).
+
+    Quality gate (:mod:`real2sim.core.gates`, ``texture``): an object whose re-render PSNR misses the bar keeps
+    its previous texture unless ``accept_poor``; the record is then 'poor'."""
     cfg = config or TextureConfig()
     oids = _targets(bundle, object_ids)
     m = bundle.manifest
@@ -187,7 +211,7 @@ def texture_stage(bundle: Bundle, object_ids=None, config: TextureConfig | None 
         report, outputs, failed = {}, [], {}
         for oid in oids:
             try:
-                entry, outs = texture_object(bundle, oid, cfg)
+                entry, outs = texture_object(bundle, oid, cfg, accept_poor)
             except (UVError, MaskError, MeshError, Real2SimError) as exc:
                 failed[oid] = str(exc)
                 report[oid] = {"status": "failed", "error": str(exc), "texture_kept": bundle.object(oid).visual.texture}
@@ -198,9 +222,13 @@ def texture_stage(bundle: Bundle, object_ids=None, config: TextureConfig | None 
         outputs.append(bundle.write_report(TEXTURE_STAGE, {"objects": report, "failed": failed,
                                                            "config": dataclasses.asdict(cfg)}))
         ok = [r for r in report.values() if r.get("status") == "textured"]
-        metrics = {"objects": len(oids), "textured": len(ok), "failed": sorted(failed),
-                   "min_coverage": min((r["coverage"] for r in ok), default=None),
-                   "min_psnr_db": min((r["psnr_db"] for r in ok), default=None)}
-        return outputs, metrics, "; ".join(f"{k}: {v}" for k, v in sorted(failed.items()))
+        rated = [r for r in report.values() if "psnr_db" in r]
+        kept = sorted(k for k, r in report.items() if r.get("status") == "poor")
+        metrics = {"objects": len(oids), "textured": len(ok), "failed": sorted(failed), "failed_objects": len(failed),
+                   "min_coverage": min((r["coverage"] for r in rated), default=None),
+                   "min_psnr_db": min((r["psnr_db"] for r in rated), default=None),
+                   "applied": not failed and not kept}
+        notes = {**failed, **{k: f"poor ({report[k]['psnr_db']:.1f} dB), previous texture kept" for k in kept}}
+        return outputs, metrics, "; ".join(f"{k}: {v}" for k, v in sorted(notes.items()))
 
-    return run_stage(bundle, TEXTURE_STAGE, input_hash, dataclasses.asdict(cfg), work, force)
+    return run_stage(bundle, TEXTURE_STAGE, input_hash, dataclasses.asdict(cfg), work, force, accept_poor=accept_poor)

@@ -5,7 +5,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from real2sim.apps.cli.console import console, progress, say
+from real2sim.apps.cli.console import console, progress, say, warn
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import atomic_write_json
 from real2sim.core.errors import Real2SimError
@@ -65,7 +65,21 @@ def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
                         env_kwargs=_env_kwargs(args), **kw)
 
 
+def warn_quality(bundle_dir: str) -> None:
+    """Warn (stderr) about every poor, failed or stale stage of the bundle, exports included: evaluating a twin
+    built on a refused fit or on exports older than the scene measures something else."""
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.stages import GRAPH, quality_problems
+
+    path = Path(bundle_dir)
+    if not (path / "scene.json").is_file():
+        return  # not a bundle: evaluate() says so
+    for _, line in quality_problems(Bundle.load(path), [s.name for s in GRAPH]):
+        warn(f"evaluating a bundle whose {line}")
+
+
 def cmd_eval(args) -> int:
+    warn_quality(args.dir)
     opts = config_from_args(EvalOptions, args)
     obs_size = _obs_size(args.obs_size)
     ray = None if args.ray is None else (True if args.ray == "local" else args.ray)

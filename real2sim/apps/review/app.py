@@ -194,7 +194,7 @@ def _overview_tab(page: _Page) -> list:
     """Returns its outputs: summary, stage table, undo history, report pictures."""
     with gr.Tab("Overview", id="overview"):
         summary = gr.Markdown(elem_id="summary")
-        stages_df = gr.Dataframe(headers=["stage", "status", "metrics", "message"], interactive=False,
+        stages_df = gr.Dataframe(headers=["stage", "status", "quality (number, bar)", "metrics", "message"], interactive=False,
                                  elem_id="stages", wrap=True)
         history_df = gr.Dataframe(headers=["#", "edit"], interactive=False, label="Undo history (newest last)")
         reports_gallery = gr.Gallery(label="Reports", columns=3, height=320, elem_id="reports")

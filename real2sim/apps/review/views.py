@@ -14,8 +14,10 @@ from real2sim.apps.review.edits import camera_xyz_rpy, pose_to_xyz_rpy
 from real2sim.apps.review.versions import history
 from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import Real2SimError
+from real2sim.core.gates import judge
 from real2sim.core.manifest import Manifest
 from real2sim.core.meshes import load_mesh
+from real2sim.core.stages import poor_line
 
 
 def ok_md(msg: str) -> str:
@@ -30,12 +32,26 @@ def err_md(msg: str) -> str:
 
 # -- overview ---------------------------------------------------------------------------------
 def stage_table(bundle: Bundle) -> list[list[str]]:
-    """Rows ``[stage, status, key metrics, message]`` for every stage the bundle has run."""
+    """Rows ``[stage, status, quality, key metrics, message]`` for every stage the bundle has run; ``quality`` is
+    the stage's gate (:mod:`real2sim.core.gates`): its number against the bar, POOR when it misses it."""
     rows = []
     for name, rec in bundle.manifest.stages.items():
-        metrics = ", ".join(f"{k}={_short(v)}" for k, v in rec.metrics.items() if k != "seconds")
-        rows.append([name, rec.status, metrics, rec.message])
+        metrics = ", ".join(f"{k}={_short(v)}" for k, v in rec.metrics.items() if k not in ("seconds", "gate"))
+        status = rec.status.upper() if rec.status == "poor" else rec.status
+        rows.append([name, status, _quality(name, rec), metrics, rec.message])
     return rows
+
+
+def _quality(name: str, rec) -> str:
+    """'0.83 (>= 0.6) ok' / '0.24 (>= 0.6) POOR, not applied' for a gated stage; '' for the others."""
+    verdicts = judge(name, rec.metrics)
+    if not verdicts:
+        return ""
+    parts = [f"{v.gate.metric} {v.value:.4g}{v.gate.unit} ({'>=' if v.gate.higher_is_better else '<='} "
+             f"{v.gate.bar:g}) {'ok' if v.passed else 'POOR'}" for v in verdicts]
+    if rec.status == "poor":
+        parts.append("applied anyway" if rec.metrics.get("applied") else "not applied")
+    return ", ".join(parts)
 
 
 def _short(v) -> str:
@@ -51,7 +67,7 @@ def _short(v) -> str:
 PRODUCERS = {
     "frames": "real2sim init DIR --frames PATH",
     "plate": "real2sim build DIR (plate stage)",
-    "masks": "real2sim build DIR (segment stage)",
+    "masks": "real2sim masks DIR --entity NAME --point X,Y (or 'real2sim init DIR --prompts prompts.json')",
     "collision": "real2sim build DIR",
     "inertial": "real2sim build DIR",
     "export": "real2sim export DIR",
@@ -85,6 +101,9 @@ def overview_summary(bundle: Bundle) -> str:
     m = bundle.manifest
     lines = [f"**{m.name}** — {len(m.objects)} objects, cameras: {', '.join(m.cameras) or 'none'}, "
              f"{len(m.capture.frames)} frames, robot: {m.robot.name if m.robot else 'none'}"]
+    poor = [poor_line(bundle, n) for n, r in m.stages.items() if r.status == "poor"]
+    if poor:
+        lines.append("**Poor (below its quality bar):**\n" + "\n".join(f"- {x}" for x in poor))
     stale = [n for n, r in m.stages.items() if r.status in ("stale", "failed")]
     if stale:
         lines.append("**Stale or failed:** " + ", ".join(f"`{n}` ({m.stages[n].status})" for n in stale))
@@ -104,7 +123,7 @@ def report_pictures(bundle: Bundle, limit: int = 24) -> list[tuple[str, str]]:
 
 def overview(bundle: Bundle) -> tuple[str, list[list[str]], list[list[str]], list[tuple[str, str]]]:
     """The Overview tab: summary, stage rows, undo history rows, report pictures."""
-    rows = stage_table(bundle) or [["(none)", "", "", "run 'real2sim build'"]]
+    rows = stage_table(bundle) or [["(none)", "", "", "", "run 'real2sim build'"]]
     hist = [[h["file"].split(".")[0], h["edit"]] for h in history(bundle.root)] or [["", "(no edits yet)"]]
     return overview_summary(bundle), rows, hist, report_pictures(bundle)
 
@@ -136,10 +155,10 @@ def robot_fields(bundle: Bundle) -> tuple:
     r = bundle.manifest.robot
     if r is None:
         return (f"No robot in this bundle: run `real2sim init {bundle.root} --frames PATH --robot NAME`. "
-                "Robot appearance editing comes with the robot colour-matching stage."), 0, 0, 0, 0
+                "Link colours come from `real2sim robot-appearance`."), 0, 0, 0, 0
     xyz, rpy = pose_to_xyz_rpy(r.base_pose)
-    return (f"Robot **{r.name}**. Base pose edits are saved to scene.json; the preview does not draw the "
-            "robot yet (the MJCF export has no robot)."), *[round(v, 4) for v in xyz], round(float(np.degrees(rpy[2])), 2)
+    return (f"Robot **{r.name}**. Base pose edits are saved to scene.json; the overlay draws the robot at the "
+            "frame's joints from the edited base."), *[round(v, 4) for v in xyz], round(float(np.degrees(rpy[2])), 2)
 
 
 def keep_exact(shown, exact, decimals: int) -> np.ndarray:
