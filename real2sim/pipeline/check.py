@@ -13,8 +13,8 @@ import numpy as np
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError
 from real2sim.core.manifest import MASK_STATES_AT_POSE
-from real2sim.core.stages import poor_line
 from real2sim.core.meshes import load_mesh
+from real2sim.core.stages import poor_line
 
 
 @dataclass(frozen=True)
