@@ -38,7 +38,8 @@ import gradio as gr  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-MODES = ["composite", "blend", "difference", "render"]
+MODES = ["composite", "composite + outlines", "difference", "wipe", "blend", "render"]
+"""Overlay views (:meth:`ReviewServer.picture`): 'composite' is the policy's observation, pixel for pixel."""
 # (elem_id, label, min, max, step) of the pose sliders
 OBJECT_SLIDERS = [("pose_x", "x (m)", -1.5, 1.5, 0.001), ("pose_y", "y (m)", -1.5, 1.5, 0.001),
                   ("pose_z", "z (m)", -0.5, 1.5, 0.001), ("pose_roll", "roll (deg)", -180, 180, 0.5),
@@ -213,10 +214,17 @@ def _overlay_tab(page: _Page) -> _Overlay:
         with gr.Row():
             camera = gr.Dropdown(cams, value=cams[0] if cams else None, label="Camera")
             frame = page.frame_slider()
-            mode = gr.Radio(MODES, value="composite", label="View")
-            blend = gr.Slider(0, 1, value=0.5, step=0.05, label="Blend (0 = real, 1 = simulation)")
+            mode = gr.Radio(MODES, value="composite", label="View", elem_id="overlay_mode")
+            blend = gr.Slider(0, 1, value=0.5, step=0.05, label="Blend / wipe position (0 = photo, 1 = simulation)")
         note = gr.Markdown(elem_id="overlay_note")
-        image = gr.Image(label="Overlay", type="numpy", format="png", interactive=False, elem_id="overlay")
+        gr.Markdown("**composite** is exactly what the policy sees in `real2sim eval --obs-mode composited`: the "
+                    "background plate with the robot and the movable objects rendered (fixed objects such as the "
+                    "table come from the plate). **difference**: the composite against the photo, with its colour "
+                    "scale and PSNR. **wipe**: photo left of the slider, composite right. Outlines: each simulated "
+                    "entity in colour, the photo's mask in black; the note gives each object's mask IoU. "
+                    "Fullscreen (the image's corner button) zooms.")
+        image = gr.Image(label="Overlay", type="numpy", format="png", interactive=False, elem_id="overlay",
+                         buttons=["download", "fullscreen"])
     overlay = _Overlay(camera, frame, mode, blend, note, image)
 
     def view(cam, frame, mode, blend):
