@@ -460,6 +460,96 @@ def test_screenshot_every_tab(server, browser):
     page.close()
 
 
+def make_policy_bundle(root: Path) -> None:
+    """Tabletop bundle with a 'photo' and a different background plate (random pixels: every pixel of the
+    composite tells which one it came from), a task that places nothing at random and does not settle (so the env's
+    first observation is the scene as saved), exported; and a table stage recorded poor (its number and bar)."""
+    from conftest import give_simple_collision
+    from PIL import Image
+
+    from real2sim.core.manifest import FrameSpec, StageRecord
+    from real2sim.pipeline import export_bundle
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+
+    b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), root))
+    rng = np.random.default_rng(0)
+    photo = (rng.random((480, 640, 3)) * 255).astype(np.uint8)
+    (root / "capture" / "frames").mkdir(parents=True)
+    (root / "background").mkdir(exist_ok=True)
+    Image.fromarray(photo).save(root / "capture" / "frames" / "000000.png")
+    Image.fromarray(np.ascontiguousarray(photo[::-1])).save(root / "background" / "plate.png")
+    b.manifest.capture.frames = [FrameSpec("capture/frames/000000.png")]
+    b.manifest.capture.plate = "background/plate.png"
+    b.manifest.tasks["lift_cube"].init = {"settle_s": 0.0}
+    b.manifest.stages["table"] = StageRecord("poor", "x", {}, [], {
+        "spread_mm": 23.4, "applied": False,
+        "gate": [{"metric": "spread_mm", "value": 23.4, "bar": 10.0, "rule": "spread of the objects' bottoms <= 10 mm",
+                  "passed": False}]}, "table: spread 23.4 mm is above the bar 10 mm -> not applied")
+    b.save()
+    export_bundle(b, engines=("mjcf",))
+
+
+@pytest.fixture(scope="module")
+def policy_server(tmp_path_factory):
+    from real2sim.apps.review.app import launch
+
+    root = tmp_path_factory.mktemp("policy") / "scene"
+    make_policy_bundle(root)
+    app, url = launch(root, port=_free_port(), block=False, quiet=True)
+    yield root, url.rstrip("/")
+    app.close()
+    app.review_server.close()
+
+
+def test_composite_is_the_policys_observation(policy_server, browser):
+    """The Overlay tab's composite, fetched from the page, equals the env's first observation pixel for pixel
+    (eval --obs-mode composited: the plate with the robot and the movable objects; the table from the plate)."""
+    from real2sim.evaluation.envs.env import Real2SimEnv
+
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "Overlay")
+    page.wait_for_selector("#overlay img", timeout=30_000)
+    _, shown = img_pixels(page, url, "#overlay")
+    env = Real2SimEnv(root, task="lift_cube", obs_mode="composited")
+    try:
+        obs, _ = env.reset(seed=0)
+    finally:
+        env.close()
+    assert env.obs_mode == "composited"
+    assert shown.shape == obs["image"].shape and (shown == obs["image"]).all(), np.abs(shown - obs["image"]).max()
+    from PIL import Image
+
+    plate = np.asarray(Image.open(root / "background" / "plate.png").convert("RGB"))
+    assert (shown == plate).all(-1).mean() > 0.5  # mostly plate: the table is not pasted over it
+    page.screenshot(path=str(ARTIFACTS / "overlay_composite.png"), full_page=True)
+    # the difference view: a colour scale and the PSNR of the composite against the photo
+    old = page.locator("#overlay img").first.get_attribute("src")
+    page.locator("#overlay_mode").get_by_text("difference", exact=True).click()
+    wait_new_src(page, "#overlay", old)
+    t0 = time.time()
+    while "PSNR" not in page.locator("#overlay_note").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert "PSNR" in page.locator("#overlay_note").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "overlay_difference.png"), full_page=True)
+    page.close()
+
+
+def test_poor_stage_shows_on_overview(policy_server, browser):
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "Overview")
+    t0 = time.time()
+    while "Poor" not in page.locator("#summary").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    summary = " ".join(page.locator("#summary").inner_text().split())
+    assert "Poor" in summary and "table: spread_mm 23.4 misses the bar" in summary and "not applied" in summary, summary
+    stages = page.locator("#stages").inner_text()
+    assert "POOR" in stages and "<= 10" in stages, stages
+    page.screenshot(path=str(ARTIFACTS / "overview_poor.png"), full_page=True)
+    page.close()
+
+
 def test_auth_required_when_set(tmp_path):
     from real2sim.apps.review.app import launch
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe

@@ -211,7 +211,9 @@ def psnr_db(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> flo
 def _put(img: np.ndarray, text: str, org, colour=(255, 255, 255), scale: float = 0.5) -> None:
     import cv2
 
-    cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 3, cv2.LINE_AA)
+    (tw, th), base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
+    x, y = org
+    cv2.rectangle(img, (x - 2, y - th - 3), (x + tw + 2, y + base), (0, 0, 0), -1)  # a dark box: readable anywhere
     cv2.putText(img, text, org, cv2.FONT_HERSHEY_SIMPLEX, scale, colour, 1, cv2.LINE_AA)
 
 
@@ -223,9 +225,11 @@ def difference_view(observation: np.ndarray, real: np.ndarray, fg: np.ndarray | 
     whole, inside = psnr_db(observation, real), psnr_db(observation, real, fg)
     # the colour scale: a bar from 0 to DIFF_FULL_SCALE grey levels of mean |difference|
     bar_w, bar_h, x0, y0 = min(200, w - 20), 10, 10, h - 34
+    heat[y0 - 4:h, 0:min(w, bar_w + 330)] = 0  # the scale's own dark band
     heat[y0:y0 + bar_h, x0:x0 + bar_w] = heat_colours(np.linspace(0, 1, bar_w))[None].repeat(bar_h, 0)
     _put(heat, "0", (x0, y0 + bar_h + 14), scale=0.4)
-    _put(heat, f"{DIFF_FULL_SCALE}+ grey levels: mean |composite - photo|", (x0 + bar_w - 24, y0 + bar_h + 14), scale=0.4)
+    _put(heat, f"{DIFF_FULL_SCALE}+", (x0 + bar_w - 18, y0 + bar_h + 14), scale=0.4)
+    _put(heat, "mean |composite - photo|, grey levels", (x0 + bar_w + 10, y0 + bar_h), scale=0.4)
     line = f"PSNR {whole:.1f} dB whole image" + ("" if inside is None else f", {inside:.1f} dB where the simulation draws")
     _put(heat, line, (10, 20))
     return heat, line
