@@ -41,12 +41,21 @@ log = logging.getLogger(__name__)
 MODES = ["composite", "composite + outlines", "difference", "wipe", "blend", "render"]
 """Overlay views (:meth:`ReviewServer.picture`): 'composite' is the policy's observation, pixel for pixel."""
 # (elem_id, label, min, max, step) of the pose sliders
-OBJECT_SLIDERS = [("pose_x", "x (m)", -1.5, 1.5, 0.001), ("pose_y", "y (m)", -1.5, 1.5, 0.001),
-                  ("pose_z", "z (m)", -0.5, 1.5, 0.001), ("pose_roll", "roll (deg)", -180, 180, 0.5),
-                  ("pose_pitch", "pitch (deg)", -180, 180, 0.5), ("pose_yaw", "yaw (deg)", -180, 180, 0.5)]
-CAMERA_SLIDERS = [("cam_x", "camera x (m)", -3, 3, 0.001), ("cam_y", "camera y (m)", -3, 3, 0.001),
-                  ("cam_z", "camera z (m)", -1, 3, 0.001), ("cam_roll", "camera roll (deg)", -180, 180, 0.1),
-                  ("cam_pitch", "camera pitch (deg)", -180, 180, 0.1), ("cam_yaw", "camera yaw (deg)", -180, 180, 0.1)]
+SPAN_M = 0.05
+"""Position sliders span +-5 cm around the pose when selected (0.5 mm steps; arrow keys nudge one step)."""
+SPAN_DEG = 10.0
+"""Camera angle sliders span +-10 deg around the camera's pose when selected (0.1 deg steps)."""
+# (elem_id, label, min, max, step) of the pose sliders; positions' ranges follow the selected pose
+OBJECT_SLIDERS = [("pose_x", "x (m, +-5 cm around the pose when selected)", -SPAN_M, SPAN_M, 0.0005),
+                  ("pose_y", "y (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("pose_z", "z (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("pose_turn", "turn about world Z (deg, from the orientation when selected)", -180, 180, 0.5)]
+CAMERA_SLIDERS = [("cam_x", "camera x (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("cam_y", "camera y (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("cam_z", "camera z (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("cam_roll", "camera roll (deg, +-10)", -SPAN_DEG, SPAN_DEG, 0.1),
+                  ("cam_pitch", "camera pitch (deg, +-10)", -SPAN_DEG, SPAN_DEG, 0.1),
+                  ("cam_yaw", "camera yaw (deg, +-10)", -SPAN_DEG, SPAN_DEG, 0.1)]
 
 
 # -- what every tab shares ------------------------------------------------------------------------
@@ -100,8 +109,17 @@ class _Overlay:
 class _Objects:
     select: gr.Dropdown
     sliders: list
+    """x, y, z (m) and the turn about world Z (deg)."""
     text: gr.Textbox
     image: gr.Image
+    ref: gr.State
+    """The orientation (quaternion wxyz) the turn slider starts from: the object's when selected."""
+    note: gr.Markdown
+
+    @property
+    def fields(self) -> list:
+        """What :func:`_object_values` fills: the sliders, the exact-pose text, the turn's reference."""
+        return [*self.sliders, self.text, self.ref]
 
 
 @dataclass
@@ -167,7 +185,7 @@ def _wire_reload(page: _Page, app: gr.Blocks, undo_btn, reload_btn, overview: li
     """Page load, 'Reload from disk' and 'Undo last edit' refresh every tab."""
     srv = page.srv
     outputs = [page.version, page.version_md, *overview, overlay.image, overlay.note, objects.image,
-               *objects.sliders, objects.text, *camera.sliders, camera.image, camera.robot_note, *camera.base]
+               *objects.fields, *camera.sliders, camera.image, camera.robot_note, *camera.base]
     inputs = [*overlay.inputs, objects.select, camera.select]
 
     def load_all(cam, frame, mode, blend, oid, cam2):
@@ -176,6 +194,10 @@ def _wire_reload(page: _Page, app: gr.Blocks, undo_btn, reload_btn, overview: li
         return (ver, _version_note(ver), *views.overview(srv.bundle()), img, note, img,
                 *_object_values(srv, oid), *_camera_values(srv, cam2), img, *views.robot_fields(srv.bundle()))
     app.load(load_all, inputs, outputs)
+
+    def overview_after_edit():
+        return views.overview(srv.bundle())
+    page.version.change(overview_after_edit, None, overview, show_progress="hidden")  # every edit, whichever tab
 
     def reload(cam, frame, mode, blend, oid, cam2):
         return (ok_md("reloaded scene.json from disk"),) + load_all(cam, frame, mode, blend, oid, cam2)
@@ -236,25 +258,41 @@ def _overlay_tab(page: _Page) -> _Overlay:
 
 # -- Objects ----------------------------------------------------------------------------------------
 def _object_values(srv: ReviewServer, oid: str | None) -> list:
-    """The six pose sliders and the exact-pose text of ``oid`` (unchanged when it is not in the bundle)."""
-    vals = views.object_pose_fields(srv.bundle().manifest, oid)
-    return [gr.update()] * 6 + [""] if vals is None else vals + [views.pose_text(vals)]
+    """The pose sliders re-centred on ``oid``'s pose (x, y, z, turn 0), its exact-pose text and the turn's reference
+    orientation (all unchanged when it is not in the bundle)."""
+    m = srv.bundle().manifest
+    if not oid or oid not in m.objects:
+        return [gr.update()] * 4 + ["", None]
+    pose = m.objects[oid].pose
+    xyz = [round(float(v), 4) for v in pose.position]
+    return ([gr.update(value=v, minimum=round(v - SPAN_M, 4), maximum=round(v + SPAN_M, 4)) for v in xyz]
+            + [gr.update(value=0)] + [views.pose_text_quat(pose), list(pose.quaternion_wxyz)])
 
 
-def _save_object_pose(srv: ReviewServer, ver: str, oid: str, shown, writer: str | None) -> tuple[str, str]:
-    """Save what the sliders show (x, y, z m, roll, pitch, yaw deg); components still at the shown rounding keep
-    their exact values, an unchanged rotation its exact quaternion. Returns (version, message)."""
+def _turned(ref, turn_deg: float) -> np.ndarray:
+    """``ref`` (quaternion wxyz) turned by ``turn_deg`` about world +Z (quaternion wxyz): no Euler angles, so no
+    gimbal lock whatever the object's tilt."""
+    from real2sim.core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+
+    c, s_ = np.cos(np.radians(turn_deg)), np.sin(np.radians(turn_deg))
+    Rz = np.array([[c, -s_, 0], [s_, c, 0], [0, 0, 1]])
+    return np.asarray(matrix_to_quat_wxyz(Rz @ quat_wxyz_to_matrix(ref)))
+
+
+def _save_object_pose(srv: ReviewServer, ver: str, oid: str, shown, ref, writer: str | None) -> tuple[str, str]:
+    """Save what the sliders show (x, y, z m; turn deg about world Z from ``ref``); a component still at its
+    shown rounding keeps its exact value, an unchanged orientation its exact quaternion. Returns (version, message)."""
     b = srv.bundle()
     if oid not in b.manifest.objects:
         raise edits.EditError(f"object '{oid}' is no longer in the bundle; press 'Reload from disk'")
     cur = b.manifest.objects[oid].pose
-    cur_xyz, cur_rpy = edits.pose_to_xyz_rpy(cur)
-    new = views.keep_exact(shown[:3], cur_xyz, 4)
-    deg = views.keep_exact(shown[3:], np.degrees(cur_rpy), 2)
-    same_rot = np.allclose(deg, np.degrees(cur_rpy), atol=1e-12)
-    if np.allclose(new, cur_xyz, atol=1e-12) and same_rot:
+    new = views.keep_exact(shown[:3], cur.position, 4)
+    q_cur = np.asarray(cur.quaternion_wxyz, float)
+    q = _turned(ref if ref is not None else q_cur, float(shown[3] or 0.0))
+    same_rot = abs(abs(float(np.dot(q, q_cur))) - 1.0) < 1e-12
+    if np.allclose(new, cur.position, atol=1e-12) and same_rot:
         return srv.version(), f"object {oid}: unchanged"
-    res = edits.set_object_pose(srv.root, oid, new, np.radians(deg), quaternion_wxyz=cur.quaternion_wxyz if same_rot else None,
+    res = edits.set_object_pose(srv.root, oid, new, quaternion_wxyz=q_cur if same_rot else q,
                                 expected_version=ver, writer=writer)
     return res.version, _edit_message(res)
 
@@ -265,17 +303,21 @@ def _objects_tab(page: _Page, overlay: _Overlay) -> _Objects:
             with gr.Column(scale=1):
                 select = gr.Dropdown(page.objects, value=page.first_object, label="Object", elem_id="object_select")
                 sliders = _sliders(OBJECT_SLIDERS)
-                text = gr.Textbox(label="Exact pose: x, y, z (m), roll, pitch, yaw (deg)", elem_id="pose_text")
+                text = gr.Textbox(label="Exact pose: x, y, z (m), then the orientation as a quaternion qw, qx, qy, qz "
+                                  "or as roll, pitch, yaw (deg)", elem_id="pose_text")
                 apply_btn = gr.Button("Apply exact pose", elem_id="apply_pose")
-                gr.Markdown("Re-fit this object to its masks (render-and-compare), or re-project its texture "
-                            "from the frames. Both can be undone.")
+                gr.Markdown("Sliders: +-5 cm around the pose when the object was selected, 0.5 mm per step (click "
+                            "a slider, then the arrow keys nudge); the turn spins the object about the world's "
+                            "vertical axis, whatever its tilt. Re-fit the object to its masks (render-and-compare), "
+                            "or re-project its texture from the frames: both can be undone.")
                 with gr.Row():
                     realign_btn = gr.Button("Re-run alignment", elem_id="rerun_alignment")
                     retexture_btn = gr.Button("Re-run texturing", elem_id="rerun_texture")
             with gr.Column(scale=2):
-                image = gr.Image(label="Live overlay", type="numpy", format="png", interactive=False,
-                                 elem_id="object_preview")
-    objects = _Objects(select, sliders, text, image)
+                note = gr.Markdown(elem_id="object_note")
+                image = gr.Image(label="Live overlay (the View chosen on the Overlay tab)", type="numpy", format="png",
+                                 interactive=False, elem_id="object_preview")
+    objects = _Objects(select, sliders, text, image, gr.State(None), note)
     _wire_objects(page, overlay, objects, apply_btn, realign_btn, retexture_btn)
     return objects
 
@@ -285,38 +327,57 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
     sliders = objects.sliders
 
     def select_object(oid, cam, frame, mode, blend):
-        img, _ = view(cam, frame, mode, blend)
-        return (*_object_values(srv, oid), img)
-    objects.select.input(select_object, [objects.select, *overlay.inputs], [*sliders, objects.text, objects.image])
+        img, note = view(cam, frame, mode, blend)
+        return (*_object_values(srv, oid), img, note)
+    objects.select.input(select_object, [objects.select, *overlay.inputs], [*objects.fields, objects.image, objects.note])
 
-    def apply_pose(ver, oid, x, y, z, roll, pitch, yaw, cam, frame, mode, blend, request: gr.Request = None):
+    def apply_pose(ver, oid, x, y, z, turn, ref, cam, frame, mode, blend, request: gr.Request = None):
+        """A slider moved: save, redraw, show the exact pose in the text field (the sliders keep their range)."""
         if not oid:
-            return ver, err_md("no object selected"), gr.update(), gr.update(), gr.update(), gr.update()
+            return ver, err_md("no object selected"), *[gr.update()] * 5
         try:
-            nver, msg = _save_object_pose(srv, ver, oid, [x, y, z, roll, pitch, yaw], _writer(request))
+            nver, msg = _save_object_pose(srv, ver, oid, [x, y, z, turn], ref, _writer(request))
         except (Real2SimError, TypeError, ValueError) as exc:
-            img, _ = view(cam, frame, mode, blend)
-            return ver, err_md(str(exc)), img, img, gr.update(), gr.update()
-        img, _ = view(cam, frame, mode, blend)
-        return nver, ok_md(msg), img, img, _version_note(nver), gr.update()
+            img, note = view(cam, frame, mode, blend)
+            return ver, err_md(str(exc)), img, img, gr.update(), gr.update(), note
+        img, note = view(cam, frame, mode, blend)
+        text = views.pose_text_quat(srv.bundle().manifest.objects[oid].pose)
+        return nver, ok_md(msg), img, img, _version_note(nver), text, note
 
-    pose_inputs = [page.version, objects.select, *sliders, *overlay.inputs]
-    pose_outputs = [page.version, page.status, objects.image, overlay.image, page.version_md, objects.text]
+    pose_inputs = [page.version, objects.select, *sliders, objects.ref, *overlay.inputs]
+    pose_outputs = [page.version, page.status, objects.image, overlay.image, page.version_md, objects.text, objects.note]
     for s in sliders:
         s.input(apply_pose, pose_inputs, pose_outputs, trigger_mode="always_last", show_progress="hidden")
         s.release(apply_pose, pose_inputs, pose_outputs, trigger_mode="always_last", show_progress="hidden")
 
     def apply_text(ver, oid, text, cam, frame, mode, blend, request: gr.Request = None):
+        """'Apply exact pose': x, y, z (m) and a quaternion wxyz (7 numbers) or roll, pitch, yaw in deg (6)."""
+        keep = [gr.update()] * 6
         try:
             vals = [float(v) for v in text.replace(";", ",").split(",")]
-            if len(vals) != 6:
-                raise ValueError(f"expected 6 numbers 'x, y, z, roll, pitch, yaw', got {len(vals)}")
+            if len(vals) not in (6, 7):
+                raise ValueError(f"expected 7 numbers 'x, y, z, qw, qx, qy, qz' or 6 'x, y, z, roll, pitch, yaw', "
+                                 f"got {len(vals)}")
         except ValueError as exc:
-            return ver, err_md(f"cannot read the exact pose '{text}': {exc}"), *[gr.update()] * 10
-        out = apply_pose(ver, oid, *vals, cam, frame, mode, blend, request)
-        sl = _object_values(srv, oid)[:6] if out[1].startswith("**OK:**") else [gr.update()] * 6
-        return (*out, *sl)
-    apply_btn.click(apply_text, [page.version, objects.select, objects.text, *overlay.inputs], pose_outputs + sliders)
+            return ver, err_md(f"cannot read the exact pose '{text}': {exc}"), *[gr.update()] * 5, *keep
+        if not oid:
+            return ver, err_md("no object selected"), *[gr.update()] * 5, *keep
+        try:
+            if len(vals) == 7:
+                res = edits.set_object_pose(srv.root, oid, vals[:3], quaternion_wxyz=vals[3:], expected_version=ver,
+                                            writer=_writer(request))
+            else:
+                res = edits.set_object_pose(srv.root, oid, vals[:3], np.radians(vals[3:]), expected_version=ver,
+                                            writer=_writer(request))
+        except (Real2SimError, TypeError, ValueError) as exc:
+            img, note = view(cam, frame, mode, blend)
+            return ver, err_md(str(exc)), img, img, gr.update(), gr.update(), note, *keep
+        img, note = view(cam, frame, mode, blend)
+        fields = _object_values(srv, oid)  # re-centred on the new pose
+        return (res.version, ok_md(_edit_message(res)), img, img, _version_note(res.version), fields[4], note,
+                *fields[:4], fields[5])
+    apply_btn.click(apply_text, [page.version, objects.select, objects.text, *overlay.inputs],
+                    pose_outputs + sliders + [objects.ref])
 
     def rerun(stage, ver, oid, cam, frame, mode, blend, request):
         try:
@@ -324,17 +385,18 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
             msg, nver, done = res.message, res.version, True
         except Real2SimError as exc:
             msg, nver, done = str(exc), ver, False
-        img, _ = view(cam, frame, mode, blend)
-        sl = _object_values(srv, oid)[:6] if done and oid else [gr.update()] * 6
-        return (nver, ok_md(msg) if done else err_md(msg), img, img, _version_note(nver), gr.update(), *sl)
+        img, note = view(cam, frame, mode, blend)
+        fields = _object_values(srv, oid) if done and oid else [gr.update()] * 6
+        return (nver, ok_md(msg) if done else err_md(msg), img, img, _version_note(nver), fields[4], note,
+                *fields[:4], fields[5])
 
     def realign(ver, oid, cam, frame, mode, blend, request: gr.Request = None):
         return rerun("alignment", ver, oid, cam, frame, mode, blend, request)
 
     def retexture(ver, oid, cam, frame, mode, blend, request: gr.Request = None):
         return rerun("texture", ver, oid, cam, frame, mode, blend, request)
-    realign_btn.click(realign, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders)
-    retexture_btn.click(retexture, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders)
+    realign_btn.click(realign, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders + [objects.ref])
+    retexture_btn.click(retexture, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders + [objects.ref])
 
 
 # -- Masks ------------------------------------------------------------------------------------------
@@ -441,7 +503,10 @@ def _wire_mask_edits(page: _Page, tab: _Masks, accept_btn, reject_btn) -> None:
 def _camera_values(srv: ReviewServer, cam: str | None) -> list:
     """The six camera sliders (unchanged when ``cam`` is not in the bundle)."""
     vals = views.camera_pose_fields(srv.bundle().manifest, cam)
-    return [gr.update()] * 6 if vals is None else vals
+    if vals is None:
+        return [gr.update()] * 6
+    spans = [SPAN_M] * 3 + [SPAN_DEG] * 3
+    return [gr.update(value=v, minimum=round(v - d, 4), maximum=round(v + d, 4)) for v, d in zip(vals, spans)]
 
 
 def _save_camera_pose(srv: ReviewServer, ver: str, cam: str, shown, writer: str | None) -> tuple[str, str]:
@@ -452,6 +517,7 @@ def _save_camera_pose(srv: ReviewServer, ver: str, cam: str, shown, writer: str 
     cur_xyz, cur_rpy = edits.camera_xyz_rpy(b.manifest.cameras[cam].T_world_camera)
     new = views.keep_exact(shown[:3], cur_xyz, 4)
     deg = views.keep_exact(shown[3:], np.degrees(cur_rpy), 2)
+    deg = np.where(np.abs(deg) > 180, (deg + 180) % 360 - 180, deg)  # a slider +-10 deg around 175 passes 180
     if np.allclose(new, cur_xyz, atol=1e-12) and np.allclose(deg, np.degrees(cur_rpy), atol=1e-12):
         return srv.version(), f"camera {cam}: unchanged"
     res = edits.set_camera_pose(srv.root, cam, new, np.radians(deg), expected_version=ver, writer=writer)
@@ -490,13 +556,13 @@ def _wire_camera(page: _Page, overlay: _Overlay, tab: _CameraRobot) -> None:
         try:
             nver, msg = _save_camera_pose(srv, ver, cam, [x, y, z, roll, pitch, yaw], _writer(request))
         except (Real2SimError, TypeError, ValueError) as exc:
-            img, _ = view(cam, frame, mode, blend)
-            return ver, err_md(str(exc)), img, gr.update()
-        img, _ = view(cam, frame, mode, blend)
-        return nver, ok_md(msg), img, _version_note(nver)
+            img, note = view(cam, frame, mode, blend)
+            return ver, err_md(str(exc)), img, gr.update(), img, note
+        img, note = view(cam, frame, mode, blend)
+        return nver, ok_md(msg), img, _version_note(nver), img, note
 
     inputs = [page.version, tab.select, *tab.sliders, overlay.frame, overlay.mode, overlay.blend]
-    outputs = [page.version, page.status, tab.image, page.version_md]
+    outputs = [page.version, page.status, tab.image, page.version_md, overlay.image, overlay.note]
     for s in tab.sliders:
         s.input(apply_camera, inputs, outputs, trigger_mode="always_last", show_progress="hidden")
         s.release(apply_camera, inputs, outputs, trigger_mode="always_last", show_progress="hidden")

@@ -142,6 +142,12 @@ def pose_text(values) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
+def pose_text_quat(pose) -> str:
+    """The exact-pose text field as the page shows it: ``x, y, z`` (m) and the quaternion ``qw, qx, qy, qz``
+    (exact: no Euler angles, which lose a degree of freedom at pitch +-90 deg)."""
+    return ", ".join(f"{float(v):.6g}" for v in [*pose.position, *pose.quaternion_wxyz])
+
+
 def camera_pose_fields(manifest: Manifest, camera: str | None) -> list[float] | None:
     """Camera position (m) and roll, pitch, yaw (deg) as the sliders show them; None when there is no such camera."""
     if not camera or camera not in manifest.cameras:
