@@ -209,7 +209,13 @@ def test_pose_slider_moves_object_and_updates_overlay(server, browser):
     assert after[0] == pytest.approx(before_x - 0.04, abs=1e-6)
     assert after[1:] == before["position"][1:] and pose(root, "cube")["quaternion_wxyz"] == before["quaternion_wxyz"]
     page.screenshot(path=str(ARTIFACTS / "objects_after_move.png"), full_page=True)
-    # the keyboard on the range slider also edits
+    # the exact-pose field follows the slider edit (x, y, z, then the quaternion)
+    t0 = time.time()
+    box = page.locator("#pose_text textarea, #pose_text input").first
+    while not box.input_value().startswith(f"{before_x - 0.04:.6g}") and time.time() - t0 < 15:
+        time.sleep(0.1)
+    assert box.input_value().startswith(f"{before_x - 0.04:.6g}"), box.input_value()
+    # the keyboard on the range slider nudges: 0.5 mm per step
     rng = page.locator("#pose_y input[type=range]")
     y0 = pose(root, "cube")["position"][1]
     rng.focus()
@@ -217,9 +223,9 @@ def test_pose_slider_moves_object_and_updates_overlay(server, browser):
         page.keyboard.press("ArrowRight")
     wait_new_src(page, "#object_preview", src1)
     t0 = time.time()
-    while abs(pose(root, "cube")["position"][1] - (y0 + 0.005)) > 1e-6 and time.time() - t0 < 15:
+    while abs(pose(root, "cube")["position"][1] - (y0 + 0.0025)) > 1e-6 and time.time() - t0 < 15:
         time.sleep(0.1)
-    assert pose(root, "cube")["position"][1] == pytest.approx(y0 + 0.005, abs=1e-6)
+    assert pose(root, "cube")["position"][1] == pytest.approx(y0 + 0.0025, abs=1e-6)
     # the difference view now shows the cube where the real frame has it
     goto_tab(page, "Overlay")
     page.get_by_label("difference").check()
