@@ -9,7 +9,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_jsonable
 from real2sim.core.errors import MaskError, MeshError, Real2SimError, UVError
-from real2sim.core.gates import passes
+from real2sim.core.gates import gate, passes
 from real2sim.core.geometry import transform_points
 from real2sim.core.imaging import iou, png_bytes, psnr, read_rgb_float, write_rgb
 from real2sim.core.manifest import Pose
@@ -108,7 +108,9 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
             v = views[ref]
             tex = _object_texture(bundle, oid)
             img, sil = shaded_render(v.camera, mesh, res.pose, tex, obj.visual.rgba)
-            write_rgb(pic, overlay_panels(v.image, img, v.mask, sil))
+            write_rgb(pic, overlay_panels(v.image, img, v.mask, sil, title=(
+                f"alignment of '{oid}' ({entry['status']}, frame {v.name}): silhouette IoU {res.mean_iou:.3f} "
+                f"(bar {gate('alignment', 'min_iou').bar:g}), contour residual {res.residual_px:.2f} px")))
             entry["picture"], entry["picture_frame"] = bundle.rel(pic), v.name
             outputs.append(bundle.rel(pic))
             report[oid] = entry
@@ -181,7 +183,9 @@ def texture_object(bundle: Bundle, oid: str, cfg: TextureConfig, accept_poor: bo
     v = views[ref]
     img, cov = render_textured(v.camera, mesh, pose, res.texture, cfg.backend)
     pic = bundle.reports_dir() / f"{TEXTURE_STAGE}_{oid}.png"
-    write_rgb(pic, overlay_panels(v.image, img, v.mask, cov))
+    write_rgb(pic, overlay_panels(v.image, img, v.mask, cov, title=(
+        f"texture of '{oid}' (frame {v.name}): re-render PSNR {psnr_db:.1f} dB (bar "
+        f"{gate('texture', 'min_psnr_db').bar:g} dB), {100 * res.coverage:.0f}% of the surface seen")))
     outputs.append(bundle.rel(pic))
     entry = {"status": "textured", "texture": bundle.rel(tex_path), "mesh": obj.visual.mesh, "unwrapped": unwrapped,
              "coverage": round(res.coverage, 5), "texels_in_layout": res.texels_in_layout,

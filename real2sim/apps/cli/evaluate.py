@@ -65,6 +65,13 @@ def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
                         env_kwargs=_env_kwargs(args), **kw)
 
 
+def side_label(csv_path: str) -> str:
+    """An axis name for a results table: its file name, or its folder's when the file is a generic 'sim.csv'
+    ('bridge/results/mujoco/sim.csv' -> 'mujoco')."""
+    p = Path(csv_path)
+    return p.parent.name if p.stem in ("sim", "real", "results", "summary") and p.parent.name else p.stem
+
+
 def warn_quality(bundle_dir: str) -> None:
     """Warn (stderr) about every poor, failed or stale stage of the bundle, exports included: evaluating a twin
     built on a refused fit or on exports older than the scene measures something else."""
@@ -197,7 +204,7 @@ def cmd_metrics(args) -> int:
         atomic_write_json(Path(args.json), to_json(metrics))
         say(f"wrote {args.json}")
     if args.plot:
-        say(f"wrote {plot(metrics, Path(args.plot))}")
+        say(f"wrote {plot(metrics, Path(args.plot), real_label=side_label(args.real), sim_label=side_label(args.sim))}")
     return 0
 
 

@@ -220,7 +220,8 @@ def _overview_tab(page: _Page) -> list:
         stages_df = gr.Dataframe(headers=["stage", "status", "quality (number, bar)", "metrics", "message"], interactive=False,
                                  elem_id="stages", wrap=True)
         history_df = gr.Dataframe(headers=["#", "edit"], interactive=False, label="Undo history (newest last)")
-        reports_gallery = gr.Gallery(label="Reports", columns=3, height=320, elem_id="reports")
+        reports_gallery = gr.Gallery(label="Reports (click one to see it full size)", columns=2, height=560,
+                                     object_fit="contain", elem_id="reports")
         refresh_btn = gr.Button("Refresh", size="sm")
     outputs = [summary, stages_df, history_df, reports_gallery]
 
