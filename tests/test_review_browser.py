@@ -452,7 +452,8 @@ def test_click_resegments(server, browser):
 def test_screenshot_every_tab(server, browser):
     root, url = server
     page = open_page(browser, url)
-    for tab in ["Overview", "Overlay", "Objects", "Masks", "Camera & robot", "Collision", "Export & evaluate"]:
+    for tab in ["Overview", "Overlay", "Objects", "Masks", "Camera & robot", "Collision", "3D scene & rollouts",
+                "Export & evaluate"]:
         goto_tab(page, tab)
         time.sleep(1.5)
         page.screenshot(path=str(ARTIFACTS / f"tab_{tab.split()[0].lower()}.png"), full_page=True)
@@ -493,6 +494,15 @@ def make_policy_bundle(root: Path) -> None:
                   "passed": False}]}, "table: spread 23.4 mm is above the bar 10 mm -> not applied")
     b.save()
     export_bundle(b, engines=("mjcf",))
+    # an episode video as 'real2sim eval --videos' writes it (the runner's own writer): the scene drifting right
+    from real2sim.apps.review.preview import PreviewRenderer
+    from real2sim.evaluation.envs.runner import write_video
+
+    pr = PreviewRenderer(b)
+    pr.sync(b.manifest)
+    frames = [np.roll(pr.render("main"), 8 * i, axis=1) for i in range(10)]
+    pr.close()
+    write_video(frames, root / "results" / "review" / "videos" / "scripted_lift_cube_mujoco_0.mp4")
 
 
 @pytest.fixture(scope="module")
@@ -553,6 +563,42 @@ def test_poor_stage_shows_on_overview(policy_server, browser):
     stages = page.locator("#stages").inner_text()
     assert "POOR" in stages and "<= 10" in stages, stages
     page.screenshot(path=str(ARTIFACTS / "overview_poor.png"), full_page=True)
+    page.close()
+
+
+def test_3d_scene_settle_and_rollout_playback(policy_server, browser):
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "3D scene & rollouts")
+    page.wait_for_selector("#scene_view canvas", timeout=60_000)  # the WebGL view of the whole scene started
+    t0 = time.time()
+    while "frustum" not in page.locator("#scene_note").inner_text() and time.time() - t0 < 30:
+        time.sleep(0.2)
+    note = page.locator("#scene_note").inner_text()
+    assert "6 objects with collision geometry" in note and "robot widowx250s" in note and "1 camera frustum" in note
+    import trimesh
+
+    glb = trimesh.load(root / "reports" / "scene.glb")
+    assert {"cube", "robot", "camera_main", "cube_collision_000"} <= set(glb.graph.nodes), sorted(glb.graph.nodes)
+    time.sleep(2)
+    page.screenshot(path=str(ARTIFACTS / "tab_scene3d.png"), full_page=True)
+    # settle: the recipe drops its objects from 5 mm: after a second they rest 5 mm lower
+    page.locator("#settle_btn").click()
+    t0 = time.time()
+    while "physics steps" not in page.locator("#settle_note").inner_text() and time.time() - t0 < 60:
+        time.sleep(0.2)
+    assert "largest move is 5.0 mm" in page.locator("#settle_note").inner_text()
+    assert "cube" in page.locator("#settle_table").inner_text()
+    page.wait_for_selector("#settle_image img", timeout=30_000)
+    # rollout playback: the recorded episode plays in the page (converted to WebM for the browser)
+    assert page.locator("#rollout_select input").input_value() == "results/review/videos/scripted_lift_cube_mujoco_0.mp4"
+    page.wait_for_selector("#rollout_video video", timeout=60_000)
+    page.wait_for_function("() => { const v = document.querySelector('#rollout_video video'); "
+                           "return v && v.readyState >= 2 && v.videoWidth === 640; }", timeout=60_000)
+    played = page.evaluate("""async () => { const v = document.querySelector('#rollout_video video');
+        v.muted = true; await v.play(); await new Promise(r => setTimeout(r, 800)); return v.currentTime; }""")
+    assert played > 0.2, played
+    page.screenshot(path=str(ARTIFACTS / "tab_rollout.png"), full_page=True)
     page.close()
 
 

@@ -28,7 +28,7 @@ from real2sim.apps.review.server import ReviewServer
 from real2sim.apps.review.views import err_md, ok_md
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError
-from real2sim.engines import engine_names
+from real2sim.engines import engine_names, simulator_names
 from real2sim.evaluation.policies.base import PAGE_POLICIES, check_page_policy
 from real2sim.pipeline import export_bundle
 
@@ -163,7 +163,8 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
         _masks_tab(page, app)
         camera = _camera_tab(page, overlay)
         _collision_tab(page)
-        _export_tab(page, app)
+        rollouts, _ = _scene_tab(page, overlay)
+        _export_tab(page, app, rollouts)
         _wire_reload(page, app, undo_btn, reload_btn, overview, overlay, objects, camera)
     return app
 
@@ -601,8 +602,77 @@ def _collision_tab(page: _Page) -> None:
     collision_tab.select(lambda: None, None, view3d).then(collision_view, select, [view3d, note, stats])
 
 
+# -- 3D scene, settle, rollouts -----------------------------------------------------------------------
+def _scene_tab(page: _Page, overlay: _Overlay) -> tuple[gr.Dropdown, gr.Button]:
+    """The whole scene in 3D, a physics settle preview and the recorded rollouts. Returns the rollout list and its
+    refresh button (an evaluation refreshes them)."""
+    srv = page.srv
+    with gr.Tab("3D scene & rollouts", id="scene_tab") as scene_tab:
+        gr.Markdown("The saved scene in 3D: objects at their poses (textured), their collision geometry in place "
+                    "(translucent red), the robot at the frame's joints and each camera's frustum (yellow). Drag to "
+                    "orbit, scroll to zoom.")
+        with gr.Row():
+            collision = gr.Checkbox(True, label="collision geometry", elem_id="scene_collision")
+            draw_btn = gr.Button("Redraw the 3D scene", size="sm", elem_id="scene_draw")
+        scene_note = gr.Markdown(elem_id="scene_note")
+        view3d = gr.Model3D(label="scene (world +Z up)", height=480, elem_id="scene_view",
+                            clear_color=(0.95, 0.95, 0.95, 1.0))
+        gr.Markdown("**Settle**: step the physics from the saved poses, as every episode starts (its `settle_s`), and "
+                    "see where things come to rest: an object that moves more than a few mm floats, sinks or "
+                    "intersects something. The bundle is not changed.")
+        with gr.Row():
+            seconds = gr.Number(1.0, label="settle time (s)", minimum=0.01, maximum=10, elem_id="settle_seconds")
+            settle_btn = gr.Button("Settle", elem_id="settle_btn")
+        settle_note = gr.Markdown(elem_id="settle_note")
+        with gr.Row():
+            settle_img = gr.Image(label="after settling (the policy's view)", type="numpy", format="png",
+                                  interactive=False, elem_id="settle_image")
+            settle_df = gr.Dataframe(headers=["object", "moved (mm)", "turned (deg)", "dropped (mm)"],
+                                     interactive=False, elem_id="settle_table")
+        gr.Markdown("**Rollouts**: episode videos recorded by an evaluation with videos on (the Export & evaluate "
+                    "tab, or `real2sim eval DIR --videos`).")
+        with gr.Row():
+            vids = views.rollout_videos(srv.root)
+            videos = gr.Dropdown(vids, value=vids[0] if vids else None, label="episode video (newest first)",
+                                 elem_id="rollout_select")
+            refresh_btn = gr.Button("Refresh the list", size="sm")
+        video = gr.Video(label="rollout", elem_id="rollout_video", autoplay=True, loop=True, height=400)
+
+    def draw(with_collision, frame):
+        try:
+            path, note = views.scene_glb(srv.bundle(), int(frame or 0), bool(with_collision))
+        except Real2SimError as exc:
+            return None, err_md(str(exc))
+        return str(path), note
+    # Model3D starts its WebGL canvas only when it gets a value while visible: (re)send it on tab select
+    scene_tab.select(lambda: None, None, view3d).then(draw, [collision, overlay.frame], [view3d, scene_note])
+    draw_btn.click(draw, [collision, overlay.frame], [view3d, scene_note])
+    collision.change(draw, [collision, overlay.frame], [view3d, scene_note])
+
+    def settle(cam, secs):
+        try:
+            img, rows, note = srv.settle(cam, float(secs or 1.0))
+        except (Real2SimError, TypeError, ValueError) as exc:
+            return None, [], err_md(str(exc))
+        return img, rows, note
+    settle_btn.click(settle, [overlay.camera, seconds], [settle_img, settle_df, settle_note])
+
+    def play(rel):
+        if not rel:
+            return None
+        try:
+            return str(views.playable_video(srv.bundle(), rel))
+        except Real2SimError as exc:
+            gr.Warning(str(exc))
+            return None
+    videos.change(play, videos, video)
+    scene_tab.select(play, videos, video)  # the newest episode, ready to play
+    refresh_btn.click(lambda: gr.update(choices=views.rollout_videos(srv.root)), None, videos)
+    return videos, refresh_btn
+
+
 # -- Export & evaluate ------------------------------------------------------------------------------
-def _export_tab(page: _Page, app: gr.Blocks) -> None:
+def _export_tab(page: _Page, app: gr.Blocks, rollouts: gr.Dropdown | None = None) -> None:
     with gr.Tab("Export & evaluate", id="export_tab"):
         with gr.Row():
             engines = gr.CheckboxGroup(engine_names(), value=engine_names(), label="Engines")
@@ -611,14 +681,23 @@ def _export_tab(page: _Page, app: gr.Blocks) -> None:
             episodes = gr.Number(3, label="Episodes", precision=0, minimum=1, maximum=200, elem_id="eval_episodes")
             obs_mode = gr.Dropdown(["state", "render", "composited"], value="state", label="Observation")
         with gr.Row():
+            tasks = sorted(page.bundle.manifest.tasks)
+            task = gr.Dropdown(tasks, value=tasks[0] if tasks else None, label="Task", elem_id="eval_task")
+            backend = gr.Dropdown(simulator_names(), value=simulator_names()[0], label="Simulator",
+                                  elem_id="eval_backend")
+            record = gr.Checkbox(False, label="record episode videos (3D scene & rollouts tab)", elem_id="eval_videos")
+        with gr.Row():
             export_btn = gr.Button("Export", variant="primary", elem_id="export_btn")
             eval_btn = gr.Button("Evaluate", elem_id="eval_btn")
         export_md = gr.Markdown(elem_id="export_result")
-        files = gr.Dataframe(headers=["file", "bytes"], interactive=False, elem_id="export_files")
         eval_md = gr.Markdown(elem_id="eval_result")
+        files = gr.Dataframe(headers=["file", "bytes"], interactive=False, elem_id="export_files",
+                             label="Files under exports/")
     export_btn.click(_exporter(page), [page.version, engines], [page.version, page.status, export_md, files, page.version_md])
     app.load(lambda: views.export_files(page.srv.root), None, files)
-    eval_btn.click(_evaluator(page), [policy, episodes, obs_mode], eval_md)
+    ev = eval_btn.click(_evaluator(page), [policy, episodes, obs_mode, task, backend, record], eval_md)
+    if rollouts is not None:
+        ev.then(lambda: gr.update(choices=views.rollout_videos(page.srv.root)), None, rollouts)
 
 
 def _exporter(page: _Page):
@@ -651,7 +730,7 @@ def _exporter(page: _Page):
 def _evaluator(page: _Page):
     srv = page.srv
 
-    def do_eval(policy, episodes, obs_mode, progress=gr.Progress()):
+    def do_eval(policy, episodes, obs_mode, task=None, backend=None, record=False, progress=gr.Progress()):
         try:
             from real2sim.evaluation.envs.runner import evaluate  # needs gymnasium (optional)
         except ImportError as exc:
@@ -673,7 +752,8 @@ def _evaluator(page: _Page):
                 pass
 
         try:
-            s = srv.on_render_thread(lambda: evaluate(srv.root, None, policy, n, obs_mode=obs_mode,
+            s = srv.on_render_thread(lambda: evaluate(srv.root, task or None, policy, n, obs_mode=obs_mode,
+                                                      backend=backend or None, videos=bool(record),
                                                       out_dir=srv.root / "results" / "review", progress=tick))
         except Real2SimError as exc:
             return err_md(f"evaluation failed: {exc}")

@@ -124,6 +124,58 @@ class ReviewServer:
             img = draw_outlines(img, masks, real_masks)
         return img, "; ".join(notes)
 
+    def settle(self, camera: str | None, seconds: float = 1.0):
+        """Step physics for ``seconds`` from the saved scene, as an episode's start does (``settle_s``); returns
+        (the policy's view of where things came to rest, ``[object, moved mm, turned deg, dropped mm]`` rows, note).
+        The preview goes back to the saved poses afterwards; the bundle is not changed."""
+        return self.on_render_thread(self._settle, camera, float(seconds))
+
+    def _settle(self, camera: str | None, seconds: float):
+        from real2sim.evaluation.envs.observation import observed_objects
+
+        if not 0 < seconds <= 10:
+            raise Real2SimError(f"settle time must be in (0, 10] s, got {seconds}")
+        bundle = self.bundle()
+        pr = self._get_preview(bundle)
+        if pr is None:
+            raise Real2SimError(self.preview_error)
+        scene = pr.scene
+        scene.require("physics")
+        cams = list(bundle.manifest.cameras)
+        cam = camera if camera in cams else (cams[0] if cams else None)
+        scene.reset_state()
+        pr.sync(bundle.manifest, 0)
+        movable = observed_objects(scene, bundle.manifest)
+        before = {o: scene.object_pose(o) for o in movable}
+        steps = int(round(seconds / scene.physics_timestep))
+        try:
+            scene.step_physics(steps)
+            after = {o: scene.object_pose(o) for o in movable}
+            img = None
+            if cam is not None:
+                plate = plate_for(bundle, bundle.manifest.cameras[cam])
+                img = pr.observation(cam, plate)[0] if plate is not None else pr.render(cam)
+        finally:
+            scene.reset_state()
+            pr.sync(bundle.manifest, 0)
+        rows = [[o, *settle_motion(before[o], after[o])] for o in movable]
+        worst = max((r[1] for r in rows), default=0.0)
+        note = (f"{steps} physics steps ({seconds:g} s) from the saved poses: the largest move is {worst:.1f} mm"
+                + (" (an object that moves more than a few mm is floating, sunk or interpenetrating: check its z and "
+                   "the table height)" if worst > 5 else ""))
+        return img, rows, note
+
     def close(self) -> None:
         self.on_render_thread(self._close_preview)
         self._pool.shutdown(wait=True)
+
+
+def settle_motion(T0, T1) -> list[float]:
+    """``[moved mm, turned deg, dropped mm]`` from pose ``T0`` to ``T1`` (4x4)."""
+    import numpy as np
+
+    T0, T1 = np.asarray(T0, float), np.asarray(T1, float)
+    moved = float(np.linalg.norm(T1[:3, 3] - T0[:3, 3])) * 1e3
+    c = (np.trace(T0[:3, :3].T @ T1[:3, :3]) - 1) / 2
+    turned = float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))))
+    return [round(moved, 2), round(turned, 2), round(float(T0[2, 3] - T1[2, 3]) * 1e3, 2)]

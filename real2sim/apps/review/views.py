@@ -6,6 +6,7 @@ Camera & robot tabs, the Collision tab's 3D view and numbers, and the Export & e
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,8 @@ from real2sim.core.gates import judge
 from real2sim.core.manifest import Manifest
 from real2sim.core.meshes import load_mesh
 from real2sim.core.stages import poor_line
+
+log = logging.getLogger(__name__)
 
 
 def ok_md(msg: str) -> str:
@@ -277,3 +280,129 @@ def eval_summary(s, root: Path) -> str:
             f"({s.rate:.0%}); {s.ran} run, {s.skipped} already done, {s.seconds:.1f} s.  \n"
             f"Episodes: `{Path(s.results_path).relative_to(root)}`; summary for `real2sim metrics --sim`: "
             f"`{Path(s.csv_path).relative_to(root)}`")
+
+
+# -- the whole scene in 3D ---------------------------------------------------------------------
+FRUSTUM_DEPTH_M = 0.25
+"""How far the camera frustums reach in the 3D view."""
+
+
+def scene_glb(bundle: Bundle, frame: int = 0, collision: bool = True) -> tuple[Path, str]:
+    """Write ``reports/scene.glb``: every object's visual mesh at its pose (its texture when it has one, else its
+    colour), its collision geometry in place (translucent red, with ``collision``), the robot posed at frame
+    ``frame``'s joints (else its start joints) and each camera's frustum (translucent yellow, apex at the camera).
+    World +Z shows up (glTF's +Y). Returns (path, one-line summary)."""
+    import trimesh
+
+    m = bundle.manifest
+    scene = trimesh.Scene()
+    for oid, obj in m.objects.items():
+        T = obj.pose.matrix()
+        try:
+            vis = trimesh.load(bundle.path(obj.visual.mesh), force="mesh", process=False)
+        except Exception as exc:  # noqa: BLE001 - one unreadable mesh must not hide the scene
+            log.warning("3D view: %s: %s", obj.visual.mesh, exc)
+            continue
+        if not _textured(vis):
+            vis.visual = trimesh.visual.ColorVisuals(vis, face_colors=(np.asarray(obj.visual.rgba) * 255).astype(np.uint8))
+        scene.add_geometry(vis, node_name=f"{oid}", transform=T)
+        if collision:
+            for i, part in enumerate(_collision_parts(bundle, oid)):
+                part = part.copy()
+                part.visual = trimesh.visual.ColorVisuals(part, face_colors=[255, 60, 60, 90])
+                scene.add_geometry(part, node_name=f"{oid}_collision_{i:03d}", transform=T)
+    robot_note = _add_robot(scene, bundle, frame)
+    for name, spec in m.cameras.items():
+        scene.add_geometry(_frustum(spec.camera()), node_name=f"camera_{name}")
+    scene.apply_transform(trimesh.transformations.rotation_matrix(-np.pi / 2, [1, 0, 0]))
+    path = bundle.reports_dir() / "scene.glb"
+    atomic_write_bytes(path, scene.export(file_type="glb"))
+    return path, (f"{len(m.objects)} objects{' with collision geometry (red)' if collision else ''}, {robot_note}, "
+                  f"{len(m.cameras)} camera frustum(s) (yellow, {FRUSTUM_DEPTH_M:g} m deep); written to "
+                  f"`{bundle.rel(path)}`")
+
+
+def _textured(mesh) -> bool:
+    vis = getattr(mesh, "visual", None)
+    return getattr(vis, "kind", None) == "texture" and getattr(getattr(vis, "material", None), "image", None) is not None \
+        or getattr(getattr(vis, "material", None), "baseColorTexture", None) is not None
+
+
+def _add_robot(scene, bundle: Bundle, frame: int) -> str:
+    """Add the robot's links posed at the frame's (else the start) joints; returns what was drawn."""
+    import trimesh
+
+    r = bundle.manifest.robot
+    if r is None:
+        return "no robot"
+    from real2sim.render.robot import load_robot_model, posed_mesh
+
+    frames = bundle.manifest.capture.frames
+    q = (frames[int(np.clip(frame, 0, len(frames) - 1))].joint_positions if frames else None) or r.joint_positions
+    try:
+        model = load_robot_model(r)
+        v, f, _, _ = posed_mesh(model, q if q is not None and len(q) == len(model.joint_names) else model.default_q)
+    except Real2SimError as exc:
+        return f"robot not drawn ({exc})"
+    mesh = trimesh.Trimesh(v, f, process=False)
+    mesh.visual = trimesh.visual.ColorVisuals(mesh, face_colors=[70, 70, 80, 255])
+    scene.add_geometry(mesh, node_name="robot")
+    return f"robot {r.name} at {'the frame' if frames and frames[0].joint_positions else 'its start'} joints"
+
+
+def _frustum(camera, depth: float = FRUSTUM_DEPTH_M):
+    """A translucent pyramid: apex at the camera, base the image rectangle ``depth`` m ahead (world frame)."""
+    import trimesh
+
+    w, h = camera.width, camera.height
+    corners = np.array([[0, 0], [w, 0], [w, h], [0, h]], float)
+    rays = np.c_[(corners[:, 0] - camera.cx) / camera.fx, (corners[:, 1] - camera.cy) / camera.fy, np.ones(4)] * depth
+    T = np.asarray(camera.T_world_camera, float)
+    pts = np.vstack([[0, 0, 0], rays]) @ T[:3, :3].T + T[:3, 3]
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1], [1, 3, 2], [1, 4, 3]])
+    mesh = trimesh.Trimesh(pts, np.vstack([faces, faces[:, ::-1]]), process=False)
+    mesh.visual = trimesh.visual.ColorVisuals(mesh, face_colors=[255, 220, 0, 70])
+    return mesh
+
+
+# -- rollouts ------------------------------------------------------------------------------------
+def rollout_videos(root: Path) -> list[str]:
+    """Episode videos under the bundle's ``results/`` (``eval --videos``), bundle-relative, newest first."""
+    res = Path(root) / "results"
+    vids = sorted(res.rglob("videos/*.mp4"), key=lambda p: p.stat().st_mtime, reverse=True) if res.is_dir() else []
+    return [p.relative_to(root).as_posix() for p in vids]
+
+
+def playable_video(bundle: Bundle, rel: str) -> Path:
+    """A browser-playable copy (WebM, VP9) of the episode video ``rel`` under ``reports/videos/`` (made once): the
+    runner writes MPEG-4 part 2, which browsers do not play."""
+    import cv2
+
+    src = bundle.path(rel)
+    if not src.is_file():
+        raise Real2SimError(f"{rel}: no such video; record some with 'real2sim eval DIR --videos'")
+    out = bundle.reports_dir() / "videos" / (src.stem + ".webm")
+    if out.is_file() and out.stat().st_mtime >= src.stat().st_mtime:
+        return out
+    cap = cv2.VideoCapture(str(src))
+    fps = cap.get(cv2.CAP_PROP_FPS) or 5
+    frames = []
+    while True:
+        ok, img = cap.read()
+        if not ok:
+            break
+        frames.append(img)
+    cap.release()
+    if not frames:
+        raise Real2SimError(f"{rel}: no frames could be read from it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + ".tmp.webm")
+    h, w = frames[0].shape[:2]
+    vw = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"VP90"), float(fps), (w, h))
+    if not vw.isOpened():
+        raise Real2SimError(f"{rel}: this OpenCV cannot write WebM (VP9) for the browser; play the mp4 in a video player")
+    for img in frames:
+        vw.write(img)
+    vw.release()
+    tmp.replace(out)
+    return out
