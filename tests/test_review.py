@@ -488,3 +488,19 @@ def test_turn_about_world_z_has_no_gimbal_lock(exported, caplog):
 def test_angle_errors_speak_degrees(recipe_bundle):
     with pytest.raises(edits.EditError, match=r"\[0.0, 0.0, 99999.0\] deg is out of range"):
         edits.set_object_pose(recipe_bundle.root, "cube", [0, 0, 0], np.radians([0, 0, 99999]))
+
+
+def test_port_in_use_names_the_port_option(recipe_bundle, capsys):
+    """A taken port: one line naming --port (not Gradio's GRADIO_SERVER_PORT traceback), exit 2."""
+    pytest.importorskip("gradio")
+    import socket
+
+    from real2sim.apps.cli import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        assert main(["review", str(recipe_bundle.root), "--port", str(port)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"127.0.0.1:{port}" in err and "--port N" in err and "GRADIO_SERVER_PORT" not in err, err

@@ -74,7 +74,8 @@ def add_parsers(subparsers) -> None:
     p.add_argument("id", help="object id ([A-Za-z0-9_-])")
     p.add_argument("--mesh", required=True, help="OBJ, STL, PLY, GLB or DAE, in metres")
     p.add_argument("--texture", help="texture image for the mesh's UVs")
-    p.add_argument("--position", help="x,y,z in metres (default: resting on the table centre)")
+    p.add_argument("--position", help="x,y,z in metres (default: x = y = 0, the world origin, where the robot's base "
+                                      "usually stands, resting on the table height; alignment then moves it to its masks)")
     p.add_argument("--density", type=float, help="kg/m^3 (default 1000)")
     p.add_argument("--mass", type=float, help="kg (overrides density)")
     p.add_argument("--friction", type=float)
