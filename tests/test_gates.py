@@ -169,3 +169,11 @@ def test_export_of_a_bundle_with_a_stale_or_poor_stage_warns(exportable_bundle, 
     assert main(["export", str(b.root), "--engine", "mjcf"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "exporting with texture: min_psnr_db 14 misses the bar" in err and "applied anyway" in err, err
+
+
+def test_the_docs_state_every_rule():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "bundle.md").read_text()
+    for g in GATES:
+        assert g.describe() in text, f"docs/bundle.md does not state the rule '{g.describe()}'"

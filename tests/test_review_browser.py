@@ -538,7 +538,7 @@ def test_composite_is_the_policys_observation(policy_server, browser):
 
     plate = np.asarray(Image.open(root / "background" / "plate.png").convert("RGB"))
     assert (shown == plate).all(-1).mean() > 0.5  # mostly plate: the table is not pasted over it
-    page.screenshot(path=str(ARTIFACTS / "overlay_composite.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "policy_composite.png"), full_page=True)
     # the difference view: a colour scale and the PSNR of the composite against the photo
     old = page.locator("#overlay img").first.get_attribute("src")
     page.locator("#overlay_mode").get_by_text("difference", exact=True).click()
@@ -547,7 +547,7 @@ def test_composite_is_the_policys_observation(policy_server, browser):
     while "PSNR" not in page.locator("#overlay_note").inner_text() and time.time() - t0 < 20:
         time.sleep(0.2)
     assert "PSNR" in page.locator("#overlay_note").inner_text()
-    page.screenshot(path=str(ARTIFACTS / "overlay_difference.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "policy_difference.png"), full_page=True)
     page.close()
 
 

@@ -132,10 +132,13 @@ class PreviewRenderer:
         img, mask, _ = composite(self.scene, camera, observed_objects(self.scene, self.manifest), background)
         return img, mask
 
-    def entity_masks(self, camera: str) -> dict[str, np.ndarray]:
-        """``{entity: (h, w) bool}`` for the robot (when the scene has one) and every movable object."""
-        out = {o: self.scene.foreground_mask(camera, [o], robot=False) for o in observed_objects(self.scene, self.manifest)}
-        if "robot" in self.scene.capabilities:
+    def entity_masks(self, camera: str, only=None) -> dict[str, np.ndarray]:
+        """``{entity: (h, w) bool}`` for the robot (when the scene has one) and every movable object (those in
+        ``only`` when given)."""
+        want = None if only is None else set(only)
+        out = {o: self.scene.foreground_mask(camera, [o], robot=False) for o in observed_objects(self.scene, self.manifest)
+               if want is None or o in want}
+        if "robot" in self.scene.capabilities and (want is None or "robot" in want):
             out["robot"] = self.scene.robot_mask(camera)
         return out
 

@@ -115,8 +115,9 @@ class ReviewServer:
             notes = [f"wipe: photo left of {blend:.0%} of the width, composite right of it"] + notes
         else:
             img = compose_overlay(render, real, blend, mode)
-        masks = pr.entity_masks(cam) if outlines or self.live_iou else {}
-        real_masks = frame_masks(bundle, frame, list(masks))
+        # live IoU: only the entities the photo has masks of at this frame (one segmentation render each)
+        real_masks = frame_masks(bundle, frame, [*bundle.manifest.objects, "robot"]) if self.live_iou or outlines else {}
+        masks = pr.entity_masks(cam, None if outlines else list(real_masks)) if real_masks or outlines else {}
         ious = mask_ious(masks, real_masks)
         if ious:
             notes.append("mask IoU (simulated vs photo mask): " + ", ".join(f"{k} {v:.3f}" for k, v in ious.items()))
