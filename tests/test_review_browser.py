@@ -501,8 +501,13 @@ def make_policy_bundle(root: Path) -> None:
     pr = PreviewRenderer(b)
     pr.sync(b.manifest)
     frames = [np.roll(pr.render("main"), 8 * i, axis=1) for i in range(10)]
+    cube_mask = pr.mask("main", ["cube"])  # the photo's mask of the cube: where the saved pose draws it
     pr.close()
     write_video(frames, root / "results" / "review" / "videos" / "scripted_lift_cube_mujoco_0.mp4")
+    (root / "masks" / "000000").mkdir(parents=True, exist_ok=True)
+    Image.fromarray(cube_mask.astype(np.uint8) * 255).save(root / "masks" / "000000" / "cube.png")
+    b.manifest.capture.masks = {"000000": {"cube": "masks/000000/cube.png"}}
+    b.save()
 
 
 @pytest.fixture(scope="module")
@@ -599,6 +604,40 @@ def test_3d_scene_settle_and_rollout_playback(policy_server, browser):
         v.muted = true; await v.play(); await new Promise(r => setTimeout(r, 800)); return v.currentTime; }""")
     assert played > 0.2, played
     page.screenshot(path=str(ARTIFACTS / "tab_rollout.png"), full_page=True)
+    page.close()
+
+
+def _iou_in(text: str, oid: str) -> float | None:
+    import re
+
+    m = re.search(rf"\b{oid} ([0-9.]+)", text.split("mask IoU", 1)[-1]) if "mask IoU" in text else None
+    return float(m.group(1)) if m else None
+
+
+def test_slider_drag_updates_the_live_iou(policy_server, browser):
+    """The Objects tab's note gives the cube's mask IoU; nudging its x slider (arrow keys, 0.5 mm a step) lowers it
+    as the edit lands."""
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "Objects")
+    page.wait_for_selector("#object_preview img", timeout=30_000)
+    page.locator("#object_select input").click()
+    page.get_by_role("option", name="cube").click()
+    t0 = time.time()
+    while _iou_in(page.locator("#object_note").inner_text(), "cube") is None and time.time() - t0 < 30:
+        time.sleep(0.2)
+    before = _iou_in(page.locator("#object_note").inner_text(), "cube")
+    assert before is not None and before > 0.99, page.locator("#object_note").inner_text()
+    page.locator("#pose_x input[type=range]").focus()
+    for _ in range(16):  # 8 mm
+        page.keyboard.press("ArrowRight")
+    t0 = time.time()
+    after = before
+    while after > 0.95 and time.time() - t0 < 30:
+        time.sleep(0.2)
+        after = _iou_in(page.locator("#object_note").inner_text(), "cube") or after
+    assert after < 0.95, (before, after)
+    page.screenshot(path=str(ARTIFACTS / "objects_live_iou.png"), full_page=True)
     page.close()
 
 

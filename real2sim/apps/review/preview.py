@@ -225,7 +225,7 @@ def difference_view(observation: np.ndarray, real: np.ndarray, fg: np.ndarray | 
     and a one-line summary (PSNR whole image / where the simulation draws)."""
     heat = difference_heatmap(real, observation)
     h, w = heat.shape[:2]
-    whole, inside = psnr_db(observation, real), psnr_db(observation, real, fg)
+    whole, inside = psnr_db(observation, real), None if fg is None else psnr_db(observation, real, fg)
     # the colour scale: a bar from 0 to DIFF_FULL_SCALE grey levels of mean |difference|
     bar_w, bar_h, x0, y0 = min(200, w - 20), 10, 10, h - 34
     heat[y0 - 4:h, 0:min(w, bar_w + 330)] = 0  # the scale's own dark band
