@@ -94,8 +94,8 @@ class ReviewServer:
         if pr is None:
             return real, f"{self.preview_error} ({real_note})"
         pr.sync(bundle.manifest, frame)
-        render = pr.render(cam)
         plate = plate_for(bundle, bundle.manifest.cameras[cam])
+        render = pr.render(cam) if plate is None or mode in ("blend", "render") else None
         if plate is not None:
             obs, fg = pr.observation(cam, plate)
             what = "the policy's view (`eval --obs-mode composited`): the plate, the robot and the movable objects"
@@ -103,8 +103,8 @@ class ReviewServer:
             obs, fg = render, None
             what = "no background plate: the policy sees the render (`eval` falls back to `--obs-mode render`)"
         notes = [f"camera '{cam}'; real image: {real_note}"]
-        if real is not None and real.shape != render.shape:
-            real = compose_overlay(render, real, 0.0, "blend")  # resized to the render
+        if real is not None and real.shape != obs.shape:
+            real = compose_overlay(obs, real, 0.0, "blend")  # resized to the simulated picture
         if mode == "composite" or real is None and mode in ("difference", "wipe"):
             img, notes = obs, [f"composite = {what}"] + notes
         elif mode == "difference":
