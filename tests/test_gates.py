@@ -160,7 +160,7 @@ def test_fit_robot_of_the_wrong_robot_is_refused_with_its_number(tmp_path, share
     assert b.manifest.stages["robot_fit"].metrics["applied"] and b.manifest.capture.masks["000000"]["robot"]
 
 
-def test_export_of_a_bundle_with_a_stale_or_poor_stage_warns(exportable_bundle, capsys):
+def test_export_and_eval_of_a_bundle_with_a_poor_stage_warn(exportable_bundle, tmp_path, capsys):
     b = exportable_bundle
     b.manifest.stages["texture"] = StageRecord("poor", "x", {}, [], {
         "min_psnr_db": 14.0, "applied": True, "gate": [{"metric": "min_psnr_db", "value": 14.0, "bar": 20.0,
@@ -169,6 +169,11 @@ def test_export_of_a_bundle_with_a_stale_or_poor_stage_warns(exportable_bundle, 
     assert main(["export", str(b.root), "--engine", "mjcf"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "exporting with texture: min_psnr_db 14 misses the bar" in err and "applied anyway" in err, err
+    pytest.importorskip("gymnasium")
+    assert main(["eval", str(b.root), "--policy", "random", "--episodes", "1", "--obs-mode", "state", "--backend",
+                 "mujoco", "--out", str(tmp_path / "res")]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "evaluating a bundle whose texture: min_psnr_db 14 misses the bar" in err, err
 
 
 def test_the_docs_state_every_rule():

@@ -638,6 +638,14 @@ def test_slider_drag_updates_the_live_iou(policy_server, browser):
         after = _iou_in(page.locator("#object_note").inner_text(), "cube") or after
     assert after < 0.95, (before, after)
     page.screenshot(path=str(ARTIFACTS / "objects_live_iou.png"), full_page=True)
+    # the Overview followed the edit without 'Refresh': the undo history lists it, the stages it made stale show
+    goto_tab(page, "Overview")
+    t0 = time.time()
+    while "object cube" not in page.locator("#history").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert "object cube" in page.locator("#history").inner_text()
+    assert "(no edits yet)" not in page.locator("#history").inner_text()
+    assert "stale" in page.locator("#stages").inner_text()
     page.close()
 
 

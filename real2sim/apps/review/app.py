@@ -220,7 +220,8 @@ def _overview_tab(page: _Page) -> list:
         summary = gr.Markdown(elem_id="summary")
         stages_df = gr.Dataframe(headers=["stage", "status", "quality (number, bar)", "metrics", "message"], interactive=False,
                                  elem_id="stages", wrap=True)
-        history_df = gr.Dataframe(headers=["#", "edit"], interactive=False, label="Undo history (newest last)")
+        history_df = gr.Dataframe(headers=["#", "edit"], interactive=False, label="Undo history (newest last)",
+                                  elem_id="history")
         reports_gallery = gr.Gallery(label="Reports (click one to see it full size)", columns=2, height=560,
                                      object_fit="contain", elem_id="reports")
         refresh_btn = gr.Button("Refresh", size="sm")
