@@ -67,14 +67,14 @@ def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
 
 def side_label(csv_path: str) -> str:
     """An axis name for a results table: its file name, or its folder's when the file is a generic 'sim.csv'
-    ('bridge/results/mujoco/sim.csv' -> 'mujoco')."""
+    ('results/ENGINE/sim.csv' -> 'ENGINE')."""
     p = Path(csv_path)
     return p.parent.name if p.stem in ("sim", "real", "results", "summary") and p.parent.name else p.stem
 
 
 def warn_quality(bundle_dir: str) -> None:
-    """Warn (stderr) about every poor, failed or stale stage of the bundle, exports included: evaluating a twin
-    built on a refused fit or on exports older than the scene measures something else."""
+    """Warn (stderr, after the results) about every poor, failed or stale stage of the bundle, exports included:
+    evaluating a twin built on a refused fit or on exports older than the scene measures something else."""
     from real2sim.core.bundle import Bundle
     from real2sim.core.stages import GRAPH, quality_problems
 
@@ -86,7 +86,12 @@ def warn_quality(bundle_dir: str) -> None:
 
 
 def cmd_eval(args) -> int:
-    warn_quality(args.dir)
+    code = _cmd_eval(args)
+    warn_quality(args.dir)  # after the results (bad input stays one line on stderr)
+    return code
+
+
+def _cmd_eval(args) -> int:
     opts = config_from_args(EvalOptions, args)
     obs_size = _obs_size(args.obs_size)
     ray = None if args.ray is None else (True if args.ray == "local" else args.ray)
