@@ -17,9 +17,10 @@ A stage asks :func:`judge` with its metrics (``{name: value}``); the stage runne
 - ``table`` — how far the objects' bottoms disagree on one flat table (``spread_mm``, objects method): a few mm on
   a well-calibrated camera, 23 mm on the Bridge frame with the config's camera (a sign the camera is off). Bar 10 mm.
   Board method: the board corners' reprojection RMS (``rms_px``), bar 2 px (a good board: < 1 px).
-- ``alignment`` — the worst object's silhouette IoU against its masks (``min_iou``): 0.94 on the Bridge cubes,
-  0.99 on synthetic frames; a pose rotated onto a wrong face lands near 0.8. Bar 0.9 (the rule of docs/texture.md:
-  "aligned" only at IoU >= 0.9).
+- ``alignment`` — objects that are not 'aligned' (``unaligned_objects``: poor, not converged or failed). Each
+  object's own number is its silhouette IoU against its masks, 'aligned' at :data:`ALIGNED_IOU` (the alignment
+  stage owns the per-object rule and may relax it for small masks; docs/texture.md): 0.94 on the Bridge cubes,
+  0.99 on synthetic frames, 0.51 for a cube whose mask lost its bottom half. Bar 0: every object aligned.
 - ``texture`` — the worst object's re-render PSNR over its masks (``min_psnr_db``): 34-40 dB on the Bridge cubes,
   > 25 dB on synthetic frames; a texture back-projected from a wrong pose lands below 20 dB. Bar 20 dB.
 """
@@ -56,8 +57,8 @@ GATES: tuple[Gate, ...] = (
     Gate("camera_refine", "mean_iou_after", 0.7, True, "robot silhouette IoU from the refined camera"),
     Gate("table", "spread_mm", 10.0, False, "spread of the objects' bottoms", " mm"),
     Gate("table", "rms_px", 2.0, False, "board corner reprojection RMS", " px"),
-    Gate("alignment", "min_iou", 0.9, True, "worst object's silhouette IoU"),
-    Gate("alignment", "failed_objects", 0, False, "objects whose alignment failed"),
+    Gate("alignment", "unaligned_objects", 0, False, "objects not aligned (each object's silhouette IoU against "
+         "ALIGNED_IOU)"),
     Gate("texture", "min_psnr_db", 20.0, True, "worst object's re-render PSNR", " dB"),
     Gate("texture", "failed_objects", 0, False, "objects whose texturing failed"),
 )
@@ -65,6 +66,9 @@ GATES: tuple[Gate, ...] = (
 did not report (None or absent) does not apply."""
 
 GATED_STAGES = tuple(dict.fromkeys(g.stage for g in GATES))
+
+ALIGNED_IOU = 0.9
+"""An object's alignment is 'aligned' at this mean silhouette IoU against its masks (else 'poor', pose kept)."""
 
 
 @dataclass(frozen=True)

@@ -239,7 +239,9 @@ def poor_line(bundle: Bundle, name: str) -> str | None:
     if rec is None or rec.status != "poor":
         return None
     misses = ", ".join(f"{g['metric']} {g['value']:.4g} misses the bar ({g['rule']})" for g in rec.metrics.get("gate", []))
-    return f"{name}: {misses or 'poor'} -> " + (POOR_APPLIED if rec.metrics.get("applied") else POOR_NOT_APPLIED)
+    verdict = POOR_APPLIED if rec.metrics.get("applied") else POOR_NOT_APPLIED
+    detail = rec.message.split(verdict, 1)[1].lstrip("; ") if verdict in rec.message else ""
+    return f"{name}: {misses or 'poor'} -> {verdict}" + (f"; {detail}" if detail else "")
 
 
 def quality_problems(bundle: Bundle, names=None) -> list[tuple[str, str]]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_jsonable
 from real2sim.core.errors import MaskError, MeshError, Real2SimError, UVError
-from real2sim.core.gates import gate, passes
+from real2sim.core.gates import ALIGNED_IOU, gate, passes
 from real2sim.core.geometry import transform_points
 from real2sim.core.imaging import iou, png_bytes, psnr, read_rgb_float, write_rgb
 from real2sim.core.manifest import Pose
@@ -92,7 +92,7 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
                 log.warning("alignment of '%s' failed: %s (previous pose kept)", oid, exc)
                 continue
             entry = _align_entry(res)
-            good = passes(ALIGN_STAGE, "min_iou", res.mean_iou)
+            good = res.mean_iou >= ALIGNED_IOU
             if res.converged and (good or accept_poor):
                 obj.pose = Pose.from_matrix(res.pose)
             elif res.converged:
@@ -110,14 +110,15 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
             img, sil = shaded_render(v.camera, mesh, res.pose, tex, obj.visual.rgba)
             write_rgb(pic, overlay_panels(v.image, img, v.mask, sil, title=(
                 f"alignment of '{oid}' ({entry['status']}, frame {v.name}): silhouette IoU {res.mean_iou:.3f} "
-                f"(bar {gate('alignment', 'min_iou').bar:g}), contour residual {res.residual_px:.2f} px")))
+                f"(aligned at {ALIGNED_IOU:g}), contour residual {res.residual_px:.2f} px")))
             entry["picture"], entry["picture_frame"] = bundle.rel(pic), v.name
             outputs.append(bundle.rel(pic))
             report[oid] = entry
         outputs.append(bundle.write_report(ALIGN_STAGE, {"objects": report, "failed": failed,
                                                          "config": dataclasses.asdict(cfg)}))
         ok = [r for r in report.values() if r.get("status") == "aligned"]
-        metrics = {"objects": len(oids), "aligned": len(ok), "failed": sorted(failed), "failed_objects": len(failed),
+        metrics = {"objects": len(oids), "aligned": len(ok), "failed": sorted(failed),
+                   "unaligned_objects": len(oids) - len(ok),
                    "min_iou": min((r["mean_iou"] for r in report.values() if "mean_iou" in r), default=None),
                    "applied": not failed and not kept}
         notes = {**failed, **{k: f"poor, previous pose kept ({v})" for k, v in kept.items()}}
