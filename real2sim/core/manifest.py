@@ -30,7 +30,9 @@ CONVENTIONS = {
     "quaternion_order": "wxyz",
     "images": "uint8 RGB PNG on disk; masks single-channel PNG 0/255",
 }
-STAGE_STATUSES = ("pending", "done", "stale", "failed")
+STAGE_STATUSES = ("pending", "done", "stale", "failed", "poor")
+"""'poor': the stage ran but its number missed its quality gate (:mod:`real2sim.core.gates`); its metrics say whether
+the result was applied anyway (``applied``)."""
 COLLISION_KINDS = ("pending", "none", "hulls", "box", "cylinder", "sphere")
 
 

@@ -14,6 +14,7 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError
 from real2sim.core.manifest import MASK_STATES_AT_POSE
 from real2sim.core.meshes import load_mesh
+from real2sim.core.stages import poor_line
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
                 out.append(Finding("error", f"stages.{name}.outputs", f"{problem}; re-run the stage with 'real2sim build'"))
         if rec.status == "failed":  # a failed export leaves exports older than the scene: evaluating them misleads
             out.append(Finding("error" if name == "export" else "warning", f"stages.{name}", f"last run failed: {rec.message}"))
+        elif rec.status == "poor":  # a fit below its quality gate: applied anyway, or refused (the bundle kept the old)
+            out.append(Finding("warning", f"stages.{name}", f"poor: {poor_line(bundle, name)}; "
+                               + ("the twin uses this result: check the report picture" if rec.metrics.get("applied")
+                                  else "fix its input (masks, camera, prompt) and re-run the stage")))
         elif rec.status == "stale":
             out.append(Finding("warning", f"stages.{name}", "is stale (an input changed); re-run 'real2sim build' / 'real2sim export'"))
     if not any(not o.fixed for o in m.objects.values()):

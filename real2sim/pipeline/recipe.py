@@ -173,7 +173,7 @@ def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None
                quaternion_wxyz=(1.0, 0.0, 0.0, 0.0), **props) -> ObjectSpec:
     """Add one object to an existing bundle (mesh and texture copied in).
 
-    Without ``position`` the object is placed at the table centre, resting on the table
+    Without ``position`` the object is placed at x = y = 0 (the world origin, not the table's centre), resting on the table
     (its mesh's lowest point at ``table_height``); alignment then moves it to its masks.
     ``props``: fixed, density, mass, friction, restitution, rgba.
     """

@@ -27,6 +27,7 @@ import numpy as np
 from real2sim.core.bundle import Bundle, hash_jsonable
 from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError, SegmentationError
+from real2sim.core.gates import failing
 from real2sim.core.imaging import iou, read_gray, read_mask, read_rgb, write_mask, write_rgb
 from real2sim.core.pictures import tiles
 from real2sim.core.stages import files_hash, run_stage
@@ -169,8 +170,12 @@ def _recorded(bundle: Bundle, dof: int) -> bool:
 
 
 def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = False,
-                    prompt: tuple[int, Prompt] | None = None, config: TrackConfig | None = None):
+                    prompt: tuple[int, Prompt] | None = None, config: TrackConfig | None = None,
+                    accept_poor: bool = False):
     """Find the robot in every frame (``frame``: in that frame only); returns (record, ran).
+
+    Quality gate (:mod:`real2sim.core.gates`, ``robot_fit``): a fit whose silhouette IoU misses the bar writes
+    its report and picture but neither joints nor masks (the record is 'poor', not applied) unless ``accept_poor``.
 
     ``prompt``: (frame, :class:`Prompt`) a box or clicks on the robot: tracking starts on that frame, and the
     evidence the prompt's mask touches is the robot's there; without one, the last run's prompt is kept. See the module docstring for the three ways and the outputs."""
@@ -225,16 +230,17 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
                      SETTLED_RAD, SETTLED_IOU)
             return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
                 previous.message
-        outputs = _write_track(bundle, idx, track)
-        pic = bundle.reports_dir() / "robot_fit.png"
-        write_rgb(pic, track_picture(frames, track, idx))
-        rep["picture"] = bundle.rel(pic)
-        report = bundle.write_report("robot_fit", rep)
         metrics = {k: rep[k] for k in ("method", "frames", "iou_start", "iou_fitted", "iou_min", "lost_frames",
                                        "seconds_per_frame")}
-        return outputs + [report, bundle.rel(pic)], metrics, _message(rep)
+        apply = accept_poor or not failing("robot_fit", metrics)
+        outputs = _write_track(bundle, idx, track) if apply else []
+        pic = bundle.reports_dir() / "robot_fit.png"
+        write_rgb(pic, track_picture(frames, track, idx))
+        rep["picture"], rep["applied"] = bundle.rel(pic), apply
+        report = bundle.write_report("robot_fit", rep)
+        return outputs + [report, bundle.rel(pic)], {**metrics, "applied": apply}, _message(rep)
 
-    return run_stage(bundle, "robot_fit", input_hash, config_rec, work, force)
+    return run_stage(bundle, "robot_fit", input_hash, config_rec, work, force, accept_poor=accept_poor)
 
 
 def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tuple[RobotTrack, dict]:

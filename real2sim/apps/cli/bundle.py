@@ -105,8 +105,9 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--mesh", required=True, help="OBJ, DAE, GLB/GLTF, PLY or STL, in metres; its embedded texture "
                    "and UVs are kept (the bundle stores it as visual.obj + texture.png, which every engine reads)")
     p.add_argument("--texture", help="texture image for the mesh's UVs (overrides a texture the mesh embeds)")
-    p.add_argument("--position", help="x,y,z in metres, e.g. --position -0.08,0,0 (default: resting on the table "
-                   "centre)")
+    p.add_argument("--position", help="x,y,z in metres, e.g. --position -0.08,0,0 (default: x = y = 0, the world "
+                   "origin, where the robot's base usually stands, resting on the table height; alignment then moves "
+                   "it to its masks)")
     p.add_argument("--orientation", help="quaternion w,x,y,z (4 numbers) or roll,pitch,yaw in degrees (3 numbers, "
                    "extrinsic X-Y-Z), e.g. --orientation 0,0,90 (default: as the mesh is)")
     p.add_argument("--density", type=float, help="kg/m^3 (default 1000)")

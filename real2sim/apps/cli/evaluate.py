@@ -5,7 +5,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from real2sim.apps.cli.console import console, progress, say
+from real2sim.apps.cli.console import console, progress, say, warn
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import atomic_write_json
 from real2sim.core.errors import Real2SimError
@@ -85,7 +85,33 @@ def _close_record(ds) -> None:
         f"replay one with: real2sim replay {ds.root} --episode 0")
 
 
+def side_label(csv_path: str) -> str:
+    """An axis name for a results table: its file name, or its folder's when the file is a generic 'sim.csv'
+    ('results/ENGINE/sim.csv' -> 'ENGINE')."""
+    p = Path(csv_path)
+    return p.parent.name if p.stem in ("sim", "real", "results", "summary") and p.parent.name else p.stem
+
+
+def warn_quality(bundle_dir: str) -> None:
+    """Warn (stderr, after the results) about every poor, failed or stale stage of the bundle, exports included:
+    evaluating a twin built on a refused fit or on exports older than the scene measures something else."""
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.stages import GRAPH, quality_problems
+
+    path = Path(bundle_dir)
+    if not (path / "scene.json").is_file():
+        return  # not a bundle: evaluate() says so
+    for _, line in quality_problems(Bundle.load(path), [s.name for s in GRAPH]):
+        warn(f"evaluating a bundle whose {line}")
+
+
 def cmd_eval(args) -> int:
+    code = _cmd_eval(args)
+    warn_quality(args.dir)  # after the results (bad input stays one line on stderr)
+    return code
+
+
+def _cmd_eval(args) -> int:
     opts = config_from_args(EvalOptions, args)
     obs_size = _obs_size(args.obs_size)
     ray = None if args.ray is None else (True if args.ray == "local" else args.ray)
@@ -226,7 +252,7 @@ def cmd_metrics(args) -> int:
         atomic_write_json(Path(args.json), to_json(metrics))
         say(f"wrote {args.json}")
     if args.plot:
-        say(f"wrote {plot(metrics, Path(args.plot))}")
+        say(f"wrote {plot(metrics, Path(args.plot), real_label=side_label(args.real), sim_label=side_label(args.sim))}")
     return 0
 
 

@@ -5,7 +5,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from real2sim.apps.cli.console import say
+from real2sim.apps.cli.console import ACCEPT_POOR_HELP, gate_exit, say
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.capture.camera_refine import RefineCameraConfig, refine_camera_stage
 from real2sim.core.bundle import Bundle
@@ -47,7 +47,7 @@ def cmd_robots_check(args) -> int:
 
 def cmd_fit_robot(args) -> int:
     bundle = Bundle.load(Path(args.dir))
-    rec, ran = robot_fit_stage(bundle, args.frame, force=args.force)
+    rec, ran = robot_fit_stage(bundle, args.frame, force=args.force, accept_poor=args.accept_poor)
     met = rec.metrics
     where = f"frame {args.frame}" if args.frame is not None else f"{met.get('frames')} frames"
     say(f"robot {'found' if ran else 'unchanged'} in {where} ({met.get('method')}): silhouette IoU "
@@ -55,7 +55,7 @@ def cmd_fit_robot(args) -> int:
         f"{met.get('lost_frames')}; report reports/robot_fit.json  {rec.message}")
     if args.frame is not None:
         say(f"q = {bundle.manifest.capture.frames[args.frame].joint_positions}")
-    return 0
+    return gate_exit(bundle, "robot_fit")
 
 
 def cmd_robot_masks(args) -> int:
@@ -66,9 +66,10 @@ def cmd_robot_masks(args) -> int:
 
 def cmd_refine_camera(args) -> int:
     cfg = config_from_args(RefineCameraConfig, args)
-    rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), force=args.force, **dataclasses.asdict(cfg))
+    bundle = Bundle.load(Path(args.dir))
+    rec, ran = refine_camera_stage(bundle, force=args.force, accept_poor=args.accept_poor, **dataclasses.asdict(cfg))
     say(f"refine-camera{'' if ran else ' (inputs unchanged, last run)'}: {rec.message} {rec.metrics}")
-    return 0
+    return gate_exit(bundle, "camera_refine")
 
 
 def cmd_sysid(args) -> int:
@@ -109,6 +110,7 @@ def add_parsers(subparsers) -> None:
     p.add_argument("dir")
     p.add_argument("--frame", type=int, default=None, help="fit this frame only (default: every frame)")
     p.add_argument("--force", action="store_true")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     p.set_defaults(fn=cmd_fit_robot)
 
     p = subparsers.add_parser("robot-masks", help="masks of the robot rendered from the simulator at each frame's joints")
@@ -121,6 +123,7 @@ def add_parsers(subparsers) -> None:
     p.add_argument("dir")
     add_config_options(p, RefineCameraConfig, choices={"dof": [3, 6]})
     p.add_argument("--force", action="store_true")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     p.set_defaults(fn=cmd_refine_camera)
 
     p = subparsers.add_parser("sysid", help="fit the robot's joint drive gains to recorded trajectories")

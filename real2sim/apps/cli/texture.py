@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from real2sim.apps.cli.console import say, warn
+from real2sim.apps.cli.console import ACCEPT_POOR_HELP, gate_exit, say, warn
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import Bundle
 from real2sim.render.align import AlignConfig
@@ -24,7 +24,8 @@ def _stage_report(bundle, name: str) -> dict:
 
 def cmd_align(args) -> int:
     bundle = Bundle.load(Path(args.dir))
-    rec, ran = align_stage(bundle, args.object or None, config_from_args(AlignConfig, args), force=args.force)
+    rec, ran = align_stage(bundle, args.object or None, config_from_args(AlignConfig, args), force=args.force,
+                           accept_poor=args.accept_poor)
     for oid, r in _stage_report(bundle, "alignment").get("objects", {}).items():
         if r.get("status") == "failed":
             num = f" (mean IoU {r['mean_iou']:.3f})" if "mean_iou" in r else ""
@@ -39,23 +40,27 @@ def cmd_align(args) -> int:
                 f"{r.get('contour_px', float('nan')):.2f} px, residual {r['residual_px']:.2f} px, {r['rounds']} rounds, "
                 f"{r['seconds']:.2f} s{found} -> {r['picture']}")
             if r["status"] == "poor":
-                warn(f"{oid}: alignment is POOR ({r['message']}); pose kept. Check the mask and the mesh in "
+                warn(f"{oid}: alignment is POOR ({r['message']}); pose {'applied (--accept-poor)' if not r.get('pose_kept') else 'kept'}. Check the mask and the mesh in "
                      f"'real2sim review {args.dir}'")
     say(f"alignment {'ran' if ran else 'unchanged'}: {rec.metrics}")
-    return 1 if rec.metrics.get("failed") or rec.metrics.get("poor") else 0
+    return gate_exit(bundle, "alignment")
 
 
 def cmd_texture(args) -> int:
     bundle = Bundle.load(Path(args.dir))
-    rec, ran = texture_stage(bundle, args.object or None, config_from_args(TextureConfig, args), force=args.force)
+    rec, ran = texture_stage(bundle, args.object or None, config_from_args(TextureConfig, args), force=args.force,
+                             accept_poor=args.accept_poor)
     for oid, r in _stage_report(bundle, "texture").get("objects", {}).items():
         if r.get("status") == "failed":
             say(f"{oid}: FAILED: {r['error']} (texture kept: {r.get('texture_kept')})")
+        elif r.get("status") == "poor":
+            say(f"{oid}: POOR: coverage {r['coverage']:.3f}, re-render PSNR {r['psnr_db']:.2f} dB (texture kept: "
+                f"{r.get('texture_kept')})")
         else:
             say(f"{oid}: coverage {r['coverage']:.3f}, re-render PSNR {r['psnr_db']:.2f} dB, texture {r['texture']} "
                 f"-> {r['picture']}")
     say(f"texture {'ran' if ran else 'unchanged'}: {rec.metrics}")
-    return 1 if rec.metrics.get("failed") else 0
+    return gate_exit(bundle, "texture")
 
 
 def cmd_robot_appearance(args) -> int:
@@ -79,6 +84,7 @@ def add_parsers(subparsers) -> None:
                        choices={"dof": ["planar", "planar_z", "full"], "init": ["auto", "bundle", "search"],
                                 "search_space": ["auto", "stable", "so3"], "backend": RASTER_CHOICES})
     p.add_argument("--force", action="store_true", help="re-run even if inputs are unchanged")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     p.set_defaults(fn=cmd_align)
 
     p = subparsers.add_parser("texture", help="back-project object textures from the frames")
@@ -87,6 +93,7 @@ def add_parsers(subparsers) -> None:
     add_config_options(p, TextureConfig, only=("size", "refine_iters", "backend", "seed"),
                        flags={"refine_iters": "--refine"}, choices={"backend": RASTER_CHOICES})
     p.add_argument("--force", action="store_true", help="re-run even if inputs are unchanged")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     p.set_defaults(fn=cmd_texture)
 
     p = subparsers.add_parser("robot-appearance", help="fit the robot's link colours from the frames")
