@@ -215,7 +215,7 @@ def test_add_object_orientation_and_negative_position(tabletop, tmp_path):
 
 
 def test_align_cli_reports_poor_on_stderr_and_numbers_on_stdout(tabletop, tmp_path):
-    """A half mask: `align` exits 1, its result line (status 'poor', the IoU) on stdout, the warning on stderr; the
+    """A half mask: `align` exits 2 (the alignment gate refuses it), its result line (status 'poor', the IoU) on stdout, the warning on stderr; the
     search options are on the command line."""
     from PIL import Image
 
@@ -229,7 +229,7 @@ def test_align_cli_reports_poor_on_stderr_and_numbers_on_stdout(tabletop, tmp_pa
     m[:, int(np.median(xs)):] = False
     Image.fromarray(m.astype(np.uint8) * 255).save(mp)
     r = _cli("align", b.root, "--object", "cube", "--yaw-step-deg", "15", "--min-stable-probability", "0.01")
-    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.returncode == 2, (r.stdout, r.stderr)
     assert "cube: poor" in r.stdout and "mean IoU" in r.stdout
     assert "POOR" in r.stderr and "POOR" not in r.stdout
     rep = json.loads((b.root / "reports" / "alignment.json").read_text())
