@@ -18,6 +18,7 @@ from real2sim.apps.cli import (
     evaluate,
     review,
     robot,
+    scan,
     segmentation,
     texture,
 )
@@ -25,7 +26,7 @@ from real2sim.apps.cli.console import error, setup_logging
 from real2sim.core.errors import Real2SimError
 from real2sim.core.version import __version__
 
-COMMAND_GROUPS = (demo, bundle, capture, segmentation, robot, build, texture, review, evaluate)
+COMMAND_GROUPS = (demo, bundle, capture, scan, segmentation, robot, build, texture, review, evaluate)
 """In the order of the journey: ``real2sim --help`` lists the commands this way."""
 
 
