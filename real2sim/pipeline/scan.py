@@ -43,6 +43,8 @@ class ScanConfig:
 
     resolution: int = 128
     """Voxels along the object's longest side (visual hull)."""
+    refine_top: bool = True
+    """Lower the hull's top where photo consistency allows (flat tops seen only from above leave a roof)."""
     tolerance: int = 1
     """Carving keeps a voxel that is outside the mask in at most this many views (a bad mask does not cut)."""
     face_budget: int = 20000
@@ -439,6 +441,7 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
     t1 = time.perf_counter()
     method = "visual_hull"
     depth_scale = None
+    info_top = None
     if depth_dir is not None:
         raw = read_depths(Path(depth_dir), [f.name for f in frames])
         depth_scale = check_depth_units(frames, raw, cfg.depth_scale, warnings)
@@ -451,8 +454,10 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
         method = "tsdf"
         voxel = cfg.tsdf_voxel_m
     else:
-        res = carve([f.camera for f in frames], [f.mask for f in frames], _region(spec), cfg.resolution, cfg.tolerance)
+        res = carve([f.camera for f in frames], [f.mask for f in frames], _region(spec), cfg.resolution, cfg.tolerance,
+                    images=[f.image for f in frames] if cfg.refine_top else None)
         v, fc, voxel = res.vertices, res.faces, res.voxel_m
+        info_top = res.top
     timing["geometry_s"] = round(time.perf_counter() - t1, 3)
 
     from real2sim.scan.cleanup import CleanupConfig, clean_mesh
@@ -463,7 +468,8 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
     out = Path(out)
     return _finish(out, v, fc, frames, clean, cfg, dict(
         method=method, voxel_m=voxel, mask_source=mask_source, skipped=skipped, names_total=len(names) + len(skipped),
-        depth_scale=depth_scale, warnings=warnings, timing=timing, t0=t0, board=spec, capture=str(src)))
+        depth_scale=depth_scale, warnings=warnings, timing=timing, t0=t0, board=spec, capture=str(src),
+        exposure_reference=ref_gain, top=info_top))
 
 
 def _undistort(images, masks, cams):
@@ -494,16 +500,21 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     t1 = time.perf_counter()
+    # the object's own frame: centred on its footprint, bottom at z = 0 (T_world_object says where it stood)
+    T_world_object = np.eye(4)
+    T_world_object[:2, 3] = (v[:, :2].min(0) + v[:, :2].max(0)) / 2
+    v = v - T_world_object[:3, 3]
     tex_mesh = unwrap(TexMesh(v, fc), seed=cfg.seed)
     views = [View(f.camera, f.mask, f.image, f.name) for f in frames]
-    tex = backproject(tex_mesh, np.eye(4), views, TextureConfig(size=cfg.texture_size, seed=cfg.seed))
+    tex = backproject(tex_mesh, T_world_object, views, TextureConfig(size=cfg.texture_size, seed=cfg.seed))
     write_rgb(tmp / "texture.png", np.clip(np.rint(tex.texture * 255), 0, 255).astype(np.uint8))
     write_texmesh(tmp / "visual.obj", tex_mesh)
     timing["texture_s"] = round(time.perf_counter() - t1, 3)
 
     tm = trimesh.Trimesh(v, fc, process=False)
     centre = (v.min(0) + v.max(0)) / 2
-    seen, counts = metrics.seen_fraction(v, fc, [f.camera for f in frames], seed=cfg.seed, table_z=0.0)
+    vw = v + T_world_object[:3, 3]  # world-frame vertices for the checks against the views and the reference
+    seen, counts = metrics.seen_fraction(vw, fc, [f.camera for f in frames], seed=cfg.seed, table_z=0.0)
     gap = metrics.azimuth_gap_deg([f.camera for f in frames], centre)
     if len(frames) < cfg.warn_views:
         warnings.append(f"only {len(frames)} views: the hull is loose between them (take >= {cfg.warn_views}, "
@@ -533,12 +544,12 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
     grade = None
     if cfg.reference:
         ref = trimesh.load(cfg.reference, force="mesh")
-        ch = metrics.chamfer(v, fc, ref.vertices, ref.faces, seed=cfg.seed)
+        ch = metrics.chamfer(vw, fc, ref.vertices, ref.faces, seed=cfg.seed)
         grade = {"reference": str(cfg.reference), "chamfer_mm": round(ch["mean_m"] * 1e3, 3),
                  "chamfer_p95_mm": round(ch["p95_m"] * 1e3, 3),
                  "scan_to_ref_mm": round(ch["scan_to_ref_m"] * 1e3, 3),
                  "ref_to_scan_mm": round(ch["ref_to_scan_m"] * 1e3, 3),
-                 "volume_iou": round(metrics.volume_iou(v, fc, ref.vertices, ref.faces), 4)}
+                 "volume_iou": round(metrics.volume_iou(vw, fc, ref.vertices, ref.faces), 4)}
     pictures = _pictures(tmp, tex_mesh, tex.texture, frames, cfg)
     timing["total_s"] = round(time.perf_counter() - info["t0"], 3)
     extent = (v.max(0) - v.min(0))
@@ -548,14 +559,16 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
         "frames_skipped": info["skipped"], "mask_source": info["mask_source"],
         "mask_area_px": {f.name: int(f.mask.sum()) for f in frames},
         "exposure_gain": {f.name: f.gain for f in frames},
+        "exposure_reference": round(float(info["exposure_reference"]), 5),
         "depth_units_per_m": info["depth_scale"],
+        "top_refinement": info.get("top"),
         "seen_fraction": round(seen, 4), "azimuth_gap_deg": round(gap, 1),
         "size_m": [round(float(x), 5) for x in extent], "faces": int(len(fc)),
         "cleanup": clean.to_dict(), "watertight": clean.watertight,
         "volume_m3": clean.volume_m3, "density_kg_m3": cfg.density,
         "mass_kg": None if mass is None else round(float(mass), 6),
         "texture": {"coverage": round(tex.coverage, 4), "size": cfg.texture_size, "method": tex.method},
-        "collision": collision, "grade": grade, "timing": timing, "pictures": pictures,
+        "collision": collision, "grade": grade, "T_world_object": np.round(T_world_object, 9).tolist(), "timing": timing, "pictures": pictures,
         "board": {"squares": list(info["board"].squares), "square": info["board"].square,
                   "marker": info["board"].marker, "dictionary": info["board"].dictionary},
         "config": cfg.to_dict(), "warnings": warnings,
@@ -563,7 +576,9 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
     obj = {"source": "scan", "mesh": "visual.obj", "texture": "texture.png", "density": cfg.density,
            "mass": report["mass_kg"], "size_m": report["size_m"],
            "collision": sorted(p.name for p in (tmp / "collision").glob("hull_*.obj")) if collision else [],
-           "frame": "world of the scan: origin at the board centre, +Z up, the object's bottom on z = 0"}
+           "frame": "the object's own: centred on its footprint, +Z up, its bottom on z = 0",
+           "T_world_object": np.round(T_world_object, 9).tolist(),
+           "world": "T_world_object places it where it stood in the scan's world (board centre, +Z up)"}
     if com is not None:
         obj["com"] = [round(float(x), 6) for x in com]
     (tmp / "object.json").write_text(json.dumps(obj, indent=1))
@@ -597,3 +612,97 @@ def write_masks(folder: Path, names, masks) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for n, m in zip(names, masks):
         write_mask(folder / f"{n}.png", m)
+
+
+# ---------------------------------------------------------------------------------------------
+# into a scene
+# ---------------------------------------------------------------------------------------------
+
+def read_scan_folder(obj_dir: Path) -> dict:
+    """``object.json`` of a scanned object folder (what ``real2sim scan --out`` wrote), checked."""
+    obj_dir = Path(obj_dir)
+    path = obj_dir / "object.json"
+    if not path.is_file():
+        raise CaptureError(f"{obj_dir}: not a scanned object (no object.json); make one with 'real2sim scan CAPTURE "
+                           f"--out {obj_dir}'")
+    try:
+        info = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CaptureError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno}); re-run 'real2sim scan'") from exc
+    for key in ("mesh", "texture"):
+        if not isinstance(info.get(key), str) or not (obj_dir / info[key]).is_file():
+            raise CaptureError(f"{path}: '{key}' names no file in {obj_dir} ({info.get(key)!r}); re-run 'real2sim scan'")
+    return info
+
+
+def add_scanned_object(bundle, oid: str, obj_dir: Path, position=None, **props):
+    """Add a scanned object (mesh, texture, density or mass from its scan) to ``bundle``; the scan's report and
+    pictures go along into ``objects/<id>/scan/``. ``props`` (density, mass, friction, fixed) override the scan's."""
+    from real2sim.pipeline.recipe import add_object
+
+    obj_dir = Path(obj_dir)
+    info = read_scan_folder(obj_dir)
+    if "mass" not in props and "density" not in props:
+        if info.get("mass"):
+            props["mass"] = float(info["mass"])
+        elif info.get("density"):
+            props["density"] = float(info["density"])
+    spec = add_object(bundle, oid, obj_dir / info["mesh"], obj_dir / info["texture"], position, **props)
+    keep = bundle.object_dir(oid) / "scan"
+    keep.mkdir(parents=True, exist_ok=True)
+    for name in ("report.json", "object.json", "turntable.png", "frames.png"):
+        if (obj_dir / name).is_file():
+            shutil.copyfile(obj_dir / name, keep / name)
+    spec.source = f"scan:{obj_dir.name}"
+    hulls = sorted((obj_dir / "collision").glob("hull_*.obj")) if (obj_dir / "collision").is_dir() else []
+    if hulls:  # the scan's CoACD pieces (the collision stage would make the same ones from the mesh)
+        from real2sim.core.manifest import CollisionSpec
+
+        dst = bundle.object_dir(oid) / "collision"
+        dst.mkdir(parents=True, exist_ok=True)
+        for h in hulls:
+            shutil.copyfile(h, dst / h.name)
+        spec.collision = CollisionSpec(kind="hulls", hulls=[bundle.rel(dst / h.name) for h in hulls])
+    bundle.save()
+    return spec
+
+
+def heldout_psnr(obj_dir: Path, frames_dir: Path, masks_dir: Path, camera_json: Path, board: dict | None = None,
+                 erode_px: int = 2) -> dict:
+    """Texture check on frames the scan did not use: each held-out frame's pose from the board, its exposure levelled
+    like the scan's frames, the scanned textured object rendered there and compared inside the object's mask (eroded
+    by ``erode_px``: edges mix object and background). Returns ``{"psnr_db": mean, "per_view": {name: dB}}``."""
+    from real2sim.core.imaging import erode, psnr
+    from real2sim.render.mesh import load_texmesh
+    from real2sim.texture.backproject import render_textured
+
+    obj_dir = Path(obj_dir)
+    rep = json.loads((obj_dir / "report.json").read_text())
+    info = read_scan_folder(obj_dir)
+    spec = read_board(Path(camera_json).parent, board or rep["board"])
+    cam_dict = json.loads(Path(camera_json).read_text())
+    cam_dict.setdefault("T_world_camera", np.eye(4).tolist())
+    from real2sim.capture.camera_file import camera_from_dict
+
+    camera = camera_from_dict(cam_dict, camera_json)
+    mesh = load_texmesh(obj_dir / info["mesh"])
+    texture = read_rgb(obj_dir / info["texture"]).astype(np.float32) / 255.0
+    T = np.asarray(info["T_world_object"], float)
+    files = _image_files(Path(frames_dir))
+    images = [read_rgb(p) for p in files]
+    poses, skipped = board_poses([p.stem for p in files], images, camera, spec, 6)
+    out = {}
+    for p, img in zip(files, images):
+        if p.stem not in poses:
+            continue
+        cam = Camera(camera.width, camera.height, camera.K.copy(), poses[p.stem][0], camera.distortion.copy())
+        mask = read_mask(Path(masks_dir) / f"{p.stem}.png", img.shape[:2])
+        fimg = img.astype(np.float32) / 255.0
+        g = board_gain(fimg, cam, spec, mask)
+        fimg = np.clip(fimg * rep["exposure_reference"] / g, 0, 1)
+        render, cover = render_textured(cam, mesh, T, texture)
+        sel = erode(mask & cover, erode_px)
+        out[p.stem] = round(float(psnr(render, fimg, sel)), 3)
+    if not out:
+        raise ScanError(f"{frames_dir}: no held-out frame shows the board")
+    return {"psnr_db": round(float(np.mean(list(out.values()))), 3), "per_view": out, "skipped": sorted(skipped)}

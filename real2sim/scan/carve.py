@@ -39,6 +39,23 @@ class CarveResult:
     bounds: np.ndarray
     """``(2, 3)`` box of the fine grid (m)."""
     seconds: float
+    top: dict | None = None
+    """What :func:`refine_top` did (columns lowered, by how much), when it ran."""
+
+
+@dataclass
+class TopConfig:
+    """Photo-consistency refinement of the hull's top (:func:`refine_top`)."""
+
+    max_drop_m: float = 0.03
+    """Search this far below the hull's top in each column (m)."""
+    min_views: int = 4
+    """A height needs this many views that see it inside their mask."""
+    window: int = 7
+    """Costs are averaged over this many columns square (textureless patches borrow from their neighbours)."""
+    accept_ratio: float = 0.5
+    """A column is lowered only where the best height's colour variance is below this fraction of the hull top's."""
+    mask_erode_px: int = 2
 
 
 def signed_mask_distance(mask: np.ndarray) -> np.ndarray:
@@ -104,10 +121,13 @@ def _grid(bounds: np.ndarray, resolution: int) -> tuple[np.ndarray, float, tuple
 
 
 def carve(cameras: list[Camera], masks: list[np.ndarray], region: np.ndarray, resolution: int = 128,
-          tolerance: int = 1, table_z: float | None = 0.0) -> CarveResult:
+          tolerance: int = 1, table_z: float | None = 0.0, images: list[np.ndarray] | None = None,
+          top: TopConfig | None = None) -> CarveResult:
     """The visual hull of ``masks`` (``(h, w) bool`` each, seen by ``cameras``) inside ``region`` (``(2, 3)`` world
     box), as a mesh on a grid with ``resolution`` voxels along the object's longest side. ``table_z``: nothing is
-    below this plane (the bottom is cut there). Raises :class:`ScanError` when nothing survives."""
+    below this plane (the bottom is cut there). With ``images`` (``(h, w, 3) float``, exposure-levelled) the hull's
+    top is lowered where photo consistency says so (:func:`refine_top`). Raises :class:`ScanError` when nothing
+    survives."""
     measure = require("skimage.measure", "scan", "scikit-image")
     t0 = time.perf_counter()
     if len(cameras) != len(masks) or not cameras:
@@ -133,6 +153,9 @@ def carve(cameras: list[Camera], masks: list[np.ndarray], region: np.ndarray, re
     if table_z is not None:  # the bottom cut: nothing below the table
         z = pts[:, 2].reshape(shape)
         f = np.minimum(f, (z - table_z - 0.25 * vox).astype(np.float32))
+    refined = None
+    if images is not None:
+        f, refined = refine_top(f, lo, vox, cameras, masks, images, top or TopConfig())
     f = np.pad(f, 1, constant_values=-1.0)  # closed at the grid's border
     if f.max() <= 0:
         raise ScanError("the fine carving pass left nothing inside the masks; the object may be thinner than one "
@@ -140,7 +163,92 @@ def carve(cameras: list[Camera], masks: list[np.ndarray], region: np.ndarray, re
     verts, faces, _, _ = measure.marching_cubes(f, level=0.0, spacing=(vox, vox, vox))
     verts = verts + (lo - vox)
     res = CarveResult(verts.astype(np.float64), faces.astype(np.int64), vox, shape, fine_bounds,
-                      round(time.perf_counter() - t0, 3))
+                      round(time.perf_counter() - t0, 3), refined)
     log.info("carved %d views at %s voxels of %.2f mm in %.2f s: %d faces", len(cameras), shape, vox * 1e3,
              res.seconds, len(faces))
     return res
+
+
+def refine_top(f: np.ndarray, lo: np.ndarray, vox: float, cameras: list[Camera], masks: list[np.ndarray],
+               images: list[np.ndarray], cfg: TopConfig) -> tuple[np.ndarray, dict]:
+    """Lower the visual hull's top where photo consistency allows.
+
+    Views that all look down on a flat top leave a roof above it: a point above the top projects inside every
+    silhouette (the carving cannot remove it). A point on the real top, though, has the same colour in every view
+    that sees it, and a point of the roof does not (it projects onto different parts of the textured top). For each
+    vertical column of the grid this sweeps heights from the hull's top down by ``max_drop_m``, scores each by the
+    colour variance across the views (window-averaged over neighbouring columns), and cuts the column at the best
+    height where that is clearly more consistent than the hull's top. Occlusion is ignored (the top-most surface of
+    a column is what views from above see); a point inside a cup is seen by few views and is left alone.
+
+    ``f``: ``(nx, ny, nz)`` hull field (> 0 inside) on the grid at ``lo`` with voxel ``vox``. Returns the new field and
+    a summary (columns lowered, median and largest drop in mm)."""
+    import cv2
+
+    from real2sim.core.imaging import erode
+
+    nx, ny, nz = f.shape
+    inside = f > 0
+    has = inside.any(2)
+    top = nz - 1 - np.argmax(inside[:, :, ::-1], axis=2)  # highest inside voxel per column
+    ii, jj = np.nonzero(has)
+    kmax = int(min(cfg.max_drop_m / vox, nz - 1))
+    if not len(ii) or kmax < 2:
+        return f, {"columns_lowered": 0}
+    ks = np.arange(kmax + 1)
+    zc = lo[2] + vox * (top[ii, jj][:, None] - ks[None])  # (ncol, K)
+    valid_k = (top[ii, jj][:, None] - ks[None]) >= 0
+    pts = np.stack([np.broadcast_to((lo[0] + vox * ii)[:, None], zc.shape),
+                    np.broadcast_to((lo[1] + vox * jj)[:, None], zc.shape), zc], -1).reshape(-1, 3)
+    s1 = np.zeros((len(pts), 3))
+    s2 = np.zeros(len(pts))
+    cnt = np.zeros(len(pts))
+    for cam, m, img in zip(cameras, masks, images):
+        inner = erode(np.asarray(m, bool), cfg.mask_erode_px).astype(np.float32)
+        Tcw = np.linalg.inv(cam.T_world_camera)
+        pc = pts @ Tcw[:3, :3].T + Tcw[:3, 3]
+        z = np.maximum(pc[:, 2], 1e-4)
+        u = (pc[:, 0] / z * cam.fx + cam.cx).astype(np.float32)
+        v = (pc[:, 1] / z * cam.fy + cam.cy).astype(np.float32)
+        ok = _sample(inner, u, v, 0.0) > 0.99
+        if not ok.any():
+            continue
+        col = np.stack([_sample(np.ascontiguousarray(img[..., c], np.float32), u, v, 0.0) for c in range(3)], 1)
+        s1[ok] += col[ok]
+        s2[ok] += (col[ok] ** 2).sum(1)
+        cnt[ok] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (s2 / cnt - (s1 ** 2).sum(1) / cnt ** 2) / 3
+    var = np.where(cnt >= cfg.min_views, var, np.nan).reshape(zc.shape)
+    var[~valid_k] = np.nan
+    # window average over neighbouring columns, per height
+    cost = np.full_like(var, np.nan)
+    for k in ks:
+        grid = np.zeros((nx, ny), np.float32)
+        w = np.zeros((nx, ny), np.float32)
+        okk = np.isfinite(var[:, k])
+        grid[ii[okk], jj[okk]] = var[okk, k]
+        w[ii[okk], jj[okk]] = 1
+        gs = cv2.blur(grid, (cfg.window, cfg.window))
+        ws = cv2.blur(w, (cfg.window, cfg.window))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cost[:, k] = np.where(ws[ii, jj] > 0.3, gs[ii, jj] / ws[ii, jj], np.nan)
+        cost[~np.isfinite(var[:, k]), k] = np.nan
+    filled = np.where(np.isfinite(cost), cost, np.inf)
+    best = np.argmin(filled, axis=1)
+    c0, cb = filled[:, 0], filled[np.arange(len(best)), best]
+    lower = (best > 0) & np.isfinite(cb) & (cb < cfg.accept_ratio * c0)
+    drop = np.zeros((nx, ny), np.float32)
+    drop[ii[lower], jj[lower]] = best[lower]
+    drop = cv2.medianBlur(drop, 5)  # a lone column does not cut (or keep) a spike
+    out = f.copy()
+    zz = lo[2] + vox * np.arange(nz)
+    li, lj = np.nonzero(drop > 0)
+    z_new = lo[2] + vox * (top[li, lj] - drop[li, lj]) + 0.5 * vox
+    out[li, lj] = np.minimum(out[li, lj], (z_new[:, None] - zz[None]).astype(np.float32))
+    drops_mm = drop[li, lj] * vox * 1e3
+    summary = {"columns": int(len(ii)), "columns_lowered": int(len(li)),
+               "median_drop_mm": round(float(np.median(drops_mm)), 2) if len(li) else 0.0,
+               "max_drop_mm": round(float(drops_mm.max()), 2) if len(li) else 0.0}
+    log.info("hull top refined by photo consistency: %s", summary)
+    return out, summary

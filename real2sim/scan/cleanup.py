@@ -85,9 +85,9 @@ def orient_outward(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
 
 def clean_mesh(vertices, faces, config: CleanupConfig | None = None):
     """Clean a reconstruction; returns ``(vertices (V, 3), faces (F, 3), CleanupReport)``."""
-    import trimesh
-
     import time
+
+    import trimesh
 
     cfg = config or CleanupConfig()
     notes = []

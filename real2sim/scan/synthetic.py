@@ -92,12 +92,15 @@ def _tube(centre: np.ndarray, radius: np.ndarray, up: np.ndarray, segments: int 
     return m
 
 
-def make_object(shape: str, sections: int = 64):
+def make_object(shape: str, sections: int = 64, filled: bool = False):
     """A procedural object (trimesh, metres, resting on z = 0, centred on the z axis), about 10 cm:
 
     - ``mug``: 8 cm across, 9.5 cm tall, 4 mm wall, open top, a handle (the visual hull fills its inside);
     - ``can``: 6.6 cm across, 10 cm tall; - ``box``: 9 x 6 x 5 cm, turned 20 deg;
     - ``banana``: a curved tapered tube 11 cm long (chord), lying on the table.
+
+    ``filled``: the mug with its inside filled up to the rim (the most a visual hull can recover: no silhouette
+    shows the inside of a cup); the other shapes have no such cavity and are returned as they are.
     """
     import trimesh
 
@@ -116,8 +119,8 @@ def make_object(shape: str, sections: int = 64):
         s = np.linspace(-np.pi / 2 * 0.95, np.pi / 2 * 0.95, 40)
         handle_c = np.stack([0.038 + 0.026 * np.cos(s), np.zeros_like(s), 0.05 + 0.03 * np.sin(s)], 1)
         handle = _tube(handle_c, np.full(len(s), 0.0055), np.array([0, 1.0, 0]), 24)
-        m = trimesh.boolean.union([trimesh.boolean.difference([outer, inner], engine="manifold"), handle],
-                                  engine="manifold")
+        body = outer if filled else trimesh.boolean.difference([outer, inner], engine="manifold")
+        m = trimesh.boolean.union([body, handle], engine="manifold")
     elif shape == "banana":
         s = np.linspace(-1, 1, 60)
         ang = s * np.radians(55)
@@ -150,21 +153,29 @@ def object_colour(shape: str, points: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 def ring_cameras(n: int, width: int = 640, height: int = 480, f: float | None = None, distance: float = 0.36,
-                 elevations_deg=(30.0, 50.0, 70.0), target=(0.0, 0.0, 0.035), seed: int = 0,
-                 azimuth_range_deg: float = 360.0) -> list[Camera]:
-    """``n`` cameras on rings around the board centre (handheld-like: jittered distance, aim and roll).
-    ``azimuth_range_deg`` < 360 puts them all on one side (a capture that misses the back)."""
+                 elevations_deg=(30.0, 50.0, 72.0), target=(0.0, 0.0, 0.035), seed: int = 0,
+                 azimuth_range_deg: float = 360.0, overhead: int | None = None) -> list[Camera]:
+    """``n`` cameras around the board centre (handheld-like: jittered distance, aim and roll): ``overhead`` (default
+    2 when ``n`` >= 12) from nearly straight above (they bound flat tops, which a ring of oblique views leaves
+    as a roof), the rest on rings at ``elevations_deg``. ``azimuth_range_deg`` < 360 puts the rings on one side (a
+    capture that misses the back)."""
     rng = np.random.default_rng(seed)
     f = f or 600.0 * width / 640
     K = np.array([[f, 0, (width - 1) / 2], [0, f, (height - 1) / 2], [0, 0, 1.0]])
+    n_over = (2 if n >= 12 else 0) if overhead is None else int(overhead)
+    n_ring = n - n_over
     rings = len(elevations_deg)
+    per = int(np.ceil(n_ring / rings)) if n_ring else 1
     cams = []
     for i in range(n):
-        ring = i % rings
-        k = i // rings
-        per = int(np.ceil(n / rings))
-        az = np.radians(azimuth_range_deg * (k + ring / rings) / per) + rng.normal(0, 0.05)
-        el = np.radians(elevations_deg[ring] + rng.normal(0, 2.0))
+        if i < n_ring:
+            ring, k = i % rings, i // rings
+            az = np.radians(azimuth_range_deg * (k + ring / rings) / per) + rng.normal(0, 0.05)
+            el = np.radians(elevations_deg[ring] + rng.normal(0, 2.0))
+        else:
+            j = i - n_ring
+            az = np.radians(azimuth_range_deg * (j + 0.25) / max(n_over, 1))
+            el = np.radians(86.0 + rng.normal(0, 1.0))
         d = distance * (1 + rng.normal(0, 0.04))
         eye = np.array([d * np.cos(el) * np.cos(az), d * np.cos(el) * np.sin(az), d * np.sin(el)])
         aim = np.asarray(target, float) + rng.normal(0, 0.006, 3)
@@ -354,7 +365,7 @@ def write_synthetic_scan(out: Path, config: SyntheticScanConfig | None = None) -
     cams = ring_cameras(cfg.views, cfg.width, cfg.height, distance=cfg.distance, seed=cfg.seed,
                         azimuth_range_deg=cfg.azimuth_range_deg)
     held = ring_cameras(cfg.heldout, cfg.width, cfg.height, distance=cfg.distance * 1.05, seed=cfg.seed + 101,
-                        elevations_deg=(35.0, 55.0), azimuth_range_deg=360.0) if cfg.heldout else []
+                        elevations_deg=(35.0, 55.0), azimuth_range_deg=360.0, overhead=0) if cfg.heldout else []
     for c in held:  # between the capture's azimuths
         R = _rot_z(np.radians(360.0 / max(cfg.views, 1) / 2))
         c.T_world_camera = R @ c.T_world_camera
@@ -382,6 +393,7 @@ def write_synthetic_scan(out: Path, config: SyntheticScanConfig | None = None) -
     (out / "camera.json").write_text(json.dumps(camera, indent=1))
     (out / "board.json").write_text(json.dumps(cfg.board.to_dict(), indent=1))
     make_object(cfg.shape).export(out / "truth" / "reference.obj")
+    make_object(cfg.shape, filled=True).export(out / "truth" / "reference_filled.obj")
     (out / "truth" / "poses.json").write_text(json.dumps({"frames": poses, "heldout": held_poses}))
     summary = {"shape": cfg.shape, "views": len(cams), "gains": gains, "mask_bites": sorted(int(b) for b in bites),
                "reference": str(out / "truth" / "reference.obj"), "camera": camera}

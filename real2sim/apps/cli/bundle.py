@@ -30,8 +30,18 @@ def cmd_add_object(args) -> int:
     props = {k: getattr(args, k) for k in ("density", "mass", "friction") if getattr(args, k) is not None}
     if args.fixed:
         props["fixed"] = True
-    obj = add_object(bundle, args.id, Path(args.mesh), Path(args.texture) if args.texture else None,
-                     [float(v) for v in args.position.split(",")] if args.position else None, **props)
+    position = [float(v) for v in args.position.split(",")] if args.position else None
+    if bool(args.mesh) == bool(args.scan):
+        raise BundleError("add-object: give exactly one of --mesh FILE or --scan OBJECT_DIR (from 'real2sim scan')")
+    if args.scan:
+        from real2sim.pipeline.scan import add_scanned_object
+
+        if args.texture:
+            raise BundleError("add-object: --texture goes with --mesh; a scan brings its own texture")
+        obj = add_scanned_object(bundle, args.id, Path(args.scan), position, **props)
+    else:
+        obj = add_object(bundle, args.id, Path(args.mesh), Path(args.texture) if args.texture else None, position,
+                         **props)
     say(f"added '{args.id}' at {obj.pose.position} ({obj.visual.mesh}); "
         f"next: real2sim masks {args.dir} --entity {args.id} --point X,Y, then real2sim build {args.dir}")
     return 0
@@ -72,7 +82,8 @@ def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("add-object", help="add an object (a mesh, optionally textured) to a bundle")
     p.add_argument("dir")
     p.add_argument("id", help="object id ([A-Za-z0-9_-])")
-    p.add_argument("--mesh", required=True, help="OBJ, STL, PLY, GLB or DAE, in metres")
+    p.add_argument("--mesh", help="OBJ, STL, PLY, GLB or DAE, in metres")
+    p.add_argument("--scan", help="an object folder made by 'real2sim scan' (mesh, texture, mass)")
     p.add_argument("--texture", help="texture image for the mesh's UVs")
     p.add_argument("--position", help="x,y,z in metres (default: resting on the table centre)")
     p.add_argument("--density", type=float, help="kg/m^3 (default 1000)")
