@@ -5,7 +5,7 @@ Capture folder (``docs/scan.md``)::
     DIR/frames/*.png        RGB frames (or DIR itself holds them, or DIR is a video file)
     DIR/camera.json         intrinsics (the camera-file format of ``real2sim init``; its pose is not used)
     DIR/board.json          the printed board: {"squares": [cols, rows], "square": m, "marker": m, "dictionary": ...}
-    DIR/masks/*.png         optional: the object's mask per frame (same names); otherwise the board is segmented out
+    DIR/masks/*.png         the object's mask per frame (same names; object 255)
     DEPTH_DIR/*.png         optional (--depth): uint16 depth per frame, millimetres, aligned with the RGB frames
 
 Steps: camera pose per frame from the board (frames without a board are skipped and counted), exposure levelled on
@@ -47,7 +47,7 @@ class ScanConfig:
     """Lower the hull's top where photo consistency allows (flat tops seen only from above leave a roof)."""
     tolerance: int = 1
     """Carving keeps a voxel that is outside the mask in at most this many views (a bad mask does not cut)."""
-    face_budget: int = 20000
+    face_budget: int = 10000
     smooth_iterations: int = 5
     texture_size: int = 1024
     density: float = 1000.0
@@ -188,43 +188,6 @@ def board_gain(image: np.ndarray, camera: Camera, spec, mask: np.ndarray | None)
     return float(np.percentile(image[sel].mean(1), 90))
 
 
-def segment_on_board(image: np.ndarray, camera: Camera, spec, threshold: float = 0.18) -> np.ndarray:
-    """The object's mask without a given one: the board's printed pattern, warped into the frame by its pose, is the
-    'plate' behind the object; pixels over the board that differ from it belong to the object (plate differencing).
-    Only the part of the object seen against the board is found: keep the board filling the view behind it."""
-    import cv2
-
-    from real2sim.capture.camera_file import charuco_board
-    from real2sim.core.imaging import clean_mask
-
-    board = charuco_board(spec.squares, spec.square, spec.marker, spec.dictionary)
-    ppm = 4000.0
-    W, H = int(round(spec.squares[0] * spec.square * ppm)), int(round(spec.squares[1] * spec.square * ppm))
-    printed = board.generateImage((W, H), marginSize=0, borderBits=1).astype(np.float32) / 255.0
-    w, h = W / ppm, H / ppm
-    corners_w = np.array([[-w / 2, h / 2, 0], [w / 2, h / 2, 0], [w / 2, -h / 2, 0], [-w / 2, -h / 2, 0]])
-    uv = camera.project(corners_w).astype(np.float32)
-    src = np.array([[-0.5, -0.5], [W - 0.5, -0.5], [W - 0.5, H - 0.5], [-0.5, H - 0.5]], np.float32)
-    Hm = cv2.getPerspectiveTransform(src, uv)
-    size = (camera.width, camera.height)
-    plate = cv2.warpPerspective(printed, Hm, size, flags=cv2.INTER_AREA)
-    cover = cv2.warpPerspective(np.ones_like(printed), Hm, size, flags=cv2.INTER_NEAREST) > 0.5
-    cover = cv2.erode(cover.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
-    gray = np.asarray(image, np.float32).mean(2)
-    lo, hi = np.percentile(gray[cover], [5, 95]) if cover.any() else (0.0, 1.0)
-    norm = (gray - lo) / max(hi - lo, 1e-3)
-    diff = np.abs(cv2.GaussianBlur(norm, (0, 0), 1.5) - cv2.GaussianBlur(plate, (0, 0), 1.5))
-    raw = (diff > threshold) & cover
-    m = clean_mask(raw, open_px=2, close_px=4, fill=True, min_area=200)
-    centre = camera.project(np.array([[0.0, 0.0, 0.0]]))[0]
-    n, lab = cv2.connectedComponents(m.astype(np.uint8))
-    if n > 2:  # the component nearest the board centre is the object
-        ys, xs = np.nonzero(lab)
-        d = (xs - centre[0]) ** 2 + (ys - centre[1]) ** 2
-        m = lab == lab[ys[np.argmin(d)], xs[np.argmin(d)]]
-    return m
-
-
 # ---------------------------------------------------------------------------------------------
 # depth
 # ---------------------------------------------------------------------------------------------
@@ -345,18 +308,20 @@ def _region(spec) -> np.ndarray:
     return np.array([[-w / 2, -h / 2, 0.0], [w / 2, h / 2, max(w, h)]])
 
 
-def _load_masks(capture: Path, names, frames, cams, spec) -> tuple[list[np.ndarray], str]:
+def _load_masks(capture: Path, names, frames) -> tuple[list[np.ndarray], str]:
     mdir = capture / "masks"
-    if mdir.is_dir():
-        out = []
-        for name, img in zip(names, frames):
-            p = mdir / f"{name}.png"
-            if not p.is_file():
-                raise CaptureError(f"{p}: missing; masks/ must hold one mask per frame (same name), or leave masks/ "
-                                   "out and the object is segmented against the board")
-            out.append(read_mask(p, img.shape[:2]))
-        return out, "given"
-    return [segment_on_board(img.astype(np.float32) / 255.0, cam, spec) for img, cam in zip(frames, cams)], "board"
+    if not mdir.is_dir():
+        raise CaptureError(f"{mdir}: no object masks. Carving needs the object's mask in every frame: one PNG per "
+                           "frame with the frame's name, object 255, rest 0 (e.g. from SAM with one click on the "
+                           "object, or 'real2sim init' + 'real2sim masks --entity OBJ --point X,Y' on these frames, "
+                           "which propagates one prompt through them)")
+    out = []
+    for name, img in zip(names, frames):
+        p = mdir / f"{name}.png"
+        if not p.is_file():
+            raise CaptureError(f"{p}: missing; masks/ must hold one mask per frame (same name as the frame)")
+        out.append(read_mask(p, img.shape[:2]))
+    return out, "given"
 
 
 def _check_masks(frames: list[ScanFrame], warnings: list[str]) -> list[ScanFrame]:
@@ -420,7 +385,7 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
     for n in names:
         c = Camera(camera.width, camera.height, camera.K.copy(), poses[n][0], camera.distortion.copy())
         cams.append(c)
-    masks, mask_source = _load_masks(capture, names, images, cams, spec)
+    masks, mask_source = _load_masks(capture, names, images)
     if np.any(camera.distortion):  # carving and texturing use pinhole projection: undistort frames and masks
         images, masks, cams = _undistort(images, masks, cams)
     frames = []

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 class CleanupConfig:
     """Settings of :func:`clean_mesh`."""
 
-    face_budget: int = 20000
+    face_budget: int = 10000
     """Quadric decimation down to at most this many triangles."""
     smooth_iterations: int = 5
     """Taubin smoothing iterations (volume-preserving; 0 = off)."""

@@ -45,7 +45,7 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--depth", help="folder of uint16 depth PNGs (mm) named like the frames: TSDF fusion")
     p.add_argument("--depth-scale", type=float, dest="depth_scale", help="depth PNG units per metre (default 1000)")
     p.add_argument("--resolution", type=int, default=128, help="carving voxels along the longest side (128)")
-    p.add_argument("--faces", type=int, default=20000, help="face budget of the mesh (20000)")
+    p.add_argument("--faces", type=int, default=10000, help="face budget of the mesh (10000; xatlas slows down sharply above)")
     p.add_argument("--texture-size", type=int, default=1024, dest="texture_size")
     p.add_argument("--density", type=float, default=1000.0, help="kg/m^3 for the mass (1000)")
     p.add_argument("--reference", help="reference mesh (scan world frame) to grade against: Chamfer, volume IoU")
