@@ -79,6 +79,11 @@ CASES = [
     ("metrics --real {D}/missing.csv --sim {TXT}", "missing.csv"),
     ("metrics --real {TXT} --sim {TXT}", "notes.txt"),
     ("demo --out {TXT}", "notes.txt"),
+    ("scan {D}/nosuch --out {D}/obj", "nosuch"),
+    ("scan {TXT} --out {D}/obj", "notes.txt"),
+    ("scan {D} --out {D}/obj --board {{bad", "--board"),
+    ("add-object {B} thing --scan {D}/nosuch", "nosuch"),
+    ("add-object {B} thing --scan {D} --mesh {TXT}", "exactly one of --mesh"),
 ]
 
 

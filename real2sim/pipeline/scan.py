@@ -566,7 +566,9 @@ def _pictures(folder: Path, mesh, texture, frames: list[ScanFrame], cfg: ScanCon
     for cam in turntable_cameras(mesh.vertices, cfg.turntable_views):
         img, m = render_textured(cam, mesh, np.eye(4), texture)
         shots.append(np.where(m[..., None], img, 1.0))
-    write_rgb(folder / "turntable.png", tiles([np.clip(s, 0, 1) for s in shots], cols=4, tile_width=240))
+    from real2sim.core.imaging import to_uint8
+
+    write_rgb(folder / "turntable.png", tiles([to_uint8(np.clip(s, 0, 1)) for s in shots], cols=4, tile_width=240))
     pick = frames[:: max(1, len(frames) // 8)][:8]
     write_rgb(folder / "frames.png", tiles([overlay((f.image * 255).astype(np.uint8), f.mask) for f in pick],
                                            [f.name for f in pick], cols=4, tile_width=240))
