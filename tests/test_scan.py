@@ -206,6 +206,28 @@ def test_without_a_board_the_scan_says_what_it_needs(small, tmp_path):
         _small_scan(root, tmp_path / "obj")
 
 
+def test_a_video_capture_is_sampled_into_frames(small, tmp_path):
+    """DIR_OR_VIDEO: a video next to camera.json / board.json / masks (named by frame index) is scanned too."""
+    import cv2
+
+    from real2sim.core.imaging import read_rgb
+
+    root = tmp_path / "cap"
+    root.mkdir()
+    for name in ("camera.json", "board.json"):
+        shutil.copy(small[0] / name, root / name)
+    frames = sorted((small[0] / "frames").glob("*.png"))
+    writer = cv2.VideoWriter(str(root / "turn.avi"), cv2.VideoWriter_fourcc(*"MJPG"), 5, (320, 240))
+    (root / "masks").mkdir()
+    for i, p in enumerate(frames):
+        writer.write(cv2.cvtColor(read_rgb(p), cv2.COLOR_RGB2BGR))
+        shutil.copy(small[0] / "masks" / p.name, root / "masks" / f"{i:04d}.png")
+    writer.release()
+    res = _small_scan(root / "turn.avi", tmp_path / "obj", reference=str(small[0] / "truth" / "reference.obj"))
+    assert res.report["frames_total"] == 12 and len(res.report["frames_used"]) >= 10
+    assert res.report["grade"]["volume_iou"] > 0.8, res.report["grade"]
+
+
 def test_without_masks_the_scan_says_how_to_make_them(small, tmp_path):
     from real2sim.core.errors import CaptureError
 
