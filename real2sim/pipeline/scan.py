@@ -28,7 +28,7 @@ import numpy as np
 
 from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
-from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask, read_rgb, write_mask, write_rgb
+from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask, read_rgb, write_rgb
 from real2sim.scan.carve import ScanError, carve
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,10 @@ class ScanConfig:
     density: float = 1000.0
     """kg/m^3, for the mass (the hull of a mug is solid: give the effective density of the filled shape)."""
     collision: bool = True
+    collision_threshold: float = 0.1
+    """CoACD concavity threshold for the scan's pieces: 0.1 (coarse) measured on a scanned mug: 9 pieces, occupancy
+    IoU 0.973 in 14 s; the collision stage's 0.05: 28 pieces, 0.980 in 35 s (2 busy cores). A scan is ~1 mm
+    accurate: the finer pieces buy little."""
     min_views: int = 8
     """Fewer usable frames is an error."""
     warn_views: int = 16
@@ -498,8 +502,10 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
     if cfg.collision:
         from real2sim.collision.decomposition import decompose, write_result
         from real2sim.collision.stage import default_cache_dir
+        from real2sim.collision.types import CollisionConfig
 
-        res = decompose(tm, cache_dir=default_cache_dir(), name="scan")
+        res = decompose(tm, CollisionConfig(threshold=cfg.collision_threshold, seed=cfg.seed),
+                        cache_dir=default_cache_dir(), name="scan")
         (tmp / "collision").mkdir()
         write_result(res, tmp / "collision")
         collision = {"kind": res.kind, "hulls": len(res.hulls),
@@ -573,12 +579,6 @@ def _pictures(folder: Path, mesh, texture, frames: list[ScanFrame], cfg: ScanCon
     write_rgb(folder / "frames.png", tiles([overlay((f.image * 255).astype(np.uint8), f.mask) for f in pick],
                                            [f.name for f in pick], cols=4, tile_width=240))
     return {"turntable": "turntable.png", "frames": "frames.png"}
-
-
-def write_masks(folder: Path, names, masks) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for n, m in zip(names, masks):
-        write_mask(folder / f"{n}.png", m)
 
 
 # ---------------------------------------------------------------------------------------------
