@@ -4,8 +4,8 @@
 
 'slider change' is what the Objects tab does per slider event, without the HTTP hop:
 validate + lock + version check + undo snapshot + atomic save of scene.json + reload the
-manifest + move the bodies of the loaded MuJoCo model + render + object mask + composite over
-the real frame. 'bare render' is one render of the already-posed preview model. 'naive' is
+manifest + move the bodies of the loaded MuJoCo model + render + foreground mask + the policy's composite over
+the plate (the evaluation's render settings: shadows on) + each masked object's live IoU. 'bare render' is one render of the already-posed preview model. 'naive' is
 what the preview avoids: re-export the MJCF, load it in MuJoCo and render.
 """
 from __future__ import annotations
@@ -41,7 +41,15 @@ def main(n: int = 30) -> None:
         export_bundle(b, engines=("mjcf",))
         (root / "capture" / "frames").mkdir(parents=True)
         Image.fromarray(np.full((480, 640, 3), 120, np.uint8)).save(root / "capture" / "frames" / "000000.png")
+        (root / "background").mkdir(exist_ok=True)
+        Image.fromarray(np.full((480, 640, 3), 110, np.uint8)).save(root / "background" / "plate.png")
+        cube_mask = np.zeros((480, 640), np.uint8)
+        cube_mask[200:260, 300:360] = 255
+        (root / "masks" / "000000").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(cube_mask).save(root / "masks" / "000000" / "cube.png")
         b.manifest.capture.frames = [FrameSpec("capture/frames/000000.png")]
+        b.manifest.capture.plate = "background/plate.png"
+        b.manifest.capture.masks = {"000000": {"cube": "masks/000000/cube.png"}}
         b.save()
 
         srv = ReviewServer(root)
@@ -82,7 +90,7 @@ def main(n: int = 30) -> None:
     p95 = sorted(slider)[int(0.95 * (len(slider) - 1))] * 1000
     print(f"review slider change -> overlay (640x480, server side): median {s:.1f} ms, p95 {p95:.1f} ms "
           f"(target <= 300 ms: {'OK' if p95 <= 300 else 'MISSED'})")
-    print(f"bare render of the same scene (preview model, shadows/reflections off): median {r:.1f} ms")
+    print(f"bare render of the same scene (preview model, the evaluation's render settings): median {r:.1f} ms")
     print(f"ratio slider change / bare render: {s / r:.2f}x")
     print(f"naive re-export + load + render: median {nv:.1f} ms -> the preview path is {nv / s:.1f}x faster")
 

@@ -116,8 +116,10 @@ def test_visual_gap_improves_and_reports_exist(bridge):
     assert saved["visual_gap"]["bundle_plate"]["plate_only"] == rep["visual_gap"]["bundle_plate"]["plate_only"]
     from PIL import Image
 
-    with Image.open(bundle.reports_dir() / "bridge_gap.png") as im:
-        assert im.size == (4 * 320, 240)
+    with Image.open(bundle.reports_dir() / "bridge_gap.png") as im:  # four 320x240 tiles, a title and a legend band
+        assert im.size == (4 * 320, 30 + 240 + 24)
+        legend = np.asarray(im.convert("L"))[-24:]
+    assert (legend > 150).mean() > 0.01  # the legend (each composite's PSNR) is written on it
 
 
 def test_ssim_and_psnr_helpers():

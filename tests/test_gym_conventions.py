@@ -95,12 +95,18 @@ def test_check_env_composited(scene_bundles):
 
 def test_ee_pose_bound_holds_and_is_tight():
     """The ee_pose position bound (Kinematics.reach) against forward kinematics at random joint values."""
+    from real2sim.core.errors import RobotError
     from real2sim.robots import list_robots
     from real2sim.robots.kinematics import Kinematics
 
     rng = np.random.default_rng(0)
     for name in list_robots():
-        kin = Kinematics(name)
+        try:
+            kin = Kinematics(name)
+        except RobotError as exc:  # a shipped definition whose data folder is not set here (the Google Robot)
+            if "is not set" in str(exc):
+                continue
+            raise
         lo, hi = np.maximum(kin.lower, -np.pi), np.minimum(kin.upper, np.pi)
         d = max(np.linalg.norm(kin.fk(rng.uniform(lo, hi))[:3, 3]) for _ in range(500))
         assert d <= kin.reach() and kin.reach() < 1.5 * d, (name, d, kin.reach())

@@ -37,7 +37,8 @@ def test_newcomer_reaches_ranked_policies_in_both_engines(tmp_path, shared_data)
     r2s("masks", "bridge", "--entity", "green_cube", "--point", "170,242", "--no-propagate")
     r2s("masks", "bridge", "--entity", "yellow_cube", "--point", "464,195", "--no-propagate")
     r2s("masks", "bridge", "--entity", "robot", "--box", "285,0,465,195", "--no-propagate")
-    r2s("table", "bridge")  # table height from the two cubes
+    # table height from the two cubes: they disagree by ~23 mm (the camera is slightly off), above the gate's bar
+    r2s("table", "bridge", "--accept-poor")
     r2s("build", "bridge", "--method", "primitive")  # plate -> robot joints -> plate again without the robot -> ...
     r2s("export", "bridge")
     for backend in ("mujoco", "sapien"):

@@ -56,7 +56,7 @@ def test_set_object_pose_saves_marks_stale_and_undoes(exported):
     ([0, 0, float("inf")], [0, 0, 0], "finite"),
     ([0, 0], [0, 0, 0], "3 numbers"),
     ("abc", [0, 0, 0], "3 numbers"),
-    ([0, 0, 0], [0, 0, 4.0], r"\+-pi"),
+    ([0, 0, 0], [0, 0, 4.0], r"229.18\] deg is out of range: each angle must be within \+-180 deg"),
     ([0, 0, 0], [0, float("nan"), 0], "finite"),
 ])
 def test_bad_values_are_refused_and_nothing_is_written(recipe_bundle, position, rpy, match):
@@ -454,3 +454,53 @@ def test_failed_logins_over_the_limit_lock_the_name_for_the_window_over_http(tmp
     finally:
         app.close()
         app.review_server.close()
+
+
+def test_turn_about_world_z_has_no_gimbal_lock(exported, caplog):
+    """A cube lying at pitch -90 deg (where roll and yaw sliders would be one axis) turns about world Z by the slider's
+    angle, keeps its tilt, and the page's exact-pose text is the quaternion (no Euler angles in the round trip)."""
+    pytest.importorskip("gradio")
+    from real2sim.apps.review.app import _save_object_pose, _turned
+    from real2sim.apps.review.server import ReviewServer
+    from real2sim.core.geometry import quat_wxyz_to_matrix
+
+    root = exported.root
+    q_tilted = [float(np.cos(np.pi / 4)), 0.0, float(-np.sin(np.pi / 4)), 0.0]  # pitch -90 deg about y
+    edits.set_object_pose(root, "cube", [0.1, 0.0, 0.03], quaternion_wxyz=q_tilted)
+    srv = ReviewServer(root, export_if_missing=False)
+    try:
+        for turn in (10.0, 30.0, 60.0):  # a drag: every step from the same reference orientation
+            _save_object_pose(srv, srv.version(), "cube", [0.1, 0.0, 0.03, turn], q_tilted, None)
+        R = quat_wxyz_to_matrix(pose(root, "cube")["quaternion_wxyz"])
+        R0 = quat_wxyz_to_matrix(q_tilted)
+        delta = R @ R0.T
+        assert np.allclose(delta[:3, 2], [0, 0, 1], atol=1e-6)  # a rotation about world Z only
+        assert np.degrees(np.arctan2(delta[1, 0], delta[0, 0])) == pytest.approx(60.0, abs=1e-4)
+        assert np.allclose(R[:, 2] @ [0, 0, 1], R0[:, 2] @ [0, 0, 1], atol=1e-9)  # the tilt is kept
+        assert np.allclose(_turned(q_tilted, 0.0), q_tilted, atol=1e-9)
+        text = views.pose_text_quat(Bundle.load(root).manifest.objects["cube"].pose)
+        assert len(text.split(",")) == 7
+        assert not [r for r in caplog.records if "gimbal" in r.getMessage().lower()]
+    finally:
+        srv.close()
+
+
+def test_angle_errors_speak_degrees(recipe_bundle):
+    with pytest.raises(edits.EditError, match=r"\[0.0, 0.0, 99999.0\] deg is out of range"):
+        edits.set_object_pose(recipe_bundle.root, "cube", [0, 0, 0], np.radians([0, 0, 99999]))
+
+
+def test_port_in_use_names_the_port_option(recipe_bundle, capsys):
+    """A taken port: one line naming --port (not Gradio's GRADIO_SERVER_PORT traceback), exit 2."""
+    pytest.importorskip("gradio")
+    import socket
+
+    from real2sim.apps.cli import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        assert main(["review", str(recipe_bundle.root), "--port", str(port)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"127.0.0.1:{port}" in err and "--port N" in err and "GRADIO_SERVER_PORT" not in err, err

@@ -209,7 +209,13 @@ def test_pose_slider_moves_object_and_updates_overlay(server, browser):
     assert after[0] == pytest.approx(before_x - 0.04, abs=1e-6)
     assert after[1:] == before["position"][1:] and pose(root, "cube")["quaternion_wxyz"] == before["quaternion_wxyz"]
     page.screenshot(path=str(ARTIFACTS / "objects_after_move.png"), full_page=True)
-    # the keyboard on the range slider also edits
+    # the exact-pose field follows the slider edit (x, y, z, then the quaternion)
+    t0 = time.time()
+    box = page.locator("#pose_text textarea, #pose_text input").first
+    while not box.input_value().startswith(f"{before_x - 0.04:.6g}") and time.time() - t0 < 15:
+        time.sleep(0.1)
+    assert box.input_value().startswith(f"{before_x - 0.04:.6g}"), box.input_value()
+    # the keyboard on the range slider nudges: 0.5 mm per step
     rng = page.locator("#pose_y input[type=range]")
     y0 = pose(root, "cube")["position"][1]
     rng.focus()
@@ -217,9 +223,9 @@ def test_pose_slider_moves_object_and_updates_overlay(server, browser):
         page.keyboard.press("ArrowRight")
     wait_new_src(page, "#object_preview", src1)
     t0 = time.time()
-    while abs(pose(root, "cube")["position"][1] - (y0 + 0.005)) > 1e-6 and time.time() - t0 < 15:
+    while abs(pose(root, "cube")["position"][1] - (y0 + 0.0025)) > 1e-6 and time.time() - t0 < 15:
         time.sleep(0.1)
-    assert pose(root, "cube")["position"][1] == pytest.approx(y0 + 0.005, abs=1e-6)
+    assert pose(root, "cube")["position"][1] == pytest.approx(y0 + 0.0025, abs=1e-6)
     # the difference view now shows the cube where the real frame has it
     goto_tab(page, "Overlay")
     page.get_by_label("difference").check()
@@ -446,7 +452,8 @@ def test_click_resegments(server, browser):
 def test_screenshot_every_tab(server, browser):
     root, url = server
     page = open_page(browser, url)
-    for tab in ["Overview", "Overlay", "Objects", "Masks", "Camera & robot", "Collision", "Export & evaluate"]:
+    for tab in ["Overview", "Overlay", "Objects", "Masks", "Camera & robot", "Collision", "3D scene & rollouts",
+                "Export & evaluate"]:
         goto_tab(page, tab)
         time.sleep(1.5)
         page.screenshot(path=str(ARTIFACTS / f"tab_{tab.split()[0].lower()}.png"), full_page=True)
@@ -457,6 +464,188 @@ def test_screenshot_every_tab(server, browser):
     txt = page.locator("#collision_note").inner_text()
     assert "3D view written to" in txt
     assert (root / "reports" / "collision_cube.glb").is_file()
+    page.close()
+
+
+def make_policy_bundle(root: Path) -> None:
+    """Tabletop bundle with a 'photo' and a different background plate (random pixels: every pixel of the
+    composite tells which one it came from), a task that places nothing at random and does not settle (so the env's
+    first observation is the scene as saved), exported; and a table stage recorded poor (its number and bar)."""
+    from conftest import give_simple_collision
+    from PIL import Image
+
+    from real2sim.core.manifest import FrameSpec, StageRecord
+    from real2sim.pipeline import export_bundle
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+
+    b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), root))
+    rng = np.random.default_rng(0)
+    photo = (rng.random((480, 640, 3)) * 255).astype(np.uint8)
+    (root / "capture" / "frames").mkdir(parents=True)
+    (root / "background").mkdir(exist_ok=True)
+    Image.fromarray(photo).save(root / "capture" / "frames" / "000000.png")
+    Image.fromarray(np.ascontiguousarray(photo[::-1])).save(root / "background" / "plate.png")
+    b.manifest.capture.frames = [FrameSpec("capture/frames/000000.png")]
+    b.manifest.capture.plate = "background/plate.png"
+    b.manifest.tasks["lift_cube"].init = {"settle_s": 0.0}
+    b.manifest.stages["table"] = StageRecord("poor", "x", {}, [], {
+        "spread_mm": 23.4, "applied": False,
+        "gate": [{"metric": "spread_mm", "value": 23.4, "bar": 10.0, "rule": "spread of the objects' bottoms <= 10 mm",
+                  "passed": False}]}, "table: spread 23.4 mm is above the bar 10 mm -> not applied")
+    b.save()
+    export_bundle(b, engines=("mjcf",))
+    # an episode video as 'real2sim eval --videos' writes it (the runner's own writer): the scene drifting right
+    from real2sim.apps.review.preview import PreviewRenderer
+    from real2sim.evaluation.envs.runner import write_video
+
+    pr = PreviewRenderer(b)
+    pr.sync(b.manifest)
+    frames = [np.roll(pr.render("main"), 8 * i, axis=1) for i in range(10)]
+    cube_mask = pr.mask("main", ["cube"])  # the photo's mask of the cube: where the saved pose draws it
+    pr.close()
+    write_video(frames, root / "results" / "review" / "videos" / "scripted_lift_cube_mujoco_0.mp4")
+    (root / "masks" / "000000").mkdir(parents=True, exist_ok=True)
+    Image.fromarray(cube_mask.astype(np.uint8) * 255).save(root / "masks" / "000000" / "cube.png")
+    b.manifest.capture.masks = {"000000": {"cube": "masks/000000/cube.png"}}
+    b.save()
+
+
+@pytest.fixture(scope="module")
+def policy_server(tmp_path_factory):
+    from real2sim.apps.review.app import launch
+
+    root = tmp_path_factory.mktemp("policy") / "scene"
+    make_policy_bundle(root)
+    app, url = launch(root, port=_free_port(), block=False, quiet=True)
+    yield root, url.rstrip("/")
+    app.close()
+    app.review_server.close()
+
+
+def test_composite_is_the_policys_observation(policy_server, browser):
+    """The Overlay tab's composite, fetched from the page, equals the env's first observation pixel for pixel
+    (eval --obs-mode composited: the plate with the robot and the movable objects; the table from the plate)."""
+    from real2sim.evaluation.envs.env import Real2SimEnv
+
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "Overlay")
+    page.wait_for_selector("#overlay img", timeout=30_000)
+    _, shown = img_pixels(page, url, "#overlay")
+    env = Real2SimEnv(root, task="lift_cube", obs_mode="composited")
+    try:
+        obs, _ = env.reset(seed=0)
+    finally:
+        env.close()
+    assert env.obs_mode == "composited"
+    assert shown.shape == obs["image"].shape and (shown == obs["image"]).all(), np.abs(shown - obs["image"]).max()
+    from PIL import Image
+
+    plate = np.asarray(Image.open(root / "background" / "plate.png").convert("RGB"))
+    assert (shown == plate).all(-1).mean() > 0.5  # mostly plate: the table is not pasted over it
+    page.screenshot(path=str(ARTIFACTS / "policy_composite.png"), full_page=True)
+    # the difference view: a colour scale and the PSNR of the composite against the photo
+    old = page.locator("#overlay img").first.get_attribute("src")
+    page.locator("#overlay_mode").get_by_text("difference", exact=True).click()
+    wait_new_src(page, "#overlay", old)
+    t0 = time.time()
+    while "PSNR" not in page.locator("#overlay_note").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert "PSNR" in page.locator("#overlay_note").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "policy_difference.png"), full_page=True)
+    page.close()
+
+
+def test_poor_stage_shows_on_overview(policy_server, browser):
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "Overview")
+    t0 = time.time()
+    while "Poor" not in page.locator("#summary").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    summary = " ".join(page.locator("#summary").inner_text().split())
+    assert "Poor" in summary and "table: spread_mm 23.4 misses the bar" in summary and "not applied" in summary, summary
+    stages = page.locator("#stages").inner_text()
+    assert "POOR" in stages and "<= 10" in stages, stages
+    page.screenshot(path=str(ARTIFACTS / "overview_poor.png"), full_page=True)
+    page.close()
+
+
+def test_3d_scene_settle_and_rollout_playback(policy_server, browser):
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "3D scene & rollouts")
+    page.wait_for_selector("#scene_view canvas", timeout=60_000)  # the WebGL view of the whole scene started
+    t0 = time.time()
+    while "frustum" not in page.locator("#scene_note").inner_text() and time.time() - t0 < 30:
+        time.sleep(0.2)
+    note = page.locator("#scene_note").inner_text()
+    assert "6 objects with collision geometry" in note and "robot widowx250s" in note and "1 camera frustum" in note
+    import trimesh
+
+    glb = trimesh.load(root / "reports" / "scene.glb")
+    assert {"cube", "robot", "camera_main", "cube_collision_000"} <= set(glb.graph.nodes), sorted(glb.graph.nodes)
+    time.sleep(2)
+    page.screenshot(path=str(ARTIFACTS / "tab_scene3d.png"), full_page=True)
+    # settle: the recipe drops its objects from 5 mm: after a second they rest 5 mm lower
+    page.locator("#settle_btn").click()
+    t0 = time.time()
+    while "physics steps" not in page.locator("#settle_note").inner_text() and time.time() - t0 < 60:
+        time.sleep(0.2)
+    assert "largest move is 5.0 mm" in page.locator("#settle_note").inner_text()
+    assert "cube" in page.locator("#settle_table").inner_text()
+    page.wait_for_selector("#settle_image img", timeout=30_000)
+    # rollout playback: the recorded episode plays in the page (converted to WebM for the browser)
+    assert page.locator("#rollout_select input").input_value() == "results/review/videos/scripted_lift_cube_mujoco_0.mp4"
+    page.wait_for_selector("#rollout_video video", timeout=60_000)
+    page.wait_for_function("() => { const v = document.querySelector('#rollout_video video'); "
+                           "return v && v.readyState >= 2 && v.videoWidth === 640; }", timeout=60_000)
+    played = page.evaluate("""async () => { const v = document.querySelector('#rollout_video video');
+        v.muted = true; await v.play(); await new Promise(r => setTimeout(r, 800)); return v.currentTime; }""")
+    assert played > 0.2, played
+    page.screenshot(path=str(ARTIFACTS / "tab_rollout.png"), full_page=True)
+    page.close()
+
+
+def _iou_in(text: str, oid: str) -> float | None:
+    import re
+
+    m = re.search(rf"\b{oid} ([0-9.]+)", text.split("mask IoU", 1)[-1]) if "mask IoU" in text else None
+    return float(m.group(1)) if m else None
+
+
+def test_slider_drag_updates_the_live_iou(policy_server, browser):
+    """The Objects tab's note gives the cube's mask IoU; nudging its x slider (arrow keys, 0.5 mm a step) lowers it
+    as the edit lands."""
+    root, url = policy_server
+    page = open_page(browser, url)
+    goto_tab(page, "Objects")
+    page.wait_for_selector("#object_preview img", timeout=30_000)
+    page.locator("#object_select input").click()
+    page.get_by_role("option", name="cube").click()
+    t0 = time.time()
+    while _iou_in(page.locator("#object_note").inner_text(), "cube") is None and time.time() - t0 < 30:
+        time.sleep(0.2)
+    before = _iou_in(page.locator("#object_note").inner_text(), "cube")
+    assert before is not None and before > 0.99, page.locator("#object_note").inner_text()
+    page.locator("#pose_x input[type=range]").focus()
+    for _ in range(16):  # 8 mm
+        page.keyboard.press("ArrowRight")
+    t0 = time.time()
+    after = before
+    while after > 0.95 and time.time() - t0 < 30:
+        time.sleep(0.2)
+        after = _iou_in(page.locator("#object_note").inner_text(), "cube") or after
+    assert after < 0.95, (before, after)
+    page.screenshot(path=str(ARTIFACTS / "objects_live_iou.png"), full_page=True)
+    # the Overview followed the edit without 'Refresh': the undo history lists it, the stages it made stale show
+    goto_tab(page, "Overview")
+    t0 = time.time()
+    while "object cube" not in page.locator("#history").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert "object cube" in page.locator("#history").inner_text()
+    assert "(no edits yet)" not in page.locator("#history").inner_text()
+    assert "stale" in page.locator("#stages").inner_text()
     page.close()
 
 

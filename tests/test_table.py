@@ -349,7 +349,11 @@ def test_bridge_frame_table_from_the_cubes(shared_data, tmp_path):
         Image.fromarray(np.where(mask, 255, 0).astype(np.uint8)).save(b.root / "masks" / "000000" / f"{oid}.png")
         m.capture.masks.setdefault("000000", {})[oid] = f"masks/000000/{oid}.png"
     b.save()
-    rec, _ = table_stage(b)
+    rec, _ = table_stage(b)  # the cubes disagree by ~2 cm: above the table gate's bar (10 mm), so not applied
+    assert rec.status == "poor" and not rec.metrics["applied"] and "spread_mm" in rec.metrics["gate"][0]["metric"]
+    assert Bundle.load(b.root).manifest.table_height == 0.03
+    rec, _ = table_stage(b, accept_poor=True)  # applied when asked for, still marked poor
+    assert rec.status == "poor" and rec.metrics["applied"]
     b = Bundle.load(b.root)
     rep = json.loads((b.root / "reports" / "table.json").read_text())
     print(f"bridge: table {rep['height_m'] * 1e3:+.2f} mm, spread {rep['spread_m'] * 1e3:.1f} mm, bottoms "

@@ -32,6 +32,7 @@ import numpy as np
 
 from real2sim.core.bundle import Bundle, hash_jsonable
 from real2sim.core.errors import BundleError
+from real2sim.core.gates import failing
 from real2sim.core.imaging import iou, read_mask, read_rgb_float, write_rgb
 from real2sim.core.manifest import CameraSpec
 from real2sim.core.stages import files_hash, run_stage
@@ -115,7 +116,7 @@ def _targets(bundle: Bundle, camera: str, frames, max_frames: int):
     views = _views(bundle, camera, frames)
     if len(views) > max_frames:
         views = [views[int(round(j))] for j in np.linspace(0, len(views) - 1, max_frames)]
-    model = load_robot_model(m.robot)
+    model = load_robot_model(m.robot, bundle.root)
     cam0 = m.cameras[camera].camera()
     masks, qs = [], []
     for i, rel, q in views:
@@ -214,7 +215,7 @@ def _picture(bundle: Bundle, camera: str, rep: dict, path) -> None:
     only; blue: rendered silhouette only."""
 
     m = bundle.manifest
-    model = load_robot_model(m.robot)
+    model = load_robot_model(m.robot, bundle.root)
     cam = m.cameras[camera].camera()
     rows = []
     keys = rep["frames"][:3]
@@ -294,13 +295,16 @@ class RefineCameraConfig:
 
 def refine_camera_stage(bundle: Bundle, camera: str = RefineCameraConfig.camera, force: bool = False,
                         dof: int = RefineCameraConfig.dof, max_evals: int = RefineCameraConfig.max_evals,
-                        min_gain: float = RefineCameraConfig.min_gain):
+                        min_gain: float = RefineCameraConfig.min_gain, accept_poor: bool = False):
     """Refine camera ``camera`` against the robot masks and write it into the manifest. Returns (record, ran).
 
     Writes ``reports/camera_refine.json`` and ``reports/camera_refine.png``. The previous pose is kept when the
     mean IoU (full resolution) gains less than ``min_gain``: on masks segmented from real frames, smaller
     gains do not single out a better camera (see :data:`MIN_GAIN`). With one robot pose among the frames and
     ``dof`` 6 the message says what that cannot determine (:data:`ONE_POSE_NOTE`).
+
+    Quality gate (:mod:`real2sim.core.gates`, ``camera_refine``): a refined camera whose robot silhouette IoU misses
+    the bar is not applied unless ``accept_poor`` (the record is 'poor').
     """
     if not 0.0 <= float(min_gain) < 1.0:
         raise BundleError(f"min_gain must be in [0, 1) (a mean-IoU gain; default {MIN_GAIN}), not {min_gain}")
@@ -319,6 +323,9 @@ def refine_camera_stage(bundle: Bundle, camera: str = RefineCameraConfig.camera,
 
         T1, rep = refine_camera(bundle, camera, dof=dof, max_evals=max_evals)
         improved, msg = _decide(rep, float(min_gain))
+        poor = failing(STAGE, {"mean_iou_after": rep["mean_iou_after"]})
+        if improved and poor and not accept_poor:
+            improved, msg = False, f"{poor[0].line()}: the refined pose is not applied"
         rep["applied"], rep["min_gain"] = bool(improved), float(min_gain)
         rec = m.stages.get("robot_masks")
         rendered = bool(rec and rec.status in ("done", "stale") and any(rel in rec.outputs for _, rel, _ in views))
@@ -345,4 +352,5 @@ def refine_camera_stage(bundle: Bundle, camera: str = RefineCameraConfig.camera,
         return outputs, metrics, msg
 
     # the stage's input is the camera it would start from: the one it wrote
-    return run_stage(bundle, STAGE, input_hash(), config, work, force, input_hash_after=input_hash)
+    return run_stage(bundle, STAGE, input_hash(), config, work, force, input_hash_after=input_hash,
+                     accept_poor=accept_poor)

@@ -25,6 +25,7 @@ from real2sim.core.manifest import CameraSpec, CaptureSpec, FrameSpec, RobotSpec
 from real2sim.core.pictures import tiles
 from real2sim.core.stages import run_stage
 from real2sim.robots import get_robot
+from real2sim.robots.robotfile import install_in_bundle
 
 log = logging.getLogger(__name__)
 FRAMES_DIR = "capture/frames"
@@ -72,7 +73,9 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
         bundle = Bundle.create(directory, name=name)
     cfg = {"frames": str(frames), "stride": stride, "max_frames": max_frames, "episode": episode, "video_key": video_key,
            "camera": None if camera is None else str(camera), "robot": robot}
-    input_hash = hash_jsonable([_source_hash(frames), None if camera is None else hash_file(camera), cfg])
+    robot_file = robot and Path(robot).is_file()
+    input_hash = hash_jsonable([_source_hash(frames), None if camera is None else hash_file(camera), cfg,
+                                hash_file(Path(robot)) if robot_file else None])
 
     def run():
         with replace_dir_atomically(bundle.path(FRAMES_DIR)) as tmp:
@@ -88,10 +91,15 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
             outputs.append("capture/camera.json")
         if robot:
 
-            rdef = get_robot(robot)  # unknown names suggest the close ones
+            rdef = get_robot(robot)  # unknown names suggest the close ones; a definition file is read and checked
             q0 = list(specs[0].joint_positions) if specs and specs[0].joint_positions else list(rdef.default_qpos)
+            # a robot from a definition file is copied into the bundle (robot/): the bundle never points at the
+            # user's original files
+            definition = install_in_bundle(rdef, bundle.root)
+            if definition:
+                outputs.append(definition)
             bundle.manifest.robot = RobotSpec(name=rdef.name, joint_positions=[float(x) for x in q0],
-                                              source=f"real2sim init --robot {robot}")
+                                              source=f"real2sim init --robot {robot}", definition=definition)
             bundle.manifest.provenance["robot"] = rdef.name
         bundle.manifest.provenance["capture_source"] = src.source
         pic = bundle.reports_dir() / "capture.png"

@@ -25,6 +25,7 @@ from real2sim.capture.table_board import (
 )
 from real2sim.core.bundle import hash_file, hash_jsonable
 from real2sim.core.errors import CalibrationError, CaptureError, Real2SimError
+from real2sim.core.gates import failing
 from real2sim.core.imaging import read_rgb, write_rgb
 from real2sim.core.meshes import load_mesh
 from real2sim.core.stages import files_hash, run_stage
@@ -200,7 +201,8 @@ def _board_image_for(board) -> Path:
 
 def table_stage(bundle, method: str = "objects", objects: Sequence[str] | None = None,
                 board: str | Path | None = None, pattern: tuple[int, int] = (9, 6), square: float = 0.025,
-                charuco=None, camera: str = "main", config: TableConfig | None = None, force: bool = False):
+                charuco=None, camera: str = "main", config: TableConfig | None = None, force: bool = False,
+                accept_poor: bool = False):
     """Stage ``table``: estimate the table plane and write ``table_height``. Returns ``(record, ran)``.
 
     ``method="objects"`` uses :func:`table_from_objects` (``objects`` or every masked object); ``"board"`` uses
@@ -208,6 +210,9 @@ def table_stage(bundle, method: str = "objects", objects: Sequence[str] | None =
     fixed object ``table`` with it when its top was on the plane (:func:`move_table_object`), and writes
     ``reports/table.json`` and ``reports/table.png``. Alignment, texture and export become stale. On an error the
     bundle keeps its table height, objects and earlier reports.
+
+    Quality gate (:mod:`real2sim.core.gates`, ``table``): an estimate whose spread (objects) or corner RMS (board)
+    misses the bar is reported but not applied unless ``accept_poor`` (the record is 'poor').
     """
 
     cfg = config or TableConfig()
@@ -253,15 +258,19 @@ def table_stage(bundle, method: str = "objects", objects: Sequence[str] | None =
         old = float(m.table_height)
         pic = bundle.reports_dir() / f"{STAGE}.png"
         write_rgb(pic, picture)
-        table_note = move_table_object(bundle, old, est.height)
-        m.table_height = float(est.height)
-        rep = {**est.to_dict(), "previous_height_m": round(old, 6), "change_m": round(est.height - old, 6),
-               "table_object": table_note, "picture": bundle.rel(pic), "config": stage_cfg}
-        outputs = [bundle.write_report(STAGE, rep), bundle.rel(pic)]
         metrics = {"height_m": round(est.height, 6), "change_mm": round((est.height - old) * 1e3, 3),
                    "tilt_deg": round(est.tilt_deg, 4), "spread_mm": round(est.spread_m * 1e3, 3),
                    "sources": len(est.labels), "rms_px": None if est.rms_px is None else round(est.rms_px, 4),
                    "warnings": len(est.warnings)}
+        apply = accept_poor or not failing(STAGE, metrics)
+        table_note = (move_table_object(bundle, old, est.height) if apply else
+                      {"moved": False, "why": "the estimate is poor and was not applied"})
+        if apply:
+            m.table_height = float(est.height)
+        rep = {**est.to_dict(), "previous_height_m": round(old, 6), "change_m": round(est.height - old, 6),
+               "table_object": table_note, "picture": bundle.rel(pic), "config": stage_cfg, "applied": apply}
+        outputs = [bundle.write_report(STAGE, rep), bundle.rel(pic)]
+        metrics["applied"] = apply
         msg = (f"table_height {old * 1e3:+.1f} -> {est.height * 1e3:+.1f} mm ({method}: {len(est.labels)} "
                f"{'corners' if method == 'board' else 'objects'}); tilt {est.tilt_deg:.2f} deg; spread "
                f"{est.spread_m * 1e3:.1f} mm")
@@ -270,4 +279,5 @@ def table_stage(bundle, method: str = "objects", objects: Sequence[str] | None =
         return outputs, metrics, msg
 
     # the stage's inputs include the height it writes
-    return run_stage(bundle, STAGE, input_hash(), stage_cfg, work, force, input_hash_after=input_hash)
+    return run_stage(bundle, STAGE, input_hash(), stage_cfg, work, force, input_hash_after=input_hash,
+                     accept_poor=accept_poor)

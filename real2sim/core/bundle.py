@@ -236,13 +236,13 @@ class Bundle:
 
     def stage_is_current(self, name: str, input_hash: str) -> bool:
         rec = self.manifest.stages.get(name)
-        return bool(rec and rec.status == "done" and rec.input_hash == input_hash
+        return bool(rec and rec.status in ("done", "poor") and rec.input_hash == input_hash
                     and all(self.path(o).exists() for o in rec.outputs))
 
     def mark_stale(self, *names: str) -> None:
         for n in names:
             rec = self.manifest.stages.get(n)
-            if rec and rec.status == "done":
+            if rec and rec.status in ("done", "poor"):
                 rec.status = "stale"
 
     def write_report(self, stage: str, data: dict) -> str:

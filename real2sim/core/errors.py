@@ -32,6 +32,10 @@ class CollisionError(Real2SimError):
     """Convex decomposition failed, crashed or ran past its time limit."""
 
 
+class RobotError(Real2SimError):
+    """A robot definition file or its URDF cannot be used: names the file, link or joint and the fix."""
+
+
 class ExportError(Real2SimError):
     """An exporter could not write its scene, or its engine refused to load it."""
 

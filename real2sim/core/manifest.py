@@ -30,7 +30,9 @@ CONVENTIONS = {
     "quaternion_order": "wxyz",
     "images": "uint8 RGB PNG on disk; masks single-channel PNG 0/255",
 }
-STAGE_STATUSES = ("pending", "done", "stale", "failed")
+STAGE_STATUSES = ("pending", "done", "stale", "failed", "poor")
+"""'poor': the stage ran but its number missed its quality gate (:mod:`real2sim.core.gates`); its metrics say whether
+the result was applied anyway (``applied``)."""
 COLLISION_KINDS = ("pending", "none", "hulls", "box", "cylinder", "sphere")
 
 
@@ -476,6 +478,9 @@ class RobotSpec:
     damping: list[float] | None = None
     appearance: dict[str, list[float]] = field(default_factory=dict)
     source: str = ""
+    definition: str = ""
+    """Bundle-relative path of the robot's packaged definition file (``robot/robot.json``) for a robot read from a
+    definition file; empty for a registry robot."""
 
     @classmethod
     def parse(cls, r: FieldReader, d: Any, where: str) -> "RobotSpec":
@@ -496,6 +501,7 @@ class RobotSpec:
             damping=vec_or_none("damping", 0.0),
             appearance={k: r.vector(v, f"{where}.appearance.{k}", 4, 0.0) for k, v in app.items()},
             source=r.text(d.get("source", ""), f"{where}.source", MAX_PATH, allow_empty=True),
+            definition=r.relpath(d["definition"], f"{where}.definition") if d.get("definition") else "",
         )
 
 
@@ -669,6 +675,8 @@ class Manifest:
                 del obj["mass"]
         if d["robot"] is None:
             del d["robot"]
+        elif not d["robot"]["definition"]:
+            del d["robot"]["definition"]
         if not d["capture"]["mask_states"]:
             del d["capture"]["mask_states"]
         order = ["schema_version", "name", "units", "conventions", "provenance", "table_height", "physics",

@@ -105,3 +105,55 @@ def primitive_mass_properties(kind: str, size, density: float, mass: float | Non
         raise MeshError(f"no closed-form mass properties for '{kind}'")
     m = mass if mass is not None else density * vol
     return float(m), np.zeros(3), np.diag(diag * m)
+
+
+def embedded_appearance(mesh) -> tuple[np.ndarray | None, tuple[float, float, float, float] | None]:
+    """What a loaded mesh carries about its look: ``(texture image (h, w, 3) uint8 RGB or None, flat rgba or None)``.
+
+    The texture is the material's image (Collada/OBJ ``image``, glTF ``baseColorTexture``) when the mesh has
+    per-vertex UVs for it; the colour is the material's diffuse / base colour factor."""
+    vis = getattr(mesh, "visual", None)
+    mat = getattr(vis, "material", None)
+    image = None
+    if mat is not None and getattr(vis, "uv", None) is not None and len(vis.uv) == len(mesh.vertices):
+        img = getattr(mat, "image", None)
+        if img is None:
+            img = getattr(mat, "baseColorTexture", None)
+        if img is not None:
+            image = np.asarray(img.convert("RGB"), np.uint8)
+    rgba = None
+    for attr in ("baseColorFactor", "diffuse", "main_color"):
+        c = getattr(mat, attr, None) if mat is not None else None
+        if c is not None:
+            c = np.asarray(c, float).ravel()
+            if len(c) >= 3:
+                c = c / 255.0 if c.max() > 1.0 else c
+                rgba = tuple(float(x) for x in (list(c[:3]) + [c[3] if len(c) > 3 else 1.0]))
+                break
+    return image, rgba
+
+
+def canonical_visual(src: Path, obj_path: Path, texture_path: Path | None) -> dict:
+    """Write the bundle's canonical visual mesh for any mesh file trimesh reads (OBJ, DAE, GLB/GLTF, PLY, STL):
+    ``obj_path`` (positions, UVs when the file has them, no material library) and, when the file embeds a texture,
+    ``texture_path`` (PNG). Every exporter and stage then reads the same two files.
+
+    Returns ``{"texture": bool, "uv": bool, "rgba": (4,) | None, "faces": int}``. Multi-part files are flattened
+    (their textures packed into one atlas by trimesh)."""
+    from PIL import Image
+
+    from real2sim.core.objio import mesh_uv, write_obj
+
+    mesh = load_mesh(src)
+    image, rgba = embedded_appearance(mesh)
+    uv = mesh_uv(mesh)
+    tmp = obj_path.with_name(f".{obj_path.name}.tmp")
+    write_obj(tmp, mesh.vertices, mesh.faces, uv, None)
+    tmp.replace(obj_path)
+    wrote_texture = False
+    if image is not None and uv is not None and texture_path is not None:
+        tmp = texture_path.with_name(f".{texture_path.name}.tmp.png")
+        Image.fromarray(image).save(tmp)
+        tmp.replace(texture_path)
+        wrote_texture = True
+    return {"texture": wrote_texture, "uv": uv is not None, "rgba": rgba, "faces": int(len(mesh.faces))}

@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 
 from real2sim.core.bundle import Bundle, content_hash, hash_file, hash_jsonable
 from real2sim.core.errors import MeshError, Real2SimError, UnknownNameError
+from real2sim.core.gates import POOR_APPLIED, POOR_NOT_APPLIED, failing
 from real2sim.core.manifest import StageRecord
 from real2sim.core.meshes import geometry_hash
 
@@ -174,15 +175,22 @@ class StageRun(NamedTuple):
 
 
 def run_stage(bundle: Bundle, name: str, input_hash: str, config: dict, fn: Callable[[], tuple[list[str], dict, str]],
-              force: bool = False, input_hash_after: Callable[[], str] | None = None) -> StageRun:
+              force: bool = False, input_hash_after: Callable[[], str] | None = None,
+              accept_poor: bool = False) -> StageRun:
     """Run ``fn`` unless stage ``name`` is current.
+
+    Quality gates (:mod:`real2sim.core.gates`): when the metrics ``fn`` returns miss the stage's bar, the record's
+    status is 'poor', its metrics carry ``gate`` (each failed rule: number, bar) and ``applied`` (``fn`` reports
+    whether it applied its result: a gated stage applies a poor result only when asked to, ``accept_poor``), and
+    its message starts with the verdict. A poor record whose result was not applied is re-run when
+    ``accept_poor`` is given, even with unchanged inputs.
 
     ``input_hash_after``: for a stage whose inputs include what it writes (refine-camera's camera, the table
     stage's height): the record keeps the hash of its inputs as it left them, so that running it again is a
     no-op until something else changes them. When the run changed what the stage writes, the stages that read it
     are marked stale (directly: they mark their own readers in turn when they re-run and their outputs change)."""
     decl = stage_decl(name)
-    if not force and bundle.stage_is_current(name, input_hash):
+    if not force and bundle.stage_is_current(name, input_hash) and not (accept_poor and not_applied(bundle, name)):
         log.info("stage %s: unchanged, skipped", name)
         return StageRun(bundle.manifest.stages[name], False)
     previous = bundle.manifest.stages.get(name)
@@ -199,8 +207,55 @@ def run_stage(bundle: Bundle, name: str, input_hash: str, config: dict, fn: Call
     if input_hash_after is not None:
         input_hash = input_hash_after()
     changed = previous is None or _fingerprint(bundle, outputs) != before
-    bundle.manifest.stages[name] = StageRecord("done", input_hash, config, sorted(outputs), metrics, message)
-    if changed:
+    status, metrics, message = _gated(name, metrics, message)
+    bundle.manifest.stages[name] = StageRecord(status, input_hash, config, sorted(outputs), metrics, message)
+    if changed and metrics.get("applied", True):
         bundle.mark_stale(*downstream(decl.name, transitive=False))
     bundle.save()
     return StageRun(bundle.manifest.stages[name], True)
+
+
+def _gated(name: str, metrics: dict, message: str) -> tuple[str, dict, str]:
+    """The record's status, metrics and message after the stage's quality gates."""
+    poor = failing(name, metrics)
+    if not poor:
+        return "done", metrics, message
+    applied = bool(metrics.get("applied", False))
+    verdict = "; ".join(v.line() for v in poor) + " -> " + (POOR_APPLIED if applied else POOR_NOT_APPLIED)
+    log.warning("%s", verdict)
+    metrics = {**metrics, "applied": applied, "gate": [v.to_dict() for v in poor]}
+    return "poor", metrics, verdict + (f"; {message}" if message else "")
+
+
+def not_applied(bundle: Bundle, name: str) -> bool:
+    """Whether stage ``name`` is recorded 'poor' with its result not applied."""
+    rec = bundle.manifest.stages.get(name)
+    return bool(rec and rec.status == "poor" and not rec.metrics.get("applied", False))
+
+
+def poor_line(bundle: Bundle, name: str) -> str | None:
+    """The one-line verdict of a poor stage (its number and the bar, applied or not), or None."""
+    rec = bundle.manifest.stages.get(name)
+    if rec is None or rec.status != "poor":
+        return None
+    misses = ", ".join(f"{g['metric']} {g['value']:.4g} misses the bar ({g['rule']})" for g in rec.metrics.get("gate", []))
+    verdict = POOR_APPLIED if rec.metrics.get("applied") else POOR_NOT_APPLIED
+    detail = rec.message.split(verdict, 1)[1].lstrip("; ") if verdict in rec.message else ""
+    return f"{name}: {misses or 'poor'} -> {verdict}" + (f"; {detail}" if detail else "")
+
+
+def quality_problems(bundle: Bundle, names=None) -> list[tuple[str, str]]:
+    """``(stage, line)`` for each poor, failed or stale stage among ``names`` (default: every recorded stage but
+    ``export``), in graph order: what ``build`` stops on and ``export`` and ``eval`` warn about."""
+    out = []
+    for s in GRAPH:
+        rec = bundle.manifest.stages.get(s.name)
+        if rec is None or (s.name not in names if names is not None else s.name == "export"):
+            continue
+        if rec.status == "poor":
+            out.append((s.name, poor_line(bundle, s.name)))
+        elif rec.status == "failed":
+            out.append((s.name, f"{s.name}: last run failed: {rec.message}"))
+        elif rec.status == "stale":
+            out.append((s.name, f"{s.name}: stale (an input changed since it ran; 'real2sim build' re-runs it)"))
+    return out

@@ -213,7 +213,7 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     step("masks")
 
     # 3) robot: joints fitted to the robot's pixels; its mask goes into the bundle as entity 'robot'
-    model = load_robot_model(m.robot)
+    model = load_robot_model(m.robot, bundle.root)
     cubes_any = np.logical_or.reduce([masks[o] | ref[o] for o in CUBES])
     q, rmask, rrep = fit_robot_joints(model, cam, img, person_plate, cubes_any, m.robot.joint_positions)
     rrep["joint_names"] = list(model.joint_names)
@@ -261,7 +261,9 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     # 5) table height from the cubes (real2sim.capture.table: each aligned with a free height, median of the bottoms; the
     #    table object follows), then alignment on that table, then textures
 
-    table_stage(bundle, "objects", objects=list(CUBES))
+    # the cubes' bottoms disagree by ~23 mm along their viewing rays (the config's camera is slightly off,
+    # docs/journey.md): above the table gate's bar, so the height is applied knowingly and the stage stays 'poor'
+    table_stage(bundle, "objects", objects=list(CUBES), accept_poor=True)
     bundle = Bundle.load(bundle.root)
     table = bundle.manifest.table_height
     trep = json.loads((bundle.reports_dir() / "table.json").read_text())
@@ -332,7 +334,8 @@ def build_bridge_scene(shared_data_dir, out_dir, episodes: int = 4, tasks=("lift
     rep["metrics"] = {m_.task: {"mmrv": round(float(m_.mmrv), 4),
                                 "pearson": None if np.isnan(m_.pearson) else round(float(m_.pearson), 4)} for m_ in ms}
     try:
-        rep["metrics_plot"] = bundle.rel(plot(ms, bundle.reports_dir() / f"metrics_{ref}_vs_{checked}.png"))
+        rep["metrics_plot"] = bundle.rel(plot(ms, bundle.reports_dir() / f"metrics_{ref}_vs_{checked}.png",
+                                              real_label=ref, sim_label=checked))
     except Exception as exc:
         log.warning("metrics plot failed: %s", exc)
     step("metrics")
@@ -400,16 +403,21 @@ def visual_gap(bundle: Bundle, img, plate, person_plate, masks: dict, robot_mask
                           "note": "robot mask = plate difference (person-made plate) within 7 px of the fitted "
                                   "silhouette; the gripper's own keypoints are not measured"}}
     tiles = [img, pics["plate_only"], pics["plus_objects"], pics["plus_robot"]]
-    labels = ["real", "plate only", "+ objects", "+ robot"]
+    db = {k: gap["bundle_plate"][k]["whole"]["psnr_db"] for k in ("plate_only", "plus_objects", "plus_robot")}
+    labels = ["real frame 0", f"plate only: {db['plate_only']:.1f} dB", f"+ objects: {db['plus_objects']:.1f} dB",
+              f"+ robot: {db['plus_robot']:.1f} dB"]
     out = []
     import cv2
 
+    from real2sim.render.overlay import titled
+
     for t, lab in zip(tiles, labels):
         t = cv2.resize(np.ascontiguousarray(t), (320, 240), interpolation=cv2.INTER_AREA)
-        cv2.putText(t, lab, (6, 18), cv2.FONT_HERSHEY_SIMPLEX, 0.55, (255, 255, 255), 2, cv2.LINE_AA)
         out.append(t)
     picture.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.concatenate(out, 1)).save(picture)
+    strip = titled(np.concatenate(out, 1), "visual gap of frame 0: each composite (bundle plate + rendered layers) "
+                   "against the real frame, PSNR over the whole image", labels)
+    Image.fromarray(strip).save(picture)
     return gap, align_px
 
 

@@ -82,6 +82,23 @@ class LoadedScene(abc.ABC):
         self.require("robot")
         return self._robot.name
 
+    def robot_def(self):
+        """The scene's :class:`~real2sim.robots.spec.RobotDef` (a robot from a definition file: the copy packaged
+        with the export, never the user's original file)."""
+        self.require("robot")
+        if self._robot is None:
+            from real2sim.robots import get_robot
+
+            self._robot = get_robot(self.robot_name())
+        return self._robot
+
+    def mounted_cameras(self) -> dict[str, str]:
+        """``{camera: link}`` of the robot-mounted cameras in the scene (they move with their link; they have no
+        background plate). Empty without a robot."""
+        if "robot" not in self.capabilities:
+            return {}
+        return {name: link for name, (link, _) in self.robot_def().mounted_cameras().items()}
+
     def robot_joint_names(self) -> list[str]:
         """Actuated joint names (registry names, not the engine's prefixed ones)."""
         self.require("robot")

@@ -263,8 +263,9 @@ def to_json(metrics: list[TaskMetrics]) -> dict:
             "definitions": "MMRV and Pearson r as in SIMPLER (strict comparisons; see real2sim.evaluation.metrics)"}
 
 
-def plot(metrics: list[TaskMetrics], out: Path) -> Path:
-    """Real-vs-sim scatter per task with 95% Wilson intervals (like SIMPLER's Figure 4)."""
+def plot(metrics: list[TaskMetrics], out: Path, real_label: str = "real", sim_label: str = "sim") -> Path:
+    """Real-vs-sim scatter per task with 95% Wilson intervals (like SIMPLER's Figure 4). ``real_label`` and
+    ``sim_label`` name the two sides on the axes (two engines compared: their names, not 'real' and 'sim')."""
 
     mpl = require("matplotlib", "metrics")
     mpl.use("Agg")
@@ -283,8 +284,8 @@ def plot(metrics: list[TaskMetrics], out: Path) -> Path:
         ax.plot([0, 1], [0, 1], "k--", lw=0.8)
         ax.set_xlim(-0.02, 1.02)
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("real success rate")
-        ax.set_ylabel("sim success rate")
+        ax.set_xlabel(f"{real_label} success rate")
+        ax.set_ylabel(f"{sim_label} success rate")
         r = "n/a" if math.isnan(m.pearson) else f"{m.pearson:.2f}"
         ci = "(no CI: rates only)" if math.isnan(m.mmrv_ci[0]) else f"[{m.mmrv_ci[0]:.2f}, {m.mmrv_ci[1]:.2f}]"
         ax.set_title(f"{m.task}\nMMRV {m.mmrv:.3f} {ci}  r {r}", fontsize=9)

@@ -38,7 +38,7 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError, require
 from real2sim.core.manifest import RobotSpec
 from real2sim.engines.sandbox import robot_scene
-from real2sim.robots import get_robot
+from real2sim.robots import get_robot, robot_ref
 from real2sim.robots.control import Controller, ControllerConfig, replay
 from real2sim.robots.kinematics import Kinematics
 
@@ -335,7 +335,7 @@ def fit_gains(episodes: list[Episode], robot, action_space: str = "ee_delta", he
     space = make_space(r, share, span, default_k, default_d)
     rng = np.random.default_rng(seed)
     heldout = list(heldout or [])
-    ev = _Evaluator(r.name, engine, action_space, workers, list(episodes) + heldout)
+    ev = _Evaluator(robot_ref(r), engine, action_space, workers, list(episodes) + heldout)  # by path for a file robot
     train_idx = range(len(episodes))
     held_idx = range(len(episodes), len(episodes) + len(heldout))
     n_eval = 0

@@ -17,7 +17,7 @@ from real2sim.capture.plate import plate_stage
 from real2sim.collision.stage import collision_stage, default_cache_dir, inertial_stage
 from real2sim.collision.types import CollisionConfig
 from real2sim.core.bundle import Bundle
-from real2sim.core.stages import STAGES, StageRun
+from real2sim.core.stages import STAGES, StageRun, quality_problems
 from real2sim.export import export_bundle
 from real2sim.segmentation.robot_fit import robot_fit_stage
 from real2sim.texture.stage import align_stage, texture_stage
@@ -38,6 +38,8 @@ class BuildOptions:
     """Collision cache (None: ``$REAL2SIM_CACHE/collision`` or ``~/.cache/real2sim/collision``)."""
     force: bool = False
     """Re-run every step in the first round even when its inputs are unchanged."""
+    accept_poor: bool = False
+    """Apply a fitting stage's result even when it misses its quality gate (:mod:`real2sim.core.gates`)."""
 
 
 @dataclass(frozen=True)
@@ -77,31 +79,34 @@ def _always(bundle: Bundle) -> bool:
 
 BUILD_STEPS: tuple[BuildStep, ...] = (
     BuildStep("plate", _has_frames, lambda b, o: plate_stage(b, force=o.force)),
-    BuildStep("robot_fit", _robot_needs_fit, lambda b, o: robot_fit_stage(b, force=o.force)),
-    BuildStep("alignment", _has_masked_objects, lambda b, o: align_stage(b, force=o.force)),
-    BuildStep("texture", _has_masked_objects, lambda b, o: texture_stage(b, force=o.force)),
+    BuildStep("robot_fit", _robot_needs_fit, lambda b, o: robot_fit_stage(b, force=o.force, accept_poor=o.accept_poor)),
+    BuildStep("alignment", _has_masked_objects, lambda b, o: align_stage(b, force=o.force, accept_poor=o.accept_poor)),
+    BuildStep("texture", _has_masked_objects, lambda b, o: texture_stage(b, force=o.force, accept_poor=o.accept_poor)),
     BuildStep("collision", _always, lambda b, o: collision_stage(b, o.collision, o.cache_dir, o.force)),
     BuildStep("inertial", _always, lambda b, o: inertial_stage(b, o.force)),
 )
 
 
 def build(bundle: Bundle, collision_config: CollisionConfig | None = None, cache_dir: Path | None = None,
-          force: bool = False) -> dict[str, bool]:
+          force: bool = False, accept_poor: bool = False) -> dict[str, bool]:
     """Run every build step the bundle calls for, in graph order, until no stage is stale.
 
     Returns ``{stage: ran}`` (True when it ran in any round). Each stage skips itself when its inputs are unchanged.
+    A fitting stage whose number misses its quality gate is recorded 'poor' and the walk goes on (the stages after it
+    work from what the bundle kept); :func:`build_problems` lists them.
     """
-    opts = BuildOptions(collision_config, cache_dir, force)
+    opts = BuildOptions(collision_config, cache_dir, force, accept_poor)
     ran: dict[str, bool] = {}
     for round_ in range(MAX_ROUNDS):
         ran_now = []
         for step in BUILD_STEPS:
             rec = bundle.manifest.stages.get(step.name)
-            if round_ > 0 and (rec is None or rec.status == "done"):
+            if round_ > 0 and (rec is None or rec.status != "stale"):
                 continue  # later rounds only re-run what the earlier ones made stale
             if not step.due(bundle):
                 continue
-            run = step.run(bundle, opts if round_ == 0 else BuildOptions(opts.collision, opts.cache_dir))
+            run = step.run(bundle, opts if round_ == 0 else BuildOptions(opts.collision, opts.cache_dir,
+                                                                          accept_poor=opts.accept_poor))
             ran[step.name] = ran.get(step.name, False) or run.ran
             if run.ran:
                 ran_now.append(step.name)
@@ -120,6 +125,13 @@ def build(bundle: Bundle, collision_config: CollisionConfig | None = None, cache
     return ran
 
 
+def build_problems(bundle: Bundle) -> list[tuple[str, str]]:
+    """One line per build stage that is poor (number and bar), failed or still stale: why ``build`` exits non-zero."""
+    due = {s.name for s in BUILD_STEPS if s.due(bundle)}
+    return [(name, line) for name, line in quality_problems(bundle, [s.name for s in BUILD_STEPS])
+            if bundle.manifest.stages[name].status != "stale" or name in due]
+
+
 def _check_steps() -> None:
     order = list(STAGES)
     names = [s.name for s in BUILD_STEPS]
@@ -129,4 +141,5 @@ def _check_steps() -> None:
 
 _check_steps()
 
-__all__ = ["BUILD_STEPS", "BuildOptions", "BuildStep", "MAX_ROUNDS", "build", "default_cache_dir", "export_bundle"]
+__all__ = ["BUILD_STEPS", "BuildOptions", "BuildStep", "MAX_ROUNDS", "build", "build_problems", "default_cache_dir",
+           "export_bundle"]

@@ -14,6 +14,7 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError
 from real2sim.core.manifest import MASK_STATES_AT_POSE
 from real2sim.core.meshes import load_mesh
+from real2sim.core.stages import poor_line
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,40 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
                 out.append(Finding("error", f"stages.{name}.outputs", f"{problem}; re-run the stage with 'real2sim build'"))
         if rec.status == "failed":  # a failed export leaves exports older than the scene: evaluating them misleads
             out.append(Finding("error" if name == "export" else "warning", f"stages.{name}", f"last run failed: {rec.message}"))
+        elif rec.status == "poor":  # a fit below its quality gate: applied anyway, or refused (the bundle kept the old)
+            out.append(Finding("warning", f"stages.{name}", f"poor: {poor_line(bundle, name)}; "
+                               + ("the twin uses this result: check the report picture" if rec.metrics.get("applied")
+                                  else "fix its input (masks, camera, prompt) and re-run the stage")))
         elif rec.status == "stale":
             out.append(Finding("warning", f"stages.{name}", "is stale (an input changed); re-run 'real2sim build' / 'real2sim export'"))
     if not any(not o.fixed for o in m.objects.values()):
         out.append(Finding("warning", "objects", "no dynamic objects: nothing will move in simulation"))
     out += _check_capture_files(bundle)
     out += _check_masks(bundle)
+    for oid, why in poor_alignments(bundle).items():
+        out.append(Finding("warning", f"objects.{oid}.pose", f"alignment is poor: {why}; the pose was kept. Fix the "
+                           f"mask or the pose in 'real2sim review {bundle.root}', then 'real2sim align'"))
+    return out
+
+
+def poor_alignments(bundle: Bundle) -> dict[str, str]:
+    """``{object id: why}`` for objects whose last alignment (``reports/alignment.json``) was 'poor' or failed, while
+    the alignment stage is current (a stale report says nothing about the present bundle)."""
+    import json
+
+    rec = bundle.manifest.stages.get("alignment")
+    p = bundle.root / "reports" / "alignment.json"
+    if rec is None or rec.status == "stale" or not p.is_file():
+        return {}
+    try:
+        objects = json.loads(p.read_text()).get("objects", {})
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for oid, r in objects.items():
+        if oid in bundle.manifest.objects and r.get("status") in ("poor", "failed", "not converged"):
+            num = f"silhouette IoU {r['mean_iou']:.3f}, " if "mean_iou" in r else ""
+            out[oid] = f"{r['status']} ({num}{r.get('message') or r.get('error', '')})"
     return out
 
 

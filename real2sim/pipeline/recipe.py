@@ -36,10 +36,11 @@ from real2sim.core.manifest import (
     RobotSpec,
     TaskSpec,
 )
-from real2sim.core.meshes import load_mesh
+from real2sim.core.meshes import canonical_visual, embedded_appearance, load_mesh
 from real2sim.core.objio import strip_obj_materials
 from real2sim.core.stages import mark_changed
 from real2sim.robots import get_robot
+from real2sim.robots.robotfile import install_in_bundle
 from real2sim.scenes import scene_recipe
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
     r = FieldReader(str(recipe_path))
     r.obj(data, "", {"name", "description", "table_height", "physics", "cameras", "lights", "objects", "robot", "tasks"},
           {"name", "objects"})
-    robot = _import_robot(r, data["robot"]) if data.get("robot") is not None else None  # refuse before writing
+    robot, robot_def = _import_robot(r, data["robot"], base) if data.get("robot") is not None else (None, None)
     tasks = r.obj(data.get("tasks", {}), "tasks", set(data.get("tasks", {})))
     tasks = {k: TaskSpec.parse(r, v, f"tasks.{k}") for k, v in tasks.items()}
     new_dir = not Path(out_dir).exists()
@@ -88,6 +89,8 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
             m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
         for oid, od in data["objects"].items():
             m.objects[oid] = _import_object(bundle, r, base, oid, od)
+        if robot is not None:  # a robot from a definition file is copied into the bundle (robot/)
+            robot.definition = install_in_bundle(robot_def, bundle.root)
         m.robot = robot
         m.tasks = tasks
         bundle.save()
@@ -103,15 +106,24 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
     where = f"objects.{oid}"
     r.obj(od, where, OBJECT_KEYS, {"mesh", "pose"})
     src = base / r.string(od["mesh"], f"{where}.mesh")
-    load_mesh(src)  # refuse unreadable meshes now, naming the file
+    loaded = load_mesh(src)  # refuse unreadable meshes now, naming the file
     dst_dir = bundle.object_dir(oid)
     dst_dir.mkdir(parents=True, exist_ok=True)
-    mesh_dst = dst_dir / f"visual{src.suffix.lower()}"
-    if src.suffix.lower() == ".obj":  # its material library stays behind (the texture is copied and named below)
+    mesh_dst = dst_dir / "visual.obj"
+    given_texture = bool(od.get("texture"))
+    embedded = None if given_texture else embedded_appearance(loaded)
+    texture, rgba = None, None
+    if src.suffix.lower() == ".obj" and (embedded is None or embedded[0] is None):
+        # its material library stays behind (a texture given separately is copied and named below)
         atomic_write_bytes(mesh_dst, strip_obj_materials(src.read_bytes()))
     else:
-        shutil.copyfile(src, mesh_dst)
-    texture = None
+        # any other format, or an OBJ whose material embeds a texture: the canonical OBJ (+ PNG) every engine reads
+        made = canonical_visual(src, mesh_dst, None if given_texture else dst_dir / "texture.png")
+        if made["texture"]:
+            texture = bundle.rel(dst_dir / "texture.png")
+        rgba = made["rgba"]
+        log.info("%s: %s -> %s (%d faces, UVs %s, texture %s)", where, src.name, bundle.rel(mesh_dst), made["faces"],
+                 "kept" if made["uv"] else "none", texture or "none")
     if od.get("texture"):
         tex = base / r.string(od["texture"], f"{where}.texture")
         if tex.is_file():
@@ -122,18 +134,31 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
             log.warning("%s: texture %s not found; object '%s' gets its flat colour rgba (recorded in scene.json)", where, tex, oid)
     spec = ObjectSpec.parse(r, {
         "pose": od["pose"],
-        "visual": {"mesh": bundle.rel(mesh_dst), "texture": texture, "rgba": od.get("rgba", [0.7, 0.7, 0.7, 1.0])},
+        "visual": {"mesh": bundle.rel(mesh_dst), "texture": texture,
+                   "rgba": od.get("rgba", list(rgba) if rgba and not texture else [0.7, 0.7, 0.7, 1.0])},
         **{k: od[k] for k in ("fixed", "density", "mass", "friction", "restitution") if k in od},
         "source": str(src.name),
     }, where)
     return spec
 
 
-def _import_robot(r: FieldReader, d: dict):
-    """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones)."""
+def _import_robot(r: FieldReader, d: dict, base: Path):
+    """The recipe's robot entry: a registry name (aliases allowed, unknown names suggest close ones), or
+    ``definition``: a robot definition file relative to the recipe (docs/robots.md), read and checked here.
+    Returns (RobotSpec, RobotDef)."""
 
+    d = dict(d) if isinstance(d, dict) else d
+    robot = None
+    if isinstance(d, dict) and d.get("definition"):
+        r.text(d["definition"], "robot.definition", 4096)
+        robot = get_robot(base / d["definition"])
+        d.setdefault("name", robot.name)
+        d["definition"] = ""  # set to the bundle's copy once the bundle exists
     spec = RobotSpec.parse(r, d, "robot")
-    robot = get_robot(spec.name)
+    robot = robot or get_robot(spec.name)
+    if spec.name not in (robot.name, *robot.aliases):
+        r.fail("robot.name", f"is '{spec.name}' but the definition file names the robot '{robot.name}'",
+               "drop 'name' or make the two agree")
     spec.name = robot.name
     if not spec.joint_positions:
         spec.joint_positions = [float(x) for x in robot.default_qpos]
@@ -141,14 +166,14 @@ def _import_robot(r: FieldReader, d: dict):
         r.fail("robot.joint_positions", f"has {len(spec.joint_positions)} values, robot '{robot.name}' has {robot.dof} "
                f"joints ({', '.join(robot.joint_names)})")
     spec.source = spec.source or "recipe"
-    return spec
+    return spec, robot
 
 
 def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None, position=None,
                quaternion_wxyz=(1.0, 0.0, 0.0, 0.0), **props) -> ObjectSpec:
     """Add one object to an existing bundle (mesh and texture copied in).
 
-    Without ``position`` the object is placed at the table centre, resting on the table
+    Without ``position`` the object is placed at x = y = 0 (the world origin, not the table's centre), resting on the table
     (its mesh's lowest point at ``table_height``); alignment then moves it to its masks.
     ``props``: fixed, density, mass, friction, restitution, rgba.
     """
@@ -158,8 +183,10 @@ def add_object(bundle: Bundle, oid: str, mesh: Path, texture: Path | None = None
     if not oid.replace("_", "").replace("-", "").isalnum():
         raise BundleError(f"object id '{oid}' must be letters, digits, '_' or '-' (it becomes a folder name)")
     mesh = Path(mesh).resolve()
-    if position is None:
-        lowest = load_mesh(mesh).bounds[0][2]
+    if position is None:  # resting on the table: the lowest point of the turned mesh at the table's height
+        from real2sim.core.geometry import quat_wxyz_to_matrix
+
+        lowest = (np.asarray(load_mesh(mesh).vertices, float) @ quat_wxyz_to_matrix(quaternion_wxyz).T)[:, 2].min()
         position = [0.0, 0.0, bundle.manifest.table_height - float(lowest)]
     entry = {"mesh": str(mesh), "pose": {"position": [float(x) for x in position],
                                           "quaternion_wxyz": [float(x) for x in quaternion_wxyz]}, **props}

@@ -602,7 +602,7 @@ def read_scan_folder(obj_dir: Path) -> dict:
     return info
 
 
-def add_scanned_object(bundle, oid: str, obj_dir: Path, position=None, **props):
+def add_scanned_object(bundle, oid: str, obj_dir: Path, position=None, quaternion_wxyz=(1.0, 0.0, 0.0, 0.0), **props):
     """Add a scanned object (mesh, texture, density or mass from its scan) to ``bundle``; the scan's report and
     pictures go along into ``objects/<id>/scan/``. ``props`` (density, mass, friction, fixed) override the scan's."""
     from real2sim.pipeline.recipe import add_object
@@ -614,7 +614,8 @@ def add_scanned_object(bundle, oid: str, obj_dir: Path, position=None, **props):
             props["mass"] = float(info["mass"])
         elif info.get("density"):
             props["density"] = float(info["density"])
-    spec = add_object(bundle, oid, obj_dir / info["mesh"], obj_dir / info["texture"], position, **props)
+    spec = add_object(bundle, oid, obj_dir / info["mesh"], obj_dir / info["texture"], position, quaternion_wxyz,
+                      **props)
     keep = bundle.object_dir(oid) / "scan"
     keep.mkdir(parents=True, exist_ok=True)
     for name in ("report.json", "object.json", "turntable.png", "frames.png"):

@@ -20,10 +20,16 @@ def _u8(img) -> np.ndarray:
     return (np.clip(np.asarray(img, np.float32), 0, 1) * 255 + 0.5).astype(np.uint8)
 
 
-def overlay_panels(real, render, real_mask, render_mask, pad: int = 24, min_height: int = 160) -> np.ndarray:
+PANEL_LEGENDS = ("photo", "render over the photo (yellow: the photo's mask)",
+                 "|difference| x4; red: photo only, blue: render only")
+
+
+def overlay_panels(real, render, real_mask, render_mask, pad: int = 24, min_height: int = 320,
+                   title: str | None = None) -> np.ndarray:
     """``(h, 3w, 3) uint8``: the real crop | the render composited over the real crop (object outline drawn) |
     the difference (|real - render| x 4 inside the render; mask agreement outside: green both, red real only,
-    blue render only)."""
+    blue render only). Scaled up to ``min_height`` px; with ``title`` (the stage's numbers), a title band on top
+    and a legend under each panel."""
     import cv2
 
     real = np.asarray(real, np.float32)
@@ -48,4 +54,34 @@ def overlay_panels(real, render, real_mask, render_mask, pad: int = 24, min_heig
     if panels.shape[0] < min_height:
         s = min_height / panels.shape[0]
         panels = cv2.resize(panels, (int(round(panels.shape[1] * s)), min_height), interpolation=cv2.INTER_NEAREST)
-    return panels
+    if title is None:
+        return panels
+    return titled(panels, title, PANEL_LEGENDS)
+
+
+def titled(picture: np.ndarray, title: str, legends=()) -> np.ndarray:
+    """``picture`` with a dark title band on top (``title``: the numbers it shows) and, when given, one legend
+    line per equal-width column under it."""
+    import cv2
+
+    w = picture.shape[1]
+    font, scale = cv2.FONT_HERSHEY_SIMPLEX, 0.55
+    top = np.full((30, w, 3), 32, np.uint8)
+    cv2.putText(top, _fit(title, w - 16, scale), (8, 21), font, scale, (255, 255, 255), 1, cv2.LINE_AA)
+    rows = [top, picture]
+    if legends:
+        col = w // len(legends)
+        band = np.full((24, w, 3), 32, np.uint8)
+        for i, text in enumerate(legends):
+            cv2.putText(band, _fit(text, col - 12, 0.42), (i * col + 6, 16), font, 0.42, (220, 220, 220), 1, cv2.LINE_AA)
+        rows.append(band)
+    return np.concatenate(rows, 0)
+
+
+def _fit(text: str, width_px: int, scale: float) -> str:
+    """``text`` shortened (with '...') to fit ``width_px`` at ``scale``."""
+    import cv2
+
+    while len(text) > 4 and cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)[0][0] > width_px:
+        text = text[:-4] + "..."
+    return text

@@ -57,10 +57,11 @@ def _geometry_mesh(T, geom):
     return transform_points(T, v), np.asarray(f, np.int64)
 
 
-def load_robot_model(spec) -> RobotModel:
-    """Visual meshes of the bundle's robot (``manifest.robot``), from the registry's resolved URDF."""
+def load_robot_model(spec, root: Path | None = None) -> RobotModel:
+    """Visual meshes of the bundle's robot (``manifest.robot``), from the registry's resolved URDF (or, for a robot
+    from a definition file, the definition packaged in the bundle folder ``root``)."""
 
-    rs = robot_setup(spec)
+    rs = robot_setup(spec, root)
     links, joints, root = parse_urdf(rs.urdf)
     meshes = {}
     for name, link in links.items():

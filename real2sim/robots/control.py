@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from real2sim.core.errors import Real2SimError
-from real2sim.robots import get_robot
 from real2sim.robots.kinematics import Kinematics, so3_exp
 
 log = logging.getLogger(__name__)
@@ -51,7 +50,7 @@ class Controller:
         self.config = config or ControllerConfig()
         if self.config.mode not in MODES:
             raise Real2SimError(f"unknown controller mode '{self.config.mode}'; use one of {MODES}")
-        self.robot = get_robot(scene.robot_name())
+        self.robot = scene.robot_def()
         self.kin = kinematics or Kinematics(self.robot)
         self.control_hz = float(self.config.control_hz or self.robot.control_hz)
         self.physics_hz = float(self.config.physics_hz or self.robot.physics_hz)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.errors import ExportError
-from real2sim.robots import get_robot, robot_urdf
+from real2sim.robots import robot_for_spec, robot_urdf
 from real2sim.robots.kinematics import so3_exp
 from real2sim.robots.spec import RobotDef
 
@@ -27,9 +27,10 @@ class RobotSetup:
     force_limit: np.ndarray  # (dof,) drive force/torque limits, inf = unlimited
 
 
-def robot_setup(spec) -> RobotSetup:
-    """Resolve a manifest ``RobotSpec``: registry robot, URDF, base pose, initial joints and gains (defaults filled)."""
-    r = get_robot(spec.name)
+def robot_setup(spec, root: Path | None = None) -> RobotSetup:
+    """Resolve a manifest ``RobotSpec``: registry robot (or the definition packaged in the bundle folder ``root``),
+    URDF, base pose, initial joints and gains (defaults filled)."""
+    r = robot_for_spec(spec, root)
     n = r.dof
 
     def vec(v, default, what):
@@ -44,6 +45,17 @@ def robot_setup(spec) -> RobotSetup:
                       vec(spec.stiffness, r.default_stiffness(), "stiffness"),
                       vec(spec.damping, r.default_damping(), "damping"), dict(spec.appearance),
                       np.asarray(r.default_force_limit(), float))
+
+
+def robot_cameras(rs: RobotSetup, bundle_cameras) -> dict:
+    """``{name: (link, Camera)}`` of the robot-mounted cameras an export adds (``RobotDef.mounted_cameras``: pose
+    in the link frame, OpenCV axes); a name that a bundle camera already uses is refused."""
+    cams = rs.robot.mounted_cameras()
+    clash = sorted(set(cams) & set(bundle_cameras))
+    if clash:
+        raise ExportError(f"scene.json: camera(s) {', '.join(clash)} share a name with camera mounts of robot "
+                          f"'{rs.robot.name}'. Fix: rename the bundle camera (cameras.{clash[0]}) or the mount")
+    return cams
 
 
 # ---------------------------------------------------------------------------------------------

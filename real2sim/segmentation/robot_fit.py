@@ -27,11 +27,12 @@ import numpy as np
 from real2sim.core.bundle import Bundle, hash_jsonable
 from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError, SegmentationError
+from real2sim.core.gates import failing
 from real2sim.core.imaging import iou, read_gray, read_mask, read_rgb, write_mask, write_rgb
 from real2sim.core.pictures import tiles
 from real2sim.core.stages import files_hash, run_stage
 from real2sim.render.robot import link_id_image, load_robot_model
-from real2sim.robots import get_robot, list_robots
+from real2sim.robots import get_robot, list_robots, robot_for_spec
 from real2sim.segmentation.core import Prompt, segment
 from real2sim.segmentation.robot_track import (
     RobotTrack,
@@ -107,7 +108,7 @@ MASK_STATE = {"prompt": "prompt", "tracked": "moved", "recorded": "moved", "moti
 is ``occluded`` (an empty mask); ``lost`` masks are wide guesses."""
 
 
-def robot_entity_names(robot_name: str | None = None) -> set[str]:
+def robot_entity_names(robot_name=None) -> set[str]:
     """Entity names that mean the robot: ``robot``, and the bundle robot's name and aliases (every registered
     robot's when ``robot_name`` is None)."""
     names = {"robot"}
@@ -122,7 +123,7 @@ def check_robot_prompt(bundle: Bundle, entity: str) -> bool:
     to add one."""
     m = bundle.manifest
     if m.robot is not None:
-        return entity in robot_entity_names(m.robot.name)
+        return entity in robot_entity_names(robot_for_spec(m.robot, bundle.root))
     if entity in robot_entity_names():
         raise SegmentationError(
             f"the prompt for entity '{entity}' names the robot, but the bundle {bundle.root} has no robot; "
@@ -169,8 +170,12 @@ def _recorded(bundle: Bundle, dof: int) -> bool:
 
 
 def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = False,
-                    prompt: tuple[int, Prompt] | None = None, config: TrackConfig | None = None):
+                    prompt: tuple[int, Prompt] | None = None, config: TrackConfig | None = None,
+                    accept_poor: bool = False):
     """Find the robot in every frame (``frame``: in that frame only); returns (record, ran).
+
+    Quality gate (:mod:`real2sim.core.gates`, ``robot_fit``): a fit whose silhouette IoU misses the bar writes
+    its report and picture but neither joints nor masks (the record is 'poor', not applied) unless ``accept_poor``.
 
     ``prompt``: (frame, :class:`Prompt`) a box or clicks on the robot: tracking starts on that frame, and the
     evidence the prompt's mask touches is the robot's there; without one, the last run's prompt is kept. See the module docstring for the three ways and the outputs."""
@@ -210,7 +215,7 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
     input_hash = hash_jsonable([files_hash(bundle, [f.image for f in fr] + ([plate] if plate else []) + others),
                                 q0, m.robot.name, m.robot.base_pose.__dict__, config_rec,
                                 m.cameras[cam_name].T_world_camera if cam_name in m.cameras else None,
-                                _recorded(bundle, get_robot(m.robot.name).dof)])
+                                _recorded(bundle, robot_for_spec(m.robot, bundle.root).dof)])
 
     def work():
         frames = np.stack([read_rgb(bundle.path(f.image)) for f in fr])
@@ -225,22 +230,23 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
                      SETTLED_RAD, SETTLED_IOU)
             return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
                 previous.message
-        outputs = _write_track(bundle, idx, track)
-        pic = bundle.reports_dir() / "robot_fit.png"
-        write_rgb(pic, track_picture(frames, track, idx))
-        rep["picture"] = bundle.rel(pic)
-        report = bundle.write_report("robot_fit", rep)
         metrics = {k: rep[k] for k in ("method", "frames", "iou_start", "iou_fitted", "iou_min", "lost_frames",
                                        "seconds_per_frame")}
-        return outputs + [report, bundle.rel(pic)], metrics, _message(rep)
+        apply = accept_poor or not failing("robot_fit", metrics)
+        outputs = _write_track(bundle, idx, track) if apply else []
+        pic = bundle.reports_dir() / "robot_fit.png"
+        write_rgb(pic, track_picture(frames, track, idx))
+        rep["picture"], rep["applied"] = bundle.rel(pic), apply
+        report = bundle.write_report("robot_fit", rep)
+        return outputs + [report, bundle.rel(pic)], {**metrics, "applied": apply}, _message(rep)
 
-    return run_stage(bundle, "robot_fit", input_hash, config_rec, work, force)
+    return run_stage(bundle, "robot_fit", input_hash, config_rec, work, force, accept_poor=accept_poor)
 
 
 def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tuple[RobotTrack, dict]:
     """The track (recorded, model or motion) and the report's numbers."""
     m = bundle.manifest
-    rdef = get_robot(m.robot.name)
+    rdef = robot_for_spec(m.robot, bundle.root)
     excl = _exclusions(bundle, idx, frames.shape[1:3])
     known, why = camera_pose_known(bundle, cam_name)
     pmask = None
@@ -250,7 +256,7 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
     if not known:
         track = motion_masks(frames, bg, excl, cfg, reason=f"camera pose unknown ({why})")
         return track, _report(track, idx, None, rep)
-    model = load_robot_model(m.robot)
+    model = load_robot_model(m.robot, bundle.root)
     space = joint_space(rdef, model)
     camera = m.cameras[cam_name].camera()
     if _recorded(bundle, rdef.dof):

@@ -101,7 +101,7 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
                                 [dataclasses.asdict(f) for _, f in frames]])
 
     def work():
-        model = load_robot_model(m.robot)
+        model = load_robot_model(m.robot, bundle.root)
         views = []
         for (i, f), mk in zip(frames, masks):
             q = f.joint_positions if f.joint_positions else (m.robot.joint_positions or model.default_q)
@@ -122,8 +122,10 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
         rend, sil = render_links(model, cam, q, m.robot.appearance)
         real_mask = sil if rmask is None else (rmask & sil)
         pic = bundle.reports_dir() / f"{ROBOT_STAGE}.png"
-        write_rgb(pic, overlay_panels(img, rend, real_mask, sil))
         p = psnr(rend, img, real_mask)
+        write_rgb(pic, overlay_panels(img, rend, real_mask, sil, title=(
+            f"robot appearance: {len(fitted)} links coloured from the frames, flat-colour PSNR {p:.1f} dB under the "
+            "robot mask")))
         rep = {"links": fit, "fitted": sorted(fitted), "not_seen": sorted(k for k, v in fit.items() if v["rgba"] is None),
                "frames": len(views), "psnr_db_flat_colours": round(p, 3), "picture": bundle.rel(pic)}
         outputs = [bundle.write_report(ROBOT_STAGE, rep), bundle.rel(pic)]

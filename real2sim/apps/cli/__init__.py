@@ -8,6 +8,7 @@ to stderr (:mod:`real2sim.apps.cli.console`).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from real2sim.apps.cli import (
@@ -26,6 +27,9 @@ from real2sim.apps.cli.console import error, setup_logging
 from real2sim.core.errors import Real2SimError
 from real2sim.core.version import __version__
 
+NEGATIVE_NUMBERS = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(,[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)*$")
+"""A negative number or a comma-separated list starting with one (a coordinate option's value)."""
+
 COMMAND_GROUPS = (demo, bundle, capture, scan, segmentation, robot, build, texture, review, evaluate)
 """In the order of the journey: ``real2sim --help`` lists the commands this way."""
 
@@ -38,6 +42,9 @@ def make_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.add_parsers(sub)
+    for parser in (ap, *sub.choices.values()):
+        # '--position -0.08,0,0' is a value, not an option: argparse only knows plain negative numbers as values
+        parser._negative_number_matcher = NEGATIVE_NUMBERS
     return ap
 
 

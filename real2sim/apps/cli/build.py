@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from real2sim.apps.cli.console import say
+from real2sim.apps.cli.console import ACCEPT_POOR_HELP, error, say, warn
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.collision import collide_command
 from real2sim.collision.types import METHODS, CollisionConfig
 from real2sim.core.bundle import Bundle
+from real2sim.core.stages import quality_problems
 from real2sim.engines import engine_names
-from real2sim.pipeline import build, export_bundle
+from real2sim.pipeline import build, build_problems, export_bundle
 
 COLLISION_FLAGS = {"timeout_s": "--timeout"}
 COLLISION_OPTIONS = ("method", "threshold", "timeout_s", "seed", "workers")
@@ -22,15 +23,25 @@ def _collision_options(p) -> None:
 
 def cmd_build(args) -> int:
     bundle = Bundle.load(Path(args.dir))
-    ran = build(bundle, config_from_args(CollisionConfig, args), force=args.force)
+    ran = build(bundle, config_from_args(CollisionConfig, args), force=args.force, accept_poor=args.accept_poor)
     for name, did in ran.items():
         rec = bundle.manifest.stages[name]
         say(f"{name:10s} {'ran' if did else 'unchanged'}  {rec.metrics}  {rec.message}")
-    return 0
+    code = 0
+    for name, line in build_problems(bundle):
+        rec = bundle.manifest.stages[name]
+        if rec.status == "poor" and rec.metrics.get("applied"):
+            warn(line)
+        else:
+            error(line)
+            code = 2
+    return code
 
 
 def cmd_export(args) -> int:
     bundle = Bundle.load(Path(args.dir))
+    for _, line in quality_problems(bundle):
+        warn(f"exporting with {line}")
     res = export_bundle(bundle, engines=args.engine, force=args.force)
     failed = 0
     for k, v in res.items():
@@ -56,6 +67,7 @@ def add_parsers(subparsers) -> None:
                                             "texture, collision, inertial), in graph order, until none is stale")
     p.add_argument("dir")
     p.add_argument("--force", action="store_true", help="re-run stages even if unchanged")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     _collision_options(p)
     p.set_defaults(fn=cmd_build)
 

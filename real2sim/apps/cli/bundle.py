@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from real2sim.apps.cli.console import say
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import BundleError, ManifestError
@@ -25,12 +27,39 @@ def cmd_check(args) -> int:
     return 1 if errors else 0
 
 
+def _numbers(text: str, flag: str, counts: tuple[int, ...], example: str) -> list[float]:
+    """Comma-separated finite numbers given to ``flag`` (one of ``counts`` many), or bad input naming the flag."""
+    try:
+        vals = [float(v) for v in text.split(",")]
+    except ValueError:
+        vals = []
+    if len(vals) not in counts or not np.isfinite(vals).all():
+        raise BundleError(f"{flag} {text!r}: expected {' or '.join(map(str, counts))} comma-separated numbers, e.g. "
+                          f"{flag} {example} (negative numbers work: {flag} -0.08,0,0 or {flag}=-0.08,0,0)")
+    return vals
+
+
+def orientation_wxyz(text: str) -> list[float]:
+    """``--orientation``: 4 numbers = quaternion w,x,y,z (normalised); 3 numbers = roll,pitch,yaw in degrees
+    (extrinsic X, Y, Z: R = Rz Ry Rx)."""
+    from real2sim.core.geometry import euler_xyz_to_matrix, matrix_to_quat_wxyz
+
+    vals = _numbers(text, "--orientation", (3, 4), "1,0,0,0 (quaternion w,x,y,z) or 0,0,90 (roll,pitch,yaw degrees)")
+    if len(vals) == 3:
+        return [float(x) for x in matrix_to_quat_wxyz(euler_xyz_to_matrix(*np.radians(vals)))]
+    q = np.asarray(vals, float)
+    if np.linalg.norm(q) < 1e-9:
+        raise BundleError(f"--orientation {text!r}: a zero quaternion is no rotation; give w,x,y,z with w=1 for none")
+    return [float(x) for x in q / np.linalg.norm(q)]
+
+
 def cmd_add_object(args) -> int:
     bundle = Bundle.load(Path(args.dir))
     props = {k: getattr(args, k) for k in ("density", "mass", "friction") if getattr(args, k) is not None}
     if args.fixed:
         props["fixed"] = True
-    position = [float(v) for v in args.position.split(",")] if args.position else None
+    position = _numbers(args.position, "--position", (3,), "0.1,-0.05,0.02") if args.position else None
+    quat = orientation_wxyz(args.orientation) if args.orientation else (1.0, 0.0, 0.0, 0.0)
     if bool(args.mesh) == bool(args.scan):
         raise BundleError("add-object: give exactly one of --mesh FILE or --scan OBJECT_DIR (from 'real2sim scan')")
     if args.scan:
@@ -38,10 +67,10 @@ def cmd_add_object(args) -> int:
 
         if args.texture:
             raise BundleError("add-object: --texture goes with --mesh; a scan brings its own texture")
-        obj = add_scanned_object(bundle, args.id, Path(args.scan), position, **props)
+        obj = add_scanned_object(bundle, args.id, Path(args.scan), position, quat, **props)
     else:
         obj = add_object(bundle, args.id, Path(args.mesh), Path(args.texture) if args.texture else None, position,
-                         **props)
+                         quat, **props)
     say(f"added '{args.id}' at {obj.pose.position} ({obj.visual.mesh}); "
         f"next: real2sim masks {args.dir} --entity {args.id} --point X,Y, then real2sim build {args.dir}")
     return 0
@@ -82,10 +111,15 @@ def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("add-object", help="add an object (a mesh, optionally textured) to a bundle")
     p.add_argument("dir")
     p.add_argument("id", help="object id ([A-Za-z0-9_-])")
-    p.add_argument("--mesh", help="OBJ, STL, PLY, GLB or DAE, in metres")
-    p.add_argument("--scan", help="an object folder made by 'real2sim scan' (mesh, texture, mass)")
-    p.add_argument("--texture", help="texture image for the mesh's UVs")
-    p.add_argument("--position", help="x,y,z in metres (default: resting on the table centre)")
+    p.add_argument("--scan", help="an object folder made by 'real2sim scan' (mesh, texture, mass, collision pieces)")
+    p.add_argument("--mesh", help="OBJ, DAE, GLB/GLTF, PLY or STL, in metres; its embedded texture "
+                   "and UVs are kept (the bundle stores it as visual.obj + texture.png, which every engine reads)")
+    p.add_argument("--texture", help="texture image for the mesh's UVs (overrides a texture the mesh embeds)")
+    p.add_argument("--position", help="x,y,z in metres, e.g. --position -0.08,0,0 (default: x = y = 0, the world "
+                   "origin, where the robot's base usually stands, resting on the table height; alignment then moves "
+                   "it to its masks)")
+    p.add_argument("--orientation", help="quaternion w,x,y,z (4 numbers) or roll,pitch,yaw in degrees (3 numbers, "
+                   "extrinsic X-Y-Z), e.g. --orientation 0,0,90 (default: as the mesh is)")
     p.add_argument("--density", type=float, help="kg/m^3 (default 1000)")
     p.add_argument("--mass", type=float, help="kg (overrides density)")
     p.add_argument("--friction", type=float)

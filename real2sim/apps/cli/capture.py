@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from real2sim.apps.cli.console import console
+from real2sim.apps.cli.console import ACCEPT_POOR_HELP, console, gate_exit
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.capture.calibrate import calibrate_extrinsics, calibrate_intrinsics, calibrate_marker, marker_pose_flat
 from real2sim.capture.frames import read_frames
@@ -188,7 +188,8 @@ def cmd_table(args) -> int:
     try:
         _, ran = table_stage(bundle, method, objects=objects, board=args.board, pattern=args.pattern,
                              square=args.square, charuco=charuco, camera=args.camera,
-                             config=config_from_args(TableConfig, args), force=args.force)
+                             config=config_from_args(TableConfig, args), force=args.force,
+                             accept_poor=args.accept_poor)
     finally:
         for q, lv in zip(quiet, levels):
             q.setLevel(lv)
@@ -196,7 +197,8 @@ def cmd_table(args) -> int:
     rep = json.loads(bundle.path("reports/table.json").read_text())
     if not ran:
         con.print(f"{bundle.root}: table stage unchanged (same inputs and table height); --force re-runs it")
-    con.print(f"table_height {rep['height_m'] * 1e3:+.1f} mm (was {rep['previous_height_m'] * 1e3:+.1f} mm) from "
+    kept = "" if rep.get("applied", True) else " (not applied: table_height stays)"
+    con.print(f"table_height {rep['height_m'] * 1e3:+.1f} mm{kept} (was {rep['previous_height_m'] * 1e3:+.1f} mm) from "
               f"{rep['method']}; tilt {rep['tilt_deg']:.2f} deg; spread {rep['spread_m'] * 1e3:.1f} mm"
               + (f"; reprojection {rep['rms_px']:.2f} px RMS" if rep["method"] == "board" else ""), highlight=False)
     if rep["method"] == "objects":
@@ -207,12 +209,12 @@ def cmd_table(args) -> int:
     t = rep["table_object"]
     if t.get("moved"):
         con.print(f"object 'table' moved {t['dz_m'] * 1e3:+.1f} mm (its top follows the table height)", highlight=False)
-    elif "top_m" in t:
+    elif "top_m" in t or not rep.get("applied", True):
         con.print(f"[yellow]object 'table' not moved:[/yellow] {t['why']}", highlight=False)
     for w in rep["warnings"]:
         con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     con.print(f"picture: {bundle.root / rep['picture']}")
-    return 0
+    return gate_exit(bundle, "table")
 
 
 def add_parsers(subparsers) -> None:
@@ -221,7 +223,8 @@ def add_parsers(subparsers) -> None:
     p.add_argument("dir", help="bundle directory to create")
     p.add_argument("--frames", required=True, help="image folder, video file, or LeRobot dataset root / episode parquet")
     p.add_argument("--camera", help="camera.json: intrinsics + extrinsics (see docs/capture.md)")
-    p.add_argument("--robot", help="robot in the scene (e.g. widowx, panda): scene.json robot, base at the world origin")
+    p.add_argument("--robot", help="robot in the scene: a registry name (e.g. widowx, panda) or a robot definition "
+                   "file (.toml/.json, docs/robots.md; copied into the bundle); base at the world origin")
     p.add_argument("--name", help="scene name (default: the directory name)")
     p.add_argument("--stride", type=int, default=1, help="keep every N-th frame")
     p.add_argument("--max-frames", type=int, default=None, dest="max_frames")
@@ -276,4 +279,5 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--objects", help="object ids resting on the table, comma-separated (default: every masked object)")
     p.add_argument("--camera", default="main", help="bundle camera that took the board image (default main)")
     p.add_argument("--force", action="store_true", help="re-run even when nothing changed")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     p.set_defaults(fn=cmd_table)

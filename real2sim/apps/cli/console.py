@@ -33,6 +33,11 @@ def error(message: str) -> None:
     err_console().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
 
 
+def warn(message: str) -> None:
+    """Print a warning line on stderr (a result that needs a person's look, not a failure of the command)."""
+    err_console().print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+
+
 def setup_logging(verbosity: int) -> None:
     """WARNING by default; ``-v`` INFO, ``-vv`` DEBUG; rendered on stderr."""
     from rich.logging import RichHandler
@@ -59,3 +64,27 @@ def progress(description: str, total: int, fields: dict | None = None) -> Iterat
             bar.update(task, completed=completed, **kw, **values)
 
         yield update
+
+
+ACCEPT_POOR_HELP = ("apply the result even when its quality number misses the stage's bar (docs/bundle.md, quality "
+                    "gates); the stage is still marked poor")
+
+
+def gate_exit(bundle, *stages: str) -> int:
+    """After running ``stages``: one line per stage that is poor (its number and the bar) on stderr.
+
+    Returns 2 when one of them was refused (not applied) or failed, else 0 (an accepted poor result warns)."""
+    from real2sim.core.stages import poor_line
+
+    code = 0
+    for name in stages:
+        rec = bundle.manifest.stages.get(name)
+        if rec is None:
+            continue
+        line = poor_line(bundle, name)
+        if line and rec.metrics.get("applied"):
+            warn(line)
+        elif line:
+            error(line)
+            code = 2
+    return code

@@ -5,7 +5,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from real2sim.apps.cli.console import console, progress, say
+from real2sim.apps.cli.console import console, progress, say, warn
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import atomic_write_json
 from real2sim.core.errors import Real2SimError
@@ -49,7 +49,7 @@ def _obs_size(text: str | None) -> tuple[int, int] | None:
     return w, h
 
 
-def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
+def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray, record=None):
     n_succ = 0
     with progress(f"eval {policy} ({opts.backend or simulator_names()[0]})", total=episodes,
                   fields={"success": 0}) as update:
@@ -62,10 +62,56 @@ def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
         kw = dataclasses.asdict(opts)
         kw["episodes"] = episodes
         return evaluate(Path(args.dir), args.task, policy, ray=ray, obs_size=obs_size, progress=on_episode,
-                        env_kwargs=_env_kwargs(args), **kw)
+                        env_kwargs=_env_kwargs(args), record=record, **kw)
+
+
+def _open_record(args):
+    """The dataset ``--record FORMAT DIR`` names, opened before any episode runs (None without --record)."""
+    if not args.record:
+        if args.record_resume:
+            raise Real2SimError("--record-resume adds to a recorded dataset: give --record lerobot DIR too")
+        return None
+    from real2sim.evaluation.record import open_dataset
+
+    fmt, root = args.record
+    return open_dataset(fmt, Path(root), resume=args.record_resume)
+
+
+def _close_record(ds) -> None:
+    if ds is None:
+        return
+    ds.close()
+    say(f"recorded: {ds.root} ({len(ds.rows)} episodes, LeRobot {ds.info['codebase_version'] if ds.info else 'v3.0'}); "
+        f"replay one with: real2sim replay {ds.root} --episode 0")
+
+
+def side_label(csv_path: str) -> str:
+    """An axis name for a results table: its file name, or its folder's when the file is a generic 'sim.csv'
+    ('results/ENGINE/sim.csv' -> 'ENGINE')."""
+    p = Path(csv_path)
+    return p.parent.name if p.stem in ("sim", "real", "results", "summary") and p.parent.name else p.stem
+
+
+def warn_quality(bundle_dir: str) -> None:
+    """Warn (stderr, after the results) about every poor, failed or stale stage of the bundle, exports included:
+    evaluating a twin built on a refused fit or on exports older than the scene measures something else."""
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.stages import GRAPH, quality_problems
+
+    path = Path(bundle_dir)
+    if not (path / "scene.json").is_file():
+        return  # not a bundle: evaluate() says so
+    for _, line in quality_problems(Bundle.load(path), [s.name for s in GRAPH]):
+        warn(f"evaluating a bundle whose {line}")
 
 
 def cmd_eval(args) -> int:
+    code = _cmd_eval(args)
+    warn_quality(args.dir)  # after the results (bad input stays one line on stderr)
+    return code
+
+
+def _cmd_eval(args) -> int:
     opts = config_from_args(EvalOptions, args)
     obs_size = _obs_size(args.obs_size)
     ray = None if args.ray is None else (True if args.ray == "local" else args.ray)
@@ -74,27 +120,31 @@ def cmd_eval(args) -> int:
         raise SequentialInputError(
             f"--until settled ranks policies: give at least two --policy values (got {len(policies)}: "
             f"{', '.join(policies)}); for one policy use --target-ci W")
-    if args.until or args.target_ci is not None:
-        return _eval_sequential(args, opts, policies, obs_size, ray)
-    if args.round is not None:
+    if args.round is not None and not (args.until or args.target_ci is not None):
         raise SequentialInputError("--round sets the round size of a sequential run: add --until settled or "
                                    "--target-ci W")
-    s = None
-    for policy in policies:
-        s = _one_policy(args, opts, policy, opts.episodes, obs_size, ray)
-        say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
-            f"{s.ran} run, {s.skipped} already done, {s.seconds:.1f} s")
-    say(f"episodes: {s.results_path}\nsummary for 'real2sim metrics --sim': {s.csv_path}")
+    record = _open_record(args)
+    try:
+        if args.until or args.target_ci is not None:
+            return _eval_sequential(args, opts, policies, obs_size, ray, record)
+        s = None
+        for policy in policies:
+            s = _one_policy(args, opts, policy, opts.episodes, obs_size, ray, record)
+            say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
+                f"{s.ran} run, {s.skipped} already done, {s.seconds:.1f} s")
+        say(f"episodes: {s.results_path}\nsummary for 'real2sim metrics --sim': {s.csv_path}")
+    finally:
+        _close_record(record)
     return 0
 
 
-def _eval_sequential(args, opts, policies, obs_size, ray) -> int:
+def _eval_sequential(args, opts, policies, obs_size, ray, record=None) -> int:
     rule = StopRule(round_size=args.round or 10, max_episodes=opts.episodes, confidence=args.confidence,
                     target_ci=args.target_ci, settle=args.until == "settled")
     summaries = {}
 
     def run_to(policy: str, n: int) -> tuple[int, int]:
-        s = _one_policy(args, opts, policy, n, obs_size, ray)
+        s = _one_policy(args, opts, policy, n, obs_size, ray, record)
         summaries[policy] = s
         return s.successes, s.trials
 
@@ -162,6 +212,25 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_replay(args) -> int:
+    from real2sim.evaluation.replay import replay_episode
+
+    r = replay_episode(Path(args.dir), args.episode, backend=args.backend, bundle_dir=args.bundle)
+    how = ("recorded start state set, " if r.start_state_set else "") + f"recorded in {r.recorded_backend}"
+    say(f"episode {r.episode}: {r.frames} frames replayed open loop in {r.backend} ({how}); largest state error: "
+        f"joints {r.joint_error:.2e} rad, end effector {r.ee_error_m * 1000:.3f} mm, objects "
+        f"{r.object_error_m * 1000:.3f} mm; success recorded {r.recorded_success}, replayed {r.replay_success}")
+    if args.json:
+        atomic_write_json(Path(args.json), r.to_json())
+        say(f"wrote {args.json}")
+    if args.tolerance is not None:
+        worst = max(r.joint_error, r.ee_error_m, r.object_error_m)
+        if worst > args.tolerance or r.recorded_success != r.replay_success:
+            raise Real2SimError(f"replay of episode {r.episode} in {r.backend} left the recording: largest error "
+                                f"{worst:.3g} > --tolerance {args.tolerance} or success differs")
+    return 0
+
+
 def cmd_metrics(args) -> int:
     from rich.table import Table
 
@@ -183,7 +252,7 @@ def cmd_metrics(args) -> int:
         atomic_write_json(Path(args.json), to_json(metrics))
         say(f"wrote {args.json}")
     if args.plot:
-        say(f"wrote {plot(metrics, Path(args.plot))}")
+        say(f"wrote {plot(metrics, Path(args.plot), real_label=side_label(args.real), sim_label=side_label(args.sim))}")
     return 0
 
 
@@ -216,7 +285,25 @@ def add_parsers(subparsers) -> None:
                    help="episodes per policy per round of a sequential run (default 10)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence of a sequential run's ranking and intervals, over all its rounds")
+    p.add_argument("--record", nargs=2, default=None, metavar=("FORMAT", "DIR"),
+                   help="also write every episode to a dataset: 'lerobot DIR' (LeRobot v3.0: videos per camera, "
+                        "states, actions, instruction, success; docs/evaluation.md). DIR must not exist")
+    p.add_argument("--record-resume", action="store_true",
+                   help="add to the dataset --record names when it exists (same features; episodes already there are "
+                        "not added twice)")
     p.set_defaults(fn=cmd_eval)
+
+    p = subparsers.add_parser("replay", help="play a recorded episode back open loop in either engine; reports the "
+                                             "state error against the recording")
+    p.add_argument("dir", help="dataset folder written by 'real2sim eval --record lerobot DIR'")
+    p.add_argument("--episode", type=int, default=0, help="episode index (default 0)")
+    p.add_argument("--backend", choices=simulator_names(), default=None,
+                   help="engine to replay in (default: the one that recorded the episode)")
+    p.add_argument("--bundle", default=None, help="scene bundle folder (default: the one the episode was recorded in)")
+    p.add_argument("--json", default=None, help="write the report (per-frame errors) here")
+    p.add_argument("--tolerance", type=float, default=None, metavar="T",
+                   help="exit 2 when an error (rad or m) exceeds T or the success differs")
+    p.set_defaults(fn=cmd_replay)
 
     p = subparsers.add_parser("plan", help="how many episodes per policy a comparison or a target interval needs")
     p.add_argument("--rates", type=float, nargs="+", required=True, metavar="P",

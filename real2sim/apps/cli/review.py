@@ -62,7 +62,13 @@ def cmd_review(args) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving the review page on %s: anyone who can reach this address can edit the bundle%s",
                     args.host, "" if auth else " (no --auth-file or $REAL2SIM_REVIEW_AUTH given)")
-    launch(Path(args.dir), host=args.host, port=args.port, auth=auth, block=True)
+    try:
+        launch(Path(args.dir), host=args.host, port=args.port, auth=auth, block=True)
+    except OSError as exc:  # Gradio's own message names GRADIO_SERVER_PORT, which this command does not read
+        if "port" not in str(exc).lower():
+            raise
+        raise Real2SimError(f"cannot serve on {args.host}:{args.port or 7860}: the port is in use (or not allowed); "
+                            "choose another with --port N, e.g. --port 7861") from None
     return 0
 
 

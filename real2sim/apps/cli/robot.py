@@ -5,10 +5,11 @@ import dataclasses
 import json
 from pathlib import Path
 
-from real2sim.apps.cli.console import say
+from real2sim.apps.cli.console import ACCEPT_POOR_HELP, gate_exit, say
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.capture.camera_refine import RefineCameraConfig, refine_camera_stage
 from real2sim.core.bundle import Bundle
+from real2sim.core.errors import Real2SimError
 from real2sim.engines import engine_names
 from real2sim.evaluation.sysid import SysIdConfig, run_sysid
 from real2sim.robots import get_robot, list_robots, robot_urdf
@@ -17,18 +18,36 @@ from real2sim.segmentation.robot_masks import robot_masks_stage
 
 
 def cmd_robots(args) -> int:
+    if getattr(args, "robots_cmd", None) == "check":
+        return cmd_robots_check(args)
     for name in list_robots():
         r = get_robot(name)
         line = f"{r.name:12s} dof {r.dof}  aliases {', '.join(r.aliases)}  EE {r.ee_link}  {r.description}"
         if args.resolve:
-            line += f"\n    urdf: {robot_urdf(r)}"
+            try:
+                line += f"\n    urdf: {robot_urdf(r)}"
+            except Real2SimError as exc:  # e.g. the Google Robot without REAL2SIM_GOOGLE_ROBOT: say so, list the rest
+                line += f"\n    urdf: not available: {exc}"
         say(line)
     return 0
 
 
+def cmd_robots_check(args) -> int:
+    """``real2sim robots check FILE``: load a robot in every engine, compare FK, report what was fixed."""
+    from real2sim.engines.robot_check import check_robot
+
+    rep = check_robot(args.robot, samples=args.samples, seed=args.seed)
+    if args.json:
+        say(json.dumps(rep.to_json(), indent=1))
+    else:
+        for line in rep.lines():
+            say(line)
+    return 0 if rep.ok else 1
+
+
 def cmd_fit_robot(args) -> int:
     bundle = Bundle.load(Path(args.dir))
-    rec, ran = robot_fit_stage(bundle, args.frame, force=args.force)
+    rec, ran = robot_fit_stage(bundle, args.frame, force=args.force, accept_poor=args.accept_poor)
     met = rec.metrics
     where = f"frame {args.frame}" if args.frame is not None else f"{met.get('frames')} frames"
     say(f"robot {'found' if ran else 'unchanged'} in {where} ({met.get('method')}): silhouette IoU "
@@ -36,7 +55,7 @@ def cmd_fit_robot(args) -> int:
         f"{met.get('lost_frames')}; report reports/robot_fit.json  {rec.message}")
     if args.frame is not None:
         say(f"q = {bundle.manifest.capture.frames[args.frame].joint_positions}")
-    return 0
+    return gate_exit(bundle, "robot_fit")
 
 
 def cmd_robot_masks(args) -> int:
@@ -47,9 +66,10 @@ def cmd_robot_masks(args) -> int:
 
 def cmd_refine_camera(args) -> int:
     cfg = config_from_args(RefineCameraConfig, args)
-    rec, ran = refine_camera_stage(Bundle.load(Path(args.dir)), force=args.force, **dataclasses.asdict(cfg))
+    bundle = Bundle.load(Path(args.dir))
+    rec, ran = refine_camera_stage(bundle, force=args.force, accept_poor=args.accept_poor, **dataclasses.asdict(cfg))
     say(f"refine-camera{'' if ran else ' (inputs unchanged, last run)'}: {rec.message} {rec.metrics}")
-    return 0
+    return gate_exit(bundle, "camera_refine")
 
 
 def cmd_sysid(args) -> int:
@@ -72,15 +92,25 @@ def cmd_sysid(args) -> int:
 
 
 def add_parsers(subparsers) -> None:
-    p = subparsers.add_parser("robots", help="list the registered robots")
+    p = subparsers.add_parser("robots", help="list the registered robots; 'robots check FILE' checks a robot "
+                              "definition in every engine")
     p.add_argument("--resolve", action="store_true", help="also build and show each resolved URDF")
     p.set_defaults(fn=cmd_robots)
+    sub = p.add_subparsers(dest="robots_cmd")
+    c = sub.add_parser("check", help="load a robot (definition file or registry name) in every engine: FK agreement "
+                       "with pinocchio, one second holding its pose, what its URDF needed fixing (docs/robots.md)")
+    c.add_argument("robot", help="robot definition file (.toml/.json) or registry name")
+    c.add_argument("--samples", type=int, default=50, help="random joint vectors for the FK comparison")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c.set_defaults(fn=cmd_robots)
 
     p = subparsers.add_parser("fit-robot", help="find the robot in every frame: joints fitted to its pixels "
                               "(render-and-compare, frame to frame), its masks, reports/robot_fit.json")
     p.add_argument("dir")
     p.add_argument("--frame", type=int, default=None, help="fit this frame only (default: every frame)")
     p.add_argument("--force", action="store_true")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     p.set_defaults(fn=cmd_fit_robot)
 
     p = subparsers.add_parser("robot-masks", help="masks of the robot rendered from the simulator at each frame's joints")
@@ -93,13 +123,14 @@ def add_parsers(subparsers) -> None:
     p.add_argument("dir")
     add_config_options(p, RefineCameraConfig, choices={"dof": [3, 6]})
     p.add_argument("--force", action="store_true")
+    p.add_argument("--accept-poor", action="store_true", help=ACCEPT_POOR_HELP)
     p.set_defaults(fn=cmd_refine_camera)
 
     p = subparsers.add_parser("sysid", help="fit the robot's joint drive gains to recorded trajectories")
     p.add_argument("--trajectories", required=True, help=".npz trajectory file or LeRobot dataset root (docs/sysid.md)")
     p.add_argument("--action-space", choices=["ee_delta", "joint_pos"], default=None,
                    help="action space of LeRobot actions (an .npz file records its own)")
-    p.add_argument("--robot", required=True, help="registry robot name (real2sim robots)")
+    p.add_argument("--robot", required=True, help="registry robot name (real2sim robots) or robot definition file")
     p.add_argument("--out", help="write the fitted gains as JSON here")
     p.add_argument("--bundle", help="scene bundle: gains go into its robot section, plot into reports/")
     p.add_argument("--workers", type=int, default=None, help="processes (default: min(episodes, cores))")

@@ -28,7 +28,7 @@ from real2sim.apps.review.server import ReviewServer
 from real2sim.apps.review.views import err_md, ok_md
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import Real2SimError
-from real2sim.engines import engine_names
+from real2sim.engines import engine_names, simulator_names
 from real2sim.evaluation.policies.base import PAGE_POLICIES, check_page_policy
 from real2sim.pipeline import export_bundle
 
@@ -38,14 +38,24 @@ import gradio as gr  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-MODES = ["composite", "blend", "difference", "render"]
+MODES = ["composite", "composite + outlines", "difference", "wipe", "blend", "render"]
+"""Overlay views (:meth:`ReviewServer.picture`): 'composite' is the policy's observation, pixel for pixel."""
 # (elem_id, label, min, max, step) of the pose sliders
-OBJECT_SLIDERS = [("pose_x", "x (m)", -1.5, 1.5, 0.001), ("pose_y", "y (m)", -1.5, 1.5, 0.001),
-                  ("pose_z", "z (m)", -0.5, 1.5, 0.001), ("pose_roll", "roll (deg)", -180, 180, 0.5),
-                  ("pose_pitch", "pitch (deg)", -180, 180, 0.5), ("pose_yaw", "yaw (deg)", -180, 180, 0.5)]
-CAMERA_SLIDERS = [("cam_x", "camera x (m)", -3, 3, 0.001), ("cam_y", "camera y (m)", -3, 3, 0.001),
-                  ("cam_z", "camera z (m)", -1, 3, 0.001), ("cam_roll", "camera roll (deg)", -180, 180, 0.1),
-                  ("cam_pitch", "camera pitch (deg)", -180, 180, 0.1), ("cam_yaw", "camera yaw (deg)", -180, 180, 0.1)]
+SPAN_M = 0.05
+"""Position sliders span +-5 cm around the pose when selected (0.5 mm steps; arrow keys nudge one step)."""
+SPAN_DEG = 10.0
+"""Camera angle sliders span +-10 deg around the camera's pose when selected (0.1 deg steps)."""
+# (elem_id, label, min, max, step) of the pose sliders; positions' ranges follow the selected pose
+OBJECT_SLIDERS = [("pose_x", "x (m, +-5 cm around the pose when selected)", -SPAN_M, SPAN_M, 0.0005),
+                  ("pose_y", "y (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("pose_z", "z (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("pose_turn", "turn about world Z (deg, from the orientation when selected)", -180, 180, 0.5)]
+CAMERA_SLIDERS = [("cam_x", "camera x (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("cam_y", "camera y (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("cam_z", "camera z (m, +-5 cm)", -SPAN_M, SPAN_M, 0.0005),
+                  ("cam_roll", "camera roll (deg, +-10)", -SPAN_DEG, SPAN_DEG, 0.1),
+                  ("cam_pitch", "camera pitch (deg, +-10)", -SPAN_DEG, SPAN_DEG, 0.1),
+                  ("cam_yaw", "camera yaw (deg, +-10)", -SPAN_DEG, SPAN_DEG, 0.1)]
 
 
 # -- what every tab shares ------------------------------------------------------------------------
@@ -99,8 +109,17 @@ class _Overlay:
 class _Objects:
     select: gr.Dropdown
     sliders: list
+    """x, y, z (m) and the turn about world Z (deg)."""
     text: gr.Textbox
     image: gr.Image
+    ref: gr.State
+    """The orientation (quaternion wxyz) the turn slider starts from: the object's when selected."""
+    note: gr.Markdown
+
+    @property
+    def fields(self) -> list:
+        """What :func:`_object_values` fills: the sliders, the exact-pose text, the turn's reference."""
+        return [*self.sliders, self.text, self.ref]
 
 
 @dataclass
@@ -144,7 +163,8 @@ def build_app(bundle_dir, export_if_missing: bool = True) -> gr.Blocks:
         _masks_tab(page, app)
         camera = _camera_tab(page, overlay)
         _collision_tab(page)
-        _export_tab(page, app)
+        rollouts, _ = _scene_tab(page, overlay)
+        _export_tab(page, app, rollouts)
         _wire_reload(page, app, undo_btn, reload_btn, overview, overlay, objects, camera)
     return app
 
@@ -166,7 +186,7 @@ def _wire_reload(page: _Page, app: gr.Blocks, undo_btn, reload_btn, overview: li
     """Page load, 'Reload from disk' and 'Undo last edit' refresh every tab."""
     srv = page.srv
     outputs = [page.version, page.version_md, *overview, overlay.image, overlay.note, objects.image,
-               *objects.sliders, objects.text, *camera.sliders, camera.image, camera.robot_note, *camera.base]
+               *objects.fields, *camera.sliders, camera.image, camera.robot_note, *camera.base]
     inputs = [*overlay.inputs, objects.select, camera.select]
 
     def load_all(cam, frame, mode, blend, oid, cam2):
@@ -175,6 +195,10 @@ def _wire_reload(page: _Page, app: gr.Blocks, undo_btn, reload_btn, overview: li
         return (ver, _version_note(ver), *views.overview(srv.bundle()), img, note, img,
                 *_object_values(srv, oid), *_camera_values(srv, cam2), img, *views.robot_fields(srv.bundle()))
     app.load(load_all, inputs, outputs)
+
+    def overview_after_edit():
+        return views.overview(srv.bundle())
+    page.version.change(overview_after_edit, None, overview, show_progress="hidden")  # every edit, whichever tab
 
     def reload(cam, frame, mode, blend, oid, cam2):
         return (ok_md("reloaded scene.json from disk"),) + load_all(cam, frame, mode, blend, oid, cam2)
@@ -194,10 +218,12 @@ def _overview_tab(page: _Page) -> list:
     """Returns its outputs: summary, stage table, undo history, report pictures."""
     with gr.Tab("Overview", id="overview"):
         summary = gr.Markdown(elem_id="summary")
-        stages_df = gr.Dataframe(headers=["stage", "status", "metrics", "message"], interactive=False,
+        stages_df = gr.Dataframe(headers=["stage", "status", "quality (number, bar)", "metrics", "message"], interactive=False,
                                  elem_id="stages", wrap=True)
-        history_df = gr.Dataframe(headers=["#", "edit"], interactive=False, label="Undo history (newest last)")
-        reports_gallery = gr.Gallery(label="Reports", columns=3, height=320, elem_id="reports")
+        history_df = gr.Dataframe(headers=["#", "edit"], interactive=False, label="Undo history (newest last)",
+                                  elem_id="history")
+        reports_gallery = gr.Gallery(label="Reports (click one to see it full size)", columns=2, height=560,
+                                     object_fit="contain", elem_id="reports")
         refresh_btn = gr.Button("Refresh", size="sm")
     outputs = [summary, stages_df, history_df, reports_gallery]
 
@@ -213,10 +239,17 @@ def _overlay_tab(page: _Page) -> _Overlay:
         with gr.Row():
             camera = gr.Dropdown(cams, value=cams[0] if cams else None, label="Camera")
             frame = page.frame_slider()
-            mode = gr.Radio(MODES, value="composite", label="View")
-            blend = gr.Slider(0, 1, value=0.5, step=0.05, label="Blend (0 = real, 1 = simulation)")
+            mode = gr.Radio(MODES, value="composite", label="View", elem_id="overlay_mode")
+            blend = gr.Slider(0, 1, value=0.5, step=0.05, label="Blend / wipe position (0 = photo, 1 = simulation)")
         note = gr.Markdown(elem_id="overlay_note")
-        image = gr.Image(label="Overlay", type="numpy", format="png", interactive=False, elem_id="overlay")
+        gr.Markdown("**composite** is exactly what the policy sees in `real2sim eval --obs-mode composited`: the "
+                    "background plate with the robot and the movable objects rendered (fixed objects such as the "
+                    "table come from the plate). **difference**: the composite against the photo, with its colour "
+                    "scale and PSNR. **wipe**: photo left of the slider, composite right. Outlines: each simulated "
+                    "entity in colour, the photo's mask in black; the note gives each object's mask IoU. "
+                    "Fullscreen (the image's corner button) zooms.")
+        image = gr.Image(label="Overlay", type="numpy", format="png", interactive=False, elem_id="overlay",
+                         buttons=["download", "fullscreen"])
     overlay = _Overlay(camera, frame, mode, blend, note, image)
 
     def view(cam, frame, mode, blend):
@@ -228,25 +261,41 @@ def _overlay_tab(page: _Page) -> _Overlay:
 
 # -- Objects ----------------------------------------------------------------------------------------
 def _object_values(srv: ReviewServer, oid: str | None) -> list:
-    """The six pose sliders and the exact-pose text of ``oid`` (unchanged when it is not in the bundle)."""
-    vals = views.object_pose_fields(srv.bundle().manifest, oid)
-    return [gr.update()] * 6 + [""] if vals is None else vals + [views.pose_text(vals)]
+    """The pose sliders re-centred on ``oid``'s pose (x, y, z, turn 0), its exact-pose text and the turn's reference
+    orientation (all unchanged when it is not in the bundle)."""
+    m = srv.bundle().manifest
+    if not oid or oid not in m.objects:
+        return [gr.update()] * 4 + ["", None]
+    pose = m.objects[oid].pose
+    xyz = [round(float(v), 4) for v in pose.position]
+    return ([gr.update(value=v, minimum=round(v - SPAN_M, 4), maximum=round(v + SPAN_M, 4)) for v in xyz]
+            + [gr.update(value=0)] + [views.pose_text_quat(pose), list(pose.quaternion_wxyz)])
 
 
-def _save_object_pose(srv: ReviewServer, ver: str, oid: str, shown, writer: str | None) -> tuple[str, str]:
-    """Save what the sliders show (x, y, z m, roll, pitch, yaw deg); components still at the shown rounding keep
-    their exact values, an unchanged rotation its exact quaternion. Returns (version, message)."""
+def _turned(ref, turn_deg: float) -> np.ndarray:
+    """``ref`` (quaternion wxyz) turned by ``turn_deg`` about world +Z (quaternion wxyz): no Euler angles, so no
+    gimbal lock whatever the object's tilt."""
+    from real2sim.core.geometry import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+
+    c, s_ = np.cos(np.radians(turn_deg)), np.sin(np.radians(turn_deg))
+    Rz = np.array([[c, -s_, 0], [s_, c, 0], [0, 0, 1]])
+    return np.asarray(matrix_to_quat_wxyz(Rz @ quat_wxyz_to_matrix(ref)))
+
+
+def _save_object_pose(srv: ReviewServer, ver: str, oid: str, shown, ref, writer: str | None) -> tuple[str, str]:
+    """Save what the sliders show (x, y, z m; turn deg about world Z from ``ref``); a component still at its
+    shown rounding keeps its exact value, an unchanged orientation its exact quaternion. Returns (version, message)."""
     b = srv.bundle()
     if oid not in b.manifest.objects:
         raise edits.EditError(f"object '{oid}' is no longer in the bundle; press 'Reload from disk'")
     cur = b.manifest.objects[oid].pose
-    cur_xyz, cur_rpy = edits.pose_to_xyz_rpy(cur)
-    new = views.keep_exact(shown[:3], cur_xyz, 4)
-    deg = views.keep_exact(shown[3:], np.degrees(cur_rpy), 2)
-    same_rot = np.allclose(deg, np.degrees(cur_rpy), atol=1e-12)
-    if np.allclose(new, cur_xyz, atol=1e-12) and same_rot:
+    new = views.keep_exact(shown[:3], cur.position, 4)
+    q_cur = np.asarray(cur.quaternion_wxyz, float)
+    q = _turned(ref if ref is not None else q_cur, float(shown[3] or 0.0))
+    same_rot = abs(abs(float(np.dot(q, q_cur))) - 1.0) < 1e-12
+    if np.allclose(new, cur.position, atol=1e-12) and same_rot:
         return srv.version(), f"object {oid}: unchanged"
-    res = edits.set_object_pose(srv.root, oid, new, np.radians(deg), quaternion_wxyz=cur.quaternion_wxyz if same_rot else None,
+    res = edits.set_object_pose(srv.root, oid, new, quaternion_wxyz=q_cur if same_rot else q,
                                 expected_version=ver, writer=writer)
     return res.version, _edit_message(res)
 
@@ -257,17 +306,21 @@ def _objects_tab(page: _Page, overlay: _Overlay) -> _Objects:
             with gr.Column(scale=1):
                 select = gr.Dropdown(page.objects, value=page.first_object, label="Object", elem_id="object_select")
                 sliders = _sliders(OBJECT_SLIDERS)
-                text = gr.Textbox(label="Exact pose: x, y, z (m), roll, pitch, yaw (deg)", elem_id="pose_text")
+                text = gr.Textbox(label="Exact pose: x, y, z (m), then the orientation as a quaternion qw, qx, qy, qz "
+                                  "or as roll, pitch, yaw (deg)", elem_id="pose_text")
                 apply_btn = gr.Button("Apply exact pose", elem_id="apply_pose")
-                gr.Markdown("Re-fit this object to its masks (render-and-compare), or re-project its texture "
-                            "from the frames. Both can be undone.")
+                gr.Markdown("Sliders: +-5 cm around the pose when the object was selected, 0.5 mm per step (click "
+                            "a slider, then the arrow keys nudge); the turn spins the object about the world's "
+                            "vertical axis, whatever its tilt. Re-fit the object to its masks (render-and-compare), "
+                            "or re-project its texture from the frames: both can be undone.")
                 with gr.Row():
                     realign_btn = gr.Button("Re-run alignment", elem_id="rerun_alignment")
                     retexture_btn = gr.Button("Re-run texturing", elem_id="rerun_texture")
             with gr.Column(scale=2):
-                image = gr.Image(label="Live overlay", type="numpy", format="png", interactive=False,
-                                 elem_id="object_preview")
-    objects = _Objects(select, sliders, text, image)
+                note = gr.Markdown(elem_id="object_note")
+                image = gr.Image(label="Live overlay (the View chosen on the Overlay tab)", type="numpy", format="png",
+                                 interactive=False, elem_id="object_preview")
+    objects = _Objects(select, sliders, text, image, gr.State(None), note)
     _wire_objects(page, overlay, objects, apply_btn, realign_btn, retexture_btn)
     return objects
 
@@ -277,38 +330,57 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
     sliders = objects.sliders
 
     def select_object(oid, cam, frame, mode, blend):
-        img, _ = view(cam, frame, mode, blend)
-        return (*_object_values(srv, oid), img)
-    objects.select.input(select_object, [objects.select, *overlay.inputs], [*sliders, objects.text, objects.image])
+        img, note = view(cam, frame, mode, blend)
+        return (*_object_values(srv, oid), img, note)
+    objects.select.input(select_object, [objects.select, *overlay.inputs], [*objects.fields, objects.image, objects.note])
 
-    def apply_pose(ver, oid, x, y, z, roll, pitch, yaw, cam, frame, mode, blend, request: gr.Request = None):
+    def apply_pose(ver, oid, x, y, z, turn, ref, cam, frame, mode, blend, request: gr.Request = None):
+        """A slider moved: save, redraw, show the exact pose in the text field (the sliders keep their range)."""
         if not oid:
-            return ver, err_md("no object selected"), gr.update(), gr.update(), gr.update(), gr.update()
+            return ver, err_md("no object selected"), *[gr.update()] * 5
         try:
-            nver, msg = _save_object_pose(srv, ver, oid, [x, y, z, roll, pitch, yaw], _writer(request))
+            nver, msg = _save_object_pose(srv, ver, oid, [x, y, z, turn], ref, _writer(request))
         except (Real2SimError, TypeError, ValueError) as exc:
-            img, _ = view(cam, frame, mode, blend)
-            return ver, err_md(str(exc)), img, img, gr.update(), gr.update()
-        img, _ = view(cam, frame, mode, blend)
-        return nver, ok_md(msg), img, img, _version_note(nver), gr.update()
+            img, note = view(cam, frame, mode, blend)
+            return ver, err_md(str(exc)), img, img, gr.update(), gr.update(), note
+        img, note = view(cam, frame, mode, blend)
+        text = views.pose_text_quat(srv.bundle().manifest.objects[oid].pose)
+        return nver, ok_md(msg), img, img, _version_note(nver), text, note
 
-    pose_inputs = [page.version, objects.select, *sliders, *overlay.inputs]
-    pose_outputs = [page.version, page.status, objects.image, overlay.image, page.version_md, objects.text]
+    pose_inputs = [page.version, objects.select, *sliders, objects.ref, *overlay.inputs]
+    pose_outputs = [page.version, page.status, objects.image, overlay.image, page.version_md, objects.text, objects.note]
     for s in sliders:
         s.input(apply_pose, pose_inputs, pose_outputs, trigger_mode="always_last", show_progress="hidden")
         s.release(apply_pose, pose_inputs, pose_outputs, trigger_mode="always_last", show_progress="hidden")
 
     def apply_text(ver, oid, text, cam, frame, mode, blend, request: gr.Request = None):
+        """'Apply exact pose': x, y, z (m) and a quaternion wxyz (7 numbers) or roll, pitch, yaw in deg (6)."""
+        keep = [gr.update()] * 6
         try:
             vals = [float(v) for v in text.replace(";", ",").split(",")]
-            if len(vals) != 6:
-                raise ValueError(f"expected 6 numbers 'x, y, z, roll, pitch, yaw', got {len(vals)}")
+            if len(vals) not in (6, 7):
+                raise ValueError(f"expected 7 numbers 'x, y, z, qw, qx, qy, qz' or 6 'x, y, z, roll, pitch, yaw', "
+                                 f"got {len(vals)}")
         except ValueError as exc:
-            return ver, err_md(f"cannot read the exact pose '{text}': {exc}"), *[gr.update()] * 10
-        out = apply_pose(ver, oid, *vals, cam, frame, mode, blend, request)
-        sl = _object_values(srv, oid)[:6] if out[1].startswith("**OK:**") else [gr.update()] * 6
-        return (*out, *sl)
-    apply_btn.click(apply_text, [page.version, objects.select, objects.text, *overlay.inputs], pose_outputs + sliders)
+            return ver, err_md(f"cannot read the exact pose '{text}': {exc}"), *[gr.update()] * 5, *keep
+        if not oid:
+            return ver, err_md("no object selected"), *[gr.update()] * 5, *keep
+        try:
+            if len(vals) == 7:
+                res = edits.set_object_pose(srv.root, oid, vals[:3], quaternion_wxyz=vals[3:], expected_version=ver,
+                                            writer=_writer(request))
+            else:
+                res = edits.set_object_pose(srv.root, oid, vals[:3], np.radians(vals[3:]), expected_version=ver,
+                                            writer=_writer(request))
+        except (Real2SimError, TypeError, ValueError) as exc:
+            img, note = view(cam, frame, mode, blend)
+            return ver, err_md(str(exc)), img, img, gr.update(), gr.update(), note, *keep
+        img, note = view(cam, frame, mode, blend)
+        fields = _object_values(srv, oid)  # re-centred on the new pose
+        return (res.version, ok_md(_edit_message(res)), img, img, _version_note(res.version), fields[4], note,
+                *fields[:4], fields[5])
+    apply_btn.click(apply_text, [page.version, objects.select, objects.text, *overlay.inputs],
+                    pose_outputs + sliders + [objects.ref])
 
     def rerun(stage, ver, oid, cam, frame, mode, blend, request):
         try:
@@ -316,17 +388,18 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
             msg, nver, done = res.message, res.version, True
         except Real2SimError as exc:
             msg, nver, done = str(exc), ver, False
-        img, _ = view(cam, frame, mode, blend)
-        sl = _object_values(srv, oid)[:6] if done and oid else [gr.update()] * 6
-        return (nver, ok_md(msg) if done else err_md(msg), img, img, _version_note(nver), gr.update(), *sl)
+        img, note = view(cam, frame, mode, blend)
+        fields = _object_values(srv, oid) if done and oid else [gr.update()] * 6
+        return (nver, ok_md(msg) if done else err_md(msg), img, img, _version_note(nver), fields[4], note,
+                *fields[:4], fields[5])
 
     def realign(ver, oid, cam, frame, mode, blend, request: gr.Request = None):
         return rerun("alignment", ver, oid, cam, frame, mode, blend, request)
 
     def retexture(ver, oid, cam, frame, mode, blend, request: gr.Request = None):
         return rerun("texture", ver, oid, cam, frame, mode, blend, request)
-    realign_btn.click(realign, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders)
-    retexture_btn.click(retexture, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders)
+    realign_btn.click(realign, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders + [objects.ref])
+    retexture_btn.click(retexture, [page.version, objects.select, *overlay.inputs], pose_outputs + sliders + [objects.ref])
 
 
 # -- Masks ------------------------------------------------------------------------------------------
@@ -433,7 +506,10 @@ def _wire_mask_edits(page: _Page, tab: _Masks, accept_btn, reject_btn) -> None:
 def _camera_values(srv: ReviewServer, cam: str | None) -> list:
     """The six camera sliders (unchanged when ``cam`` is not in the bundle)."""
     vals = views.camera_pose_fields(srv.bundle().manifest, cam)
-    return [gr.update()] * 6 if vals is None else vals
+    if vals is None:
+        return [gr.update()] * 6
+    spans = [SPAN_M] * 3 + [SPAN_DEG] * 3
+    return [gr.update(value=v, minimum=round(v - d, 4), maximum=round(v + d, 4)) for v, d in zip(vals, spans)]
 
 
 def _save_camera_pose(srv: ReviewServer, ver: str, cam: str, shown, writer: str | None) -> tuple[str, str]:
@@ -444,6 +520,7 @@ def _save_camera_pose(srv: ReviewServer, ver: str, cam: str, shown, writer: str 
     cur_xyz, cur_rpy = edits.camera_xyz_rpy(b.manifest.cameras[cam].T_world_camera)
     new = views.keep_exact(shown[:3], cur_xyz, 4)
     deg = views.keep_exact(shown[3:], np.degrees(cur_rpy), 2)
+    deg = np.where(np.abs(deg) > 180, (deg + 180) % 360 - 180, deg)  # a slider +-10 deg around 175 passes 180
     if np.allclose(new, cur_xyz, atol=1e-12) and np.allclose(deg, np.degrees(cur_rpy), atol=1e-12):
         return srv.version(), f"camera {cam}: unchanged"
     res = edits.set_camera_pose(srv.root, cam, new, np.radians(deg), expected_version=ver, writer=writer)
@@ -482,13 +559,13 @@ def _wire_camera(page: _Page, overlay: _Overlay, tab: _CameraRobot) -> None:
         try:
             nver, msg = _save_camera_pose(srv, ver, cam, [x, y, z, roll, pitch, yaw], _writer(request))
         except (Real2SimError, TypeError, ValueError) as exc:
-            img, _ = view(cam, frame, mode, blend)
-            return ver, err_md(str(exc)), img, gr.update()
-        img, _ = view(cam, frame, mode, blend)
-        return nver, ok_md(msg), img, _version_note(nver)
+            img, note = view(cam, frame, mode, blend)
+            return ver, err_md(str(exc)), img, gr.update(), img, note
+        img, note = view(cam, frame, mode, blend)
+        return nver, ok_md(msg), img, _version_note(nver), img, note
 
     inputs = [page.version, tab.select, *tab.sliders, overlay.frame, overlay.mode, overlay.blend]
-    outputs = [page.version, page.status, tab.image, page.version_md]
+    outputs = [page.version, page.status, tab.image, page.version_md, overlay.image, overlay.note]
     for s in tab.sliders:
         s.input(apply_camera, inputs, outputs, trigger_mode="always_last", show_progress="hidden")
         s.release(apply_camera, inputs, outputs, trigger_mode="always_last", show_progress="hidden")
@@ -526,8 +603,77 @@ def _collision_tab(page: _Page) -> None:
     collision_tab.select(lambda: None, None, view3d).then(collision_view, select, [view3d, note, stats])
 
 
+# -- 3D scene, settle, rollouts -----------------------------------------------------------------------
+def _scene_tab(page: _Page, overlay: _Overlay) -> tuple[gr.Dropdown, gr.Button]:
+    """The whole scene in 3D, a physics settle preview and the recorded rollouts. Returns the rollout list and its
+    refresh button (an evaluation refreshes them)."""
+    srv = page.srv
+    with gr.Tab("3D scene & rollouts", id="scene_tab") as scene_tab:
+        gr.Markdown("The saved scene in 3D: objects at their poses (textured), their collision geometry in place "
+                    "(translucent red), the robot at the frame's joints and each camera's frustum (yellow). Drag to "
+                    "orbit, scroll to zoom.")
+        with gr.Row():
+            collision = gr.Checkbox(True, label="collision geometry", elem_id="scene_collision")
+            draw_btn = gr.Button("Redraw the 3D scene", size="sm", elem_id="scene_draw")
+        scene_note = gr.Markdown(elem_id="scene_note")
+        view3d = gr.Model3D(label="scene (world +Z up)", height=480, elem_id="scene_view",
+                            clear_color=(0.95, 0.95, 0.95, 1.0))
+        gr.Markdown("**Settle**: step the physics from the saved poses, as every episode starts (its `settle_s`), and "
+                    "see where things come to rest: an object that moves more than a few mm floats, sinks or "
+                    "intersects something. The bundle is not changed.")
+        with gr.Row():
+            seconds = gr.Number(1.0, label="settle time (s)", minimum=0.01, maximum=10, elem_id="settle_seconds")
+            settle_btn = gr.Button("Settle", elem_id="settle_btn")
+        settle_note = gr.Markdown(elem_id="settle_note")
+        with gr.Row():
+            settle_img = gr.Image(label="after settling (the policy's view)", type="numpy", format="png",
+                                  interactive=False, elem_id="settle_image")
+            settle_df = gr.Dataframe(headers=["object", "moved (mm)", "turned (deg)", "dropped (mm)"],
+                                     interactive=False, elem_id="settle_table")
+        gr.Markdown("**Rollouts**: episode videos recorded by an evaluation with videos on (the Export & evaluate "
+                    "tab, or `real2sim eval DIR --videos`).")
+        with gr.Row():
+            vids = views.rollout_videos(srv.root)
+            videos = gr.Dropdown(vids, value=vids[0] if vids else None, label="episode video (newest first)",
+                                 elem_id="rollout_select")
+            refresh_btn = gr.Button("Refresh the list", size="sm")
+        video = gr.Video(label="rollout", elem_id="rollout_video", autoplay=True, loop=True, height=400)
+
+    def draw(with_collision, frame):
+        try:
+            path, note = views.scene_glb(srv.bundle(), int(frame or 0), bool(with_collision))
+        except Real2SimError as exc:
+            return None, err_md(str(exc))
+        return str(path), note
+    # Model3D starts its WebGL canvas only when it gets a value while visible: (re)send it on tab select
+    scene_tab.select(lambda: None, None, view3d).then(draw, [collision, overlay.frame], [view3d, scene_note])
+    draw_btn.click(draw, [collision, overlay.frame], [view3d, scene_note])
+    collision.change(draw, [collision, overlay.frame], [view3d, scene_note])
+
+    def settle(cam, secs):
+        try:
+            img, rows, note = srv.settle(cam, float(secs or 1.0))
+        except (Real2SimError, TypeError, ValueError) as exc:
+            return None, [], err_md(str(exc))
+        return img, rows, note
+    settle_btn.click(settle, [overlay.camera, seconds], [settle_img, settle_df, settle_note])
+
+    def play(rel):
+        if not rel:
+            return None
+        try:
+            return str(views.playable_video(srv.bundle(), rel))
+        except Real2SimError as exc:
+            gr.Warning(str(exc))
+            return None
+    videos.change(play, videos, video)
+    scene_tab.select(play, videos, video)  # the newest episode, ready to play
+    refresh_btn.click(lambda: gr.update(choices=views.rollout_videos(srv.root)), None, videos)
+    return videos, refresh_btn
+
+
 # -- Export & evaluate ------------------------------------------------------------------------------
-def _export_tab(page: _Page, app: gr.Blocks) -> None:
+def _export_tab(page: _Page, app: gr.Blocks, rollouts: gr.Dropdown | None = None) -> None:
     with gr.Tab("Export & evaluate", id="export_tab"):
         with gr.Row():
             engines = gr.CheckboxGroup(engine_names(), value=engine_names(), label="Engines")
@@ -536,14 +682,23 @@ def _export_tab(page: _Page, app: gr.Blocks) -> None:
             episodes = gr.Number(3, label="Episodes", precision=0, minimum=1, maximum=200, elem_id="eval_episodes")
             obs_mode = gr.Dropdown(["state", "render", "composited"], value="state", label="Observation")
         with gr.Row():
+            tasks = sorted(page.bundle.manifest.tasks)
+            task = gr.Dropdown(tasks, value=tasks[0] if tasks else None, label="Task", elem_id="eval_task")
+            backend = gr.Dropdown(simulator_names(), value=simulator_names()[0], label="Simulator",
+                                  elem_id="eval_backend")
+            record = gr.Checkbox(False, label="record episode videos (3D scene & rollouts tab)", elem_id="eval_videos")
+        with gr.Row():
             export_btn = gr.Button("Export", variant="primary", elem_id="export_btn")
             eval_btn = gr.Button("Evaluate", elem_id="eval_btn")
         export_md = gr.Markdown(elem_id="export_result")
-        files = gr.Dataframe(headers=["file", "bytes"], interactive=False, elem_id="export_files")
         eval_md = gr.Markdown(elem_id="eval_result")
+        files = gr.Dataframe(headers=["file", "bytes"], interactive=False, elem_id="export_files",
+                             label="Files under exports/")
     export_btn.click(_exporter(page), [page.version, engines], [page.version, page.status, export_md, files, page.version_md])
     app.load(lambda: views.export_files(page.srv.root), None, files)
-    eval_btn.click(_evaluator(page), [policy, episodes, obs_mode], eval_md)
+    ev = eval_btn.click(_evaluator(page), [policy, episodes, obs_mode, task, backend, record], eval_md)
+    if rollouts is not None:
+        ev.then(lambda: gr.update(choices=views.rollout_videos(page.srv.root)), None, rollouts)
 
 
 def _exporter(page: _Page):
@@ -576,7 +731,7 @@ def _exporter(page: _Page):
 def _evaluator(page: _Page):
     srv = page.srv
 
-    def do_eval(policy, episodes, obs_mode, progress=gr.Progress()):
+    def do_eval(policy, episodes, obs_mode, task=None, backend=None, record=False, progress=gr.Progress()):
         try:
             from real2sim.evaluation.envs.runner import evaluate  # needs gymnasium (optional)
         except ImportError as exc:
@@ -598,7 +753,8 @@ def _evaluator(page: _Page):
                 pass
 
         try:
-            s = srv.on_render_thread(lambda: evaluate(srv.root, None, policy, n, obs_mode=obs_mode,
+            s = srv.on_render_thread(lambda: evaluate(srv.root, task or None, policy, n, obs_mode=obs_mode,
+                                                      backend=backend or None, videos=bool(record),
                                                       out_dir=srv.root / "results" / "review", progress=tick))
         except Real2SimError as exc:
             return err_md(f"evaluation failed: {exc}")

@@ -76,10 +76,11 @@ def validate_position(position, what: str = "position") -> np.ndarray:
 
 
 def validate_rpy(rpy, what: str = "roll/pitch/yaw") -> np.ndarray:
-    a = _finite(rpy, f"{what} (rad)", 3)
+    """Angles in radians (the library's unit); the page's messages speak degrees, the unit on its controls."""
+    a = _finite(rpy, f"{what} (deg)", 3)
     if np.abs(a).max() > MAX_ANGLE_RAD:
-        raise EditError(f"{what} {np.round(a, 4).tolist()} rad is out of range: each angle must be within +-pi "
-                        f"(+-180 deg)")
+        raise EditError(f"{what} {np.round(np.degrees(a), 2).tolist()} deg is out of range: each angle must be "
+                        "within +-180 deg")
     return a
 
 
@@ -142,7 +143,7 @@ def set_camera_pose(root: Path, camera: str, position, rpy, expected_version: st
             raise EditError(str(UnknownNameError("camera", camera, bundle.manifest.cameras)))
         bundle.manifest.cameras[camera].T_world_camera = np.round(T, 9).tolist()
 
-    desc = f"camera {camera}: position {np.round(p, 4).tolist()} m, rpy {np.round(a, 4).tolist()} rad"
+    desc = f"camera {camera}: position {np.round(p, 4).tolist()} m, roll/pitch/yaw {np.round(np.degrees(a), 2).tolist()} deg"
     return apply_edit(root, expected_version, desc, f"camera:{camera}", CAMERA_CHANGES, change, writer)
 
 

@@ -6,6 +6,7 @@ Camera & robot tabs, the Collision tab's 3D view and numbers, and the Export & e
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +15,13 @@ from real2sim.apps.review.edits import camera_xyz_rpy, pose_to_xyz_rpy
 from real2sim.apps.review.versions import history
 from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import Real2SimError
+from real2sim.core.gates import judge
 from real2sim.core.manifest import Manifest
 from real2sim.core.meshes import load_mesh
+from real2sim.core.stages import poor_line
+from real2sim.pipeline.check import poor_alignments
+
+log = logging.getLogger(__name__)
 
 
 def ok_md(msg: str) -> str:
@@ -30,12 +36,26 @@ def err_md(msg: str) -> str:
 
 # -- overview ---------------------------------------------------------------------------------
 def stage_table(bundle: Bundle) -> list[list[str]]:
-    """Rows ``[stage, status, key metrics, message]`` for every stage the bundle has run."""
+    """Rows ``[stage, status, quality, key metrics, message]`` for every stage the bundle has run; ``quality`` is
+    the stage's gate (:mod:`real2sim.core.gates`): its number against the bar, POOR when it misses it."""
     rows = []
     for name, rec in bundle.manifest.stages.items():
-        metrics = ", ".join(f"{k}={_short(v)}" for k, v in rec.metrics.items() if k != "seconds")
-        rows.append([name, rec.status, metrics, rec.message])
+        metrics = ", ".join(f"{k}={_short(v)}" for k, v in rec.metrics.items() if k not in ("seconds", "gate"))
+        status = rec.status.upper() if rec.status == "poor" else rec.status
+        rows.append([name, status, _quality(name, rec), metrics, rec.message])
     return rows
+
+
+def _quality(name: str, rec) -> str:
+    """'0.83 (>= 0.6) ok' / '0.24 (>= 0.6) POOR, not applied' for a gated stage; '' for the others."""
+    verdicts = judge(name, rec.metrics)
+    if not verdicts:
+        return ""
+    parts = [f"{v.gate.metric} {v.value:.4g}{v.gate.unit} ({'>=' if v.gate.higher_is_better else '<='} "
+             f"{v.gate.bar:g}) {'ok' if v.passed else 'POOR'}" for v in verdicts]
+    if rec.status == "poor":
+        parts.append("applied anyway" if rec.metrics.get("applied") else "not applied")
+    return ", ".join(parts)
 
 
 def _short(v) -> str:
@@ -51,7 +71,7 @@ def _short(v) -> str:
 PRODUCERS = {
     "frames": "real2sim init DIR --frames PATH",
     "plate": "real2sim build DIR (plate stage)",
-    "masks": "real2sim build DIR (segment stage)",
+    "masks": "real2sim masks DIR --entity NAME --point X,Y (or 'real2sim init DIR --prompts prompts.json')",
     "collision": "real2sim build DIR",
     "inertial": "real2sim build DIR",
     "export": "real2sim export DIR",
@@ -85,9 +105,16 @@ def overview_summary(bundle: Bundle) -> str:
     m = bundle.manifest
     lines = [f"**{m.name}** — {len(m.objects)} objects, cameras: {', '.join(m.cameras) or 'none'}, "
              f"{len(m.capture.frames)} frames, robot: {m.robot.name if m.robot else 'none'}"]
+    poor = [poor_line(bundle, n) for n, r in m.stages.items() if r.status == "poor"]
+    if poor:
+        lines.append("**Poor (below its quality bar):**\n" + "\n".join(f"- {x}" for x in poor))
     stale = [n for n, r in m.stages.items() if r.status in ("stale", "failed")]
     if stale:
         lines.append("**Stale or failed:** " + ", ".join(f"`{n}` ({m.stages[n].status})" for n in stale))
+    poor_objects = poor_alignments(bundle)
+    if poor_objects:
+        lines.append("**Poor alignment (check the mask and the pose):**\n"
+                     + "\n".join(f"- `{oid}`: {why}" for oid, why in poor_objects.items()))
     missing = missing_pieces(bundle)
     if missing:
         lines.append("**Missing:**\n" + "\n".join(f"- {x}" for x in missing))
@@ -104,7 +131,7 @@ def report_pictures(bundle: Bundle, limit: int = 24) -> list[tuple[str, str]]:
 
 def overview(bundle: Bundle) -> tuple[str, list[list[str]], list[list[str]], list[tuple[str, str]]]:
     """The Overview tab: summary, stage rows, undo history rows, report pictures."""
-    rows = stage_table(bundle) or [["(none)", "", "", "run 'real2sim build'"]]
+    rows = stage_table(bundle) or [["(none)", "", "", "", "run 'real2sim build'"]]
     hist = [[h["file"].split(".")[0], h["edit"]] for h in history(bundle.root)] or [["", "(no edits yet)"]]
     return overview_summary(bundle), rows, hist, report_pictures(bundle)
 
@@ -123,6 +150,12 @@ def pose_text(values) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
+def pose_text_quat(pose) -> str:
+    """The exact-pose text field as the page shows it: ``x, y, z`` (m) and the quaternion ``qw, qx, qy, qz``
+    (exact: no Euler angles, which lose a degree of freedom at pitch +-90 deg)."""
+    return ", ".join(f"{float(v):.6g}" for v in [*pose.position, *pose.quaternion_wxyz])
+
+
 def camera_pose_fields(manifest: Manifest, camera: str | None) -> list[float] | None:
     """Camera position (m) and roll, pitch, yaw (deg) as the sliders show them; None when there is no such camera."""
     if not camera or camera not in manifest.cameras:
@@ -136,10 +169,10 @@ def robot_fields(bundle: Bundle) -> tuple:
     r = bundle.manifest.robot
     if r is None:
         return (f"No robot in this bundle: run `real2sim init {bundle.root} --frames PATH --robot NAME`. "
-                "Robot appearance editing comes with the robot colour-matching stage."), 0, 0, 0, 0
+                "Link colours come from `real2sim robot-appearance`."), 0, 0, 0, 0
     xyz, rpy = pose_to_xyz_rpy(r.base_pose)
-    return (f"Robot **{r.name}**. Base pose edits are saved to scene.json; the preview does not draw the "
-            "robot yet (the MJCF export has no robot)."), *[round(v, 4) for v in xyz], round(float(np.degrees(rpy[2])), 2)
+    return (f"Robot **{r.name}**. Base pose edits are saved to scene.json; the overlay draws the robot at the "
+            "frame's joints from the edited base."), *[round(v, 4) for v in xyz], round(float(np.degrees(rpy[2])), 2)
 
 
 def keep_exact(shown, exact, decimals: int) -> np.ndarray:
@@ -252,3 +285,129 @@ def eval_summary(s, root: Path) -> str:
             f"({s.rate:.0%}); {s.ran} run, {s.skipped} already done, {s.seconds:.1f} s.  \n"
             f"Episodes: `{Path(s.results_path).relative_to(root)}`; summary for `real2sim metrics --sim`: "
             f"`{Path(s.csv_path).relative_to(root)}`")
+
+
+# -- the whole scene in 3D ---------------------------------------------------------------------
+FRUSTUM_DEPTH_M = 0.25
+"""How far the camera frustums reach in the 3D view."""
+
+
+def scene_glb(bundle: Bundle, frame: int = 0, collision: bool = True) -> tuple[Path, str]:
+    """Write ``reports/scene.glb``: every object's visual mesh at its pose (its texture when it has one, else its
+    colour), its collision geometry in place (translucent red, with ``collision``), the robot posed at frame
+    ``frame``'s joints (else its start joints) and each camera's frustum (translucent yellow, apex at the camera).
+    World +Z shows up (glTF's +Y). Returns (path, one-line summary)."""
+    import trimesh
+
+    m = bundle.manifest
+    scene = trimesh.Scene()
+    for oid, obj in m.objects.items():
+        T = obj.pose.matrix()
+        try:
+            vis = trimesh.load(bundle.path(obj.visual.mesh), force="mesh", process=False)
+        except Exception as exc:  # noqa: BLE001 - one unreadable mesh must not hide the scene
+            log.warning("3D view: %s: %s", obj.visual.mesh, exc)
+            continue
+        if not _textured(vis):
+            vis.visual = trimesh.visual.ColorVisuals(vis, face_colors=(np.asarray(obj.visual.rgba) * 255).astype(np.uint8))
+        scene.add_geometry(vis, node_name=f"{oid}", transform=T)
+        if collision:
+            for i, part in enumerate(_collision_parts(bundle, oid)):
+                part = part.copy()
+                part.visual = trimesh.visual.ColorVisuals(part, face_colors=[255, 60, 60, 90])
+                scene.add_geometry(part, node_name=f"{oid}_collision_{i:03d}", transform=T)
+    robot_note = _add_robot(scene, bundle, frame)
+    for name, spec in m.cameras.items():
+        scene.add_geometry(_frustum(spec.camera()), node_name=f"camera_{name}")
+    scene.apply_transform(trimesh.transformations.rotation_matrix(-np.pi / 2, [1, 0, 0]))
+    path = bundle.reports_dir() / "scene.glb"
+    atomic_write_bytes(path, scene.export(file_type="glb"))
+    return path, (f"{len(m.objects)} objects{' with collision geometry (red)' if collision else ''}, {robot_note}, "
+                  f"{len(m.cameras)} camera frustum(s) (yellow, {FRUSTUM_DEPTH_M:g} m deep); written to "
+                  f"`{bundle.rel(path)}`")
+
+
+def _textured(mesh) -> bool:
+    vis = getattr(mesh, "visual", None)
+    return getattr(vis, "kind", None) == "texture" and getattr(getattr(vis, "material", None), "image", None) is not None \
+        or getattr(getattr(vis, "material", None), "baseColorTexture", None) is not None
+
+
+def _add_robot(scene, bundle: Bundle, frame: int) -> str:
+    """Add the robot's links posed at the frame's (else the start) joints; returns what was drawn."""
+    import trimesh
+
+    r = bundle.manifest.robot
+    if r is None:
+        return "no robot"
+    from real2sim.render.robot import load_robot_model, posed_mesh
+
+    frames = bundle.manifest.capture.frames
+    q = (frames[int(np.clip(frame, 0, len(frames) - 1))].joint_positions if frames else None) or r.joint_positions
+    try:
+        model = load_robot_model(r)
+        v, f, _, _ = posed_mesh(model, q if q is not None and len(q) == len(model.joint_names) else model.default_q)
+    except Real2SimError as exc:
+        return f"robot not drawn ({exc})"
+    mesh = trimesh.Trimesh(v, f, process=False)
+    mesh.visual = trimesh.visual.ColorVisuals(mesh, face_colors=[70, 70, 80, 255])
+    scene.add_geometry(mesh, node_name="robot")
+    return f"robot {r.name} at {'the frame' if frames and frames[0].joint_positions else 'its start'} joints"
+
+
+def _frustum(camera, depth: float = FRUSTUM_DEPTH_M):
+    """A translucent pyramid: apex at the camera, base the image rectangle ``depth`` m ahead (world frame)."""
+    import trimesh
+
+    w, h = camera.width, camera.height
+    corners = np.array([[0, 0], [w, 0], [w, h], [0, h]], float)
+    rays = np.c_[(corners[:, 0] - camera.cx) / camera.fx, (corners[:, 1] - camera.cy) / camera.fy, np.ones(4)] * depth
+    T = np.asarray(camera.T_world_camera, float)
+    pts = np.vstack([[0, 0, 0], rays]) @ T[:3, :3].T + T[:3, 3]
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1], [1, 3, 2], [1, 4, 3]])
+    mesh = trimesh.Trimesh(pts, np.vstack([faces, faces[:, ::-1]]), process=False)
+    mesh.visual = trimesh.visual.ColorVisuals(mesh, face_colors=[255, 220, 0, 70])
+    return mesh
+
+
+# -- rollouts ------------------------------------------------------------------------------------
+def rollout_videos(root: Path) -> list[str]:
+    """Episode videos under the bundle's ``results/`` (``eval --videos``), bundle-relative, newest first."""
+    res = Path(root) / "results"
+    vids = sorted(res.rglob("videos/*.mp4"), key=lambda p: p.stat().st_mtime, reverse=True) if res.is_dir() else []
+    return [p.relative_to(root).as_posix() for p in vids]
+
+
+def playable_video(bundle: Bundle, rel: str) -> Path:
+    """A browser-playable copy (WebM, VP9) of the episode video ``rel`` under ``reports/videos/`` (made once): the
+    runner writes MPEG-4 part 2, which browsers do not play."""
+    import cv2
+
+    src = bundle.path(rel)
+    if not src.is_file():
+        raise Real2SimError(f"{rel}: no such video; record some with 'real2sim eval DIR --videos'")
+    out = bundle.reports_dir() / "videos" / (src.stem + ".webm")
+    if out.is_file() and out.stat().st_mtime >= src.stat().st_mtime:
+        return out
+    cap = cv2.VideoCapture(str(src))
+    fps = cap.get(cv2.CAP_PROP_FPS) or 5
+    frames = []
+    while True:
+        ok, img = cap.read()
+        if not ok:
+            break
+        frames.append(img)
+    cap.release()
+    if not frames:
+        raise Real2SimError(f"{rel}: no frames could be read from it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + ".tmp.webm")
+    h, w = frames[0].shape[:2]
+    vw = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"VP90"), float(fps), (w, h))
+    if not vw.isOpened():
+        raise Real2SimError(f"{rel}: this OpenCV cannot write WebM (VP9) for the browser; play the mp4 in a video player")
+    for img in frames:
+        vw.write(img)
+    vw.release()
+    tmp.replace(out)
+    return out

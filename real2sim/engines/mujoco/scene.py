@@ -14,8 +14,9 @@ from real2sim.core.errors import (
     require,
 )
 from real2sim.core.geometry import camera_pose_to_convention, make_pose, matrix_to_quat_wxyz
+from real2sim.core.manifest import RobotSpec
 from real2sim.engines.base import LoadedScene
-from real2sim.robots import get_robot
+from real2sim.robots import get_robot, robot_for_spec
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ class MujocoScene(LoadedScene):
     def __init__(self, xml_path: Path):
         mujoco = require("mujoco", "mujoco")
         self._mj = mujoco
+        self.path = Path(xml_path)
         if not Path(xml_path).is_file():
             raise ExportError(f"{xml_path}: MJCF file not found; run 'real2sim export' first")
         try:
@@ -57,9 +59,15 @@ class MujocoScene(LoadedScene):
         if tid < 0:
             return
 
-        adr, n = m.text_adr[tid], m.text_size[tid]
-        name = bytes(m.text_data[adr:adr + n - 1]).decode()
-        self._robot = get_robot(name)
+        def text(tid):
+            adr, n = m.text_adr[tid], m.text_size[tid]
+            return bytes(m.text_data[adr:adr + n - 1]).decode()
+
+        did = mj.mj_name2id(m, mj.mjtObj.mjOBJ_TEXT, "real2sim:robot_definition")
+        if did >= 0:  # a robot from a definition file: read the copy packaged with the export
+            self._robot = robot_for_spec(RobotSpec(text(tid), definition=text(did)), self.path.parent)
+        else:
+            self._robot = get_robot(text(tid))
         names = self._robot.joint_names
         jids = [mj.mj_name2id(m, mj.mjtObj.mjOBJ_JOINT, "robot/" + j) for j in names]
         self._qadr = np.array([m.jnt_qposadr[j] for j in jids])
@@ -93,9 +101,12 @@ class MujocoScene(LoadedScene):
     def set_joint_gains(self, stiffness, damping) -> None:
         self.require("robot")
         kp, kv = np.asarray(stiffness, float), np.asarray(damping, float)
+        limited = self.model.actuator_forcelimited[self._act].astype(bool)
         self.model.actuator_gainprm[self._act, 0] = kp
         self.model.actuator_biasprm[self._act, 1] = -kp
-        self.model.actuator_biasprm[self._act, 2] = -kv
+        # a force-limited drive's damping is the joint's passive damping (implicit; see the MJCF writer)
+        self.model.actuator_biasprm[self._act, 2] = np.where(limited, 0.0, -kv)
+        self.model.dof_damping[self._dadr[limited]] = kv[limited]
 
     def link_pose(self, link: str) -> np.ndarray:
         self.require("robot")
@@ -159,6 +170,10 @@ class MujocoScene(LoadedScene):
     def set_camera_pose(self, camera: str, T_world_camera) -> None:
         self.require("preview")
         c = self._camera_id(camera)
+        if camera in self.mounted_cameras():
+            raise UnsupportedCapability(f"camera '{camera}' is mounted on robot link '{self.mounted_cameras()[camera]}'"
+                                        " and moves with it; move the robot, or change the mount in the robot "
+                                        "definition")
         T = camera_pose_to_convention(np.asarray(T_world_camera, float), "opengl")
         self.model.cam_pos[c] = T[:3, 3]
         self.model.cam_quat[c] = matrix_to_quat_wxyz(T[:3, :3])

@@ -22,8 +22,11 @@ from real2sim.core.geometry import matrix_to_quat_wxyz
 from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import content_addressed_copy, fmt, require_ready
 from real2sim.engines.mujoco.scene import MujocoScene
+from real2sim.robots.robotfile import EXPORT_ROBOT_DIR as ROBOT_PACKAGE_DIR
+from real2sim.robots.robotfile import write_robot_package
 from real2sim.robots.scene import ROBOT_PREFIX as P
-from real2sim.robots.scene import robot_setup
+from real2sim.robots.scene import robot_cameras, robot_setup
+from real2sim.robots.spec import is_file_robot
 
 log = logging.getLogger(__name__)
 MAIN_FILE = "scene.xml"
@@ -79,7 +82,7 @@ class MjcfExporter(Exporter):
         for oid, obj in m.objects.items():
             self._object(bundle, world, asset, out, oid, obj, seen_assets)
         if m.robot is not None:
-            _add_robot(root, asset, world, out, m.robot)
+            _add_robot(root, asset, world, out, m.robot, bundle.root, list(m.cameras))
         return root
 
     @staticmethod
@@ -181,7 +184,7 @@ def _robot_mesh_copy(src: Path, dst_dir: Path) -> str:
     return name
 
 
-def _add_robot(root, asset, world, out: Path, spec) -> None:
+def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_cameras=()) -> None:
     """Graft the robot (URDF via MuJoCo's importer) under ``worldbody`` with position actuators.
 
     Names get the ``robot/`` prefix; bodies are gravity-compensated (``gravcomp=1``, as SIMPLER
@@ -189,9 +192,13 @@ def _add_robot(root, asset, world, out: Path, spec) -> None:
     but do with objects; the integrator becomes ``implicitfast`` so that large drive damping is stable.
     """
 
-    rs = robot_setup(spec)
+    rs = robot_setup(spec, bundle_root)
     r = rs.robot
     rx = _robot_urdf_mjcf(rs.urdf)
+    # A force-limited actuator's velocity term is not integrated implicitly by MuJoCo: with SIMPLER's large damping
+    # on light links it chatters between +-limit every step (the Google Robot's bicep ran 0.5 rad away from a 0.1 rad
+    # step). Its damping becomes the joint's passive damping instead (implicit, unclamped); the spring stays clamped.
+    joint_damping = {P + n: kv for n, kv, fmax in zip(r.joint_names, rs.damping, rs.force_limit) if np.isfinite(fmax)}
     root.find("option").set("integrator", "implicitfast")
     default = root.find("default")
     _sub(_sub(default, "default", class_="robot_visual"), "geom", contype=0, conaffinity=0, group=2)
@@ -233,6 +240,21 @@ def _add_robot(root, asset, world, out: Path, spec) -> None:
             j.set("solreflimit", "0.004 1")
             j.set("solimplimit", "0.95 0.99 0.001")
             j.attrib.pop("actuatorfrcrange", None)
+            if j.get("name") in joint_damping:
+                j.set("damping", fmt([joint_damping[j.get("name")]]))
+    bodies = {b.get("name")[len(P):]: b for b in base.iter("body")}
+    glob = root.find("visual").find("global")
+    for cam_name, (link, cam) in robot_cameras(rs, bundle_cameras).items():
+        # a robot-mounted camera: a MuJoCo camera fixed in the link's body, moving with it
+        T = cam.pose_in("opengl")
+        dx, dy = cam.principal_offset_px()
+        pixel = 1e-5
+        _sub(bodies[link], "camera", name=cam_name, mode="fixed", pos=fmt(T[:3, 3]),
+             quat=fmt(matrix_to_quat_wxyz(T[:3, :3])), resolution=f"{cam.width} {cam.height}",
+             sensorsize=fmt([cam.width * pixel, cam.height * pixel]), focalpixel=fmt([cam.fx, cam.fy]),
+             principalpixel=fmt([-dx, -dy]))
+        glob.set("offwidth", str(max(int(glob.get("offwidth")), cam.width)))
+        glob.set("offheight", str(max(int(glob.get("offheight")), cam.height)))
     p, q = rs.base[:3, 3], matrix_to_quat_wxyz(rs.base[:3, :3])
     base.set("pos", fmt(p))
     base.set("quat", fmt(q))
@@ -240,8 +262,12 @@ def _add_robot(root, asset, world, out: Path, spec) -> None:
     act = _sub(root, "actuator")
     for name, kp, kv, fmax in zip(r.joint_names, rs.stiffness, rs.damping, rs.force_limit):
         limit = {"forcelimited": "true", "forcerange": fmt([-fmax, fmax])} if np.isfinite(fmax) else {}
+        kv_act = 0.0 if np.isfinite(fmax) else kv  # force-limited: the damping is the joint's (above)
         _sub(act, "general", name=P + name, joint=P + name, gaintype="fixed", gainprm=fmt([kp]), biastype="affine",
-             biasprm=fmt([0.0, -kp, -kv]), **limit)
+             biasprm=fmt([0.0, -kp, -kv_act]), **limit)
     custom = _sub(root, "custom")
     _sub(custom, "text", name="real2sim:robot", data=r.name)
+    if is_file_robot(r):  # the robot travels with the export (a new process reads it from here, not the user's file)
+        _sub(custom, "text", name="real2sim:robot_definition",
+             data=(ROBOT_PACKAGE_DIR + "/" + write_robot_package(r, out / ROBOT_PACKAGE_DIR).name))
     _sub(custom, "numeric", name="real2sim:robot_qpos", data=fmt(rs.qpos))

@@ -18,8 +18,9 @@ from real2sim.core.errors import (
     require,
 )
 from real2sim.core.geometry import R_OPENCV_FROM_SAPIEN, make_pose
+from real2sim.core.manifest import RobotSpec
 from real2sim.engines.base import LoadedScene
-from real2sim.robots import get_robot
+from real2sim.robots import robot_for_spec
 
 log = logging.getLogger(__name__)
 FORMAT = "real2sim.sapien"
@@ -226,6 +227,7 @@ def load_sapien_scene(scene_json_path, render: bool = True) -> "SapienScene":
         mount.name = f"camera:{name}"
         mount.add_component(cam)
         mount.set_pose(sapien.Pose(cd["pose"]["position"], cd["pose"]["quaternion_wxyz"]))
+        # a robot-mounted camera ("link"): the pose is in the link frame; SapienScene moves the mount with the link
         if has_render:
             scene.add_entity(mount)
         # without a render system the mount stays outside the scene: its matrices still work for projection
@@ -277,6 +279,7 @@ class SapienScene(LoadedScene):
         self.timestep = float(data["physics"]["timestep"])
         self._tint0: dict[str, list] = {}
         self._scaled_cameras: dict = {}
+        self._mounted: dict = {}  # robot-mounted camera -> (link, pose in the link)
         self._lights0 = self._light_state() if why_no_render is None else None
 
     # -- robot ----------------------------------------------------------------------
@@ -285,8 +288,17 @@ class SapienScene(LoadedScene):
         self.articulation = art
         self._joints = joints
         self._jidx = idx
-        self._robot = get_robot(self.data["robot"]["name"])
+        rd = self.data["robot"]
+        # a robot from a definition file travels with the export: read that copy, not the user's original
+        self._robot = robot_for_spec(RobotSpec(rd["name"], definition=rd.get("definition", "")), Path(self.path).parent)
         self._links = {l.name: l for l in art.links}
+        for name, cd in self.data.get("cameras", {}).items():
+            if "link" in cd:
+                if cd["link"] not in self._links:
+                    raise ExportError(f"{self.path}: camera '{name}' is mounted on link '{cd['link']}', which the "
+                                      "robot does not have. Fix: export the scene again")
+                local = self._sapien.Pose(cd["pose"]["position"], cd["pose"]["quaternion_wxyz"])
+                self._mounted[name] = (self._links[cd["link"]], local)
         self.capabilities = self.capabilities | {"robot"}
         self.set_robot_qpos(self.data["robot"]["qpos"])
 
@@ -426,6 +438,9 @@ class SapienScene(LoadedScene):
             cam, mount = self._cameras[name]
         except KeyError:
             raise UnknownNameError("camera", name, self._cameras) from None
+        if name in self._mounted:  # follow the link it is mounted on
+            link, local = self._mounted[name]
+            mount.set_pose(link.entity_pose * local)
         if size is None or (int(size[0]), int(size[1])) == (cam.width, cam.height):
             return cam
         key = (name, int(size[0]), int(size[1]))

@@ -77,7 +77,9 @@ from real2sim.engines.sapien.scene import (
     SapienScene,
     load_sapien_scene,
 )
-from real2sim.robots.scene import robot_setup
+from real2sim.robots.robotfile import EXPORT_ROBOT_DIR, PACKAGE_DEFINITION, package_robot_files
+from real2sim.robots.scene import robot_cameras, robot_setup
+from real2sim.robots.spec import is_file_robot
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +281,11 @@ def _pose_json(position, quat_wxyz) -> dict:
 
 
 def _camera_json(name: str, spec, warnings: list[str]) -> dict:
-    cam = spec.camera()
+    return _camera_dict(name, spec.camera(), warnings)
+
+
+def _camera_dict(name: str, cam, warnings: list[str]) -> dict:
+    """A camera's SAPIEN entry; its pose is ``cam.T_world_camera`` (in the world, or in a link for a mount)."""
     if np.any(np.asarray(cam.distortion) != 0):
         warnings.append(f"camera '{name}': lens distortion {list(cam.distortion)} is dropped (SAPIEN cameras are pinhole); "
                         "undistort the real frames for comparison")
@@ -336,15 +342,19 @@ def build_sapien_files(bundle: Bundle) -> tuple[dict[str, bytes], list[str]]:
                                    for li in m.lights]},
     }
     if m.robot is not None:
-        scene["robot"] = _robot_files(w, m.robot)
+        scene["robot"] = _robot_files(w, m.robot, bundle.root)
+        for name, (link, cam) in robot_cameras(robot_setup(m.robot, bundle.root), m.cameras).items():
+            # a robot-mounted camera: pose in the link frame; the loader keeps it on the link as the robot moves
+            scene["cameras"][name] = {**_camera_dict(name, cam, warnings), "link": link}
     w.add(SCENE_FILE, (json.dumps(scene, indent=2) + "\n").encode())
     return w.files, warnings
 
 
-def _robot_files(w: _Writer, spec) -> dict:
-    """Copy the robot's resolved URDF (meshes content-addressed, link colours from the appearance) into ``robot/``."""
+def _robot_files(w: _Writer, spec, bundle_root: Path) -> dict:
+    """Copy the robot's resolved URDF (meshes content-addressed, link colours from the appearance) into ``robot/``;
+    a robot from a definition file also gets its package (definition, URDF, meshes) in ``robot_def/``."""
 
-    rs = robot_setup(spec)
+    rs = robot_setup(spec, bundle_root)
     root = ElementTree.fromstring(rs.urdf.read_text())
     for link in root.findall("link"):
         rgba = rs.robot.link_rgba(link.get("name"), rs.appearance)
@@ -363,7 +373,12 @@ def _robot_files(w: _Writer, spec) -> dict:
     ElementTree.indent(root, space="  ")
     urdf_rel = w.add(f"robot/{rs.robot.name}.urdf", (ElementTree.tostring(root, encoding="unicode") + "\n").encode())
     p, q = split_pose(rs.base)
-    return {"name": rs.robot.name, "urdf": urdf_rel, "base_pose": _pose_json(p, q),
+    extra = {}
+    if is_file_robot(rs.robot):
+        for rel, data in sorted(package_robot_files(rs.robot).items()):
+            w.add(f"{EXPORT_ROBOT_DIR}/{rel}", data)
+        extra["definition"] = f"{EXPORT_ROBOT_DIR}/{PACKAGE_DEFINITION}"
+    return {"name": rs.robot.name, **extra, "urdf": urdf_rel, "base_pose": _pose_json(p, q),
             "joint_names": rs.robot.joint_names, "qpos": [_r(x) for x in rs.qpos],
             "stiffness": [_r(x) for x in rs.stiffness], "damping": [_r(x) for x in rs.damping],
             "force_limit": [_r(x) if np.isfinite(x) else None for x in rs.force_limit],

@@ -8,12 +8,16 @@ import numpy as np
 
 from real2sim.core.errors import ExportError, UnknownNameError, require
 from real2sim.core.geometry import quat_wxyz_to_matrix, transform_points
+from real2sim.core.manifest import RobotSpec
 from real2sim.engines.base import LoadedScene
+from real2sim.robots import robot_for_spec
 
 log = logging.getLogger(__name__)
 ID_KEY = "real2sim:id"
 RESERVED = ("PhysicsScene", "Looks", "PhysicsMaterials", "Cameras", "Lights", "Robot")
 ROBOT_KEY = "real2sim:robot"
+ROBOT_DEFINITION_KEY = "real2sim:robot_definition"
+"""Export-relative path of the packaged definition of a robot read from a definition file."""
 
 
 def _pxr():
@@ -71,11 +75,19 @@ class UsdScene(LoadedScene):
             self._links = {str(c.GetCustomDataByKey(ID_KEY)): c for c in rp.GetChildren() if c.GetCustomDataByKey(ID_KEY)}
             self._joints = {str(c.GetCustomDataByKey(ID_KEY)): c for c in rp.GetChild("Joints").GetChildren()}
             self.capabilities = frozenset(self.capabilities | {"robot"})
+            definition = rp.GetCustomDataByKey(ROBOT_DEFINITION_KEY)
+            if definition:  # a robot from a definition file: read the copy packaged with the export
+                self._robot = robot_for_spec(RobotSpec(str(rp.GetCustomDataByKey(ROBOT_KEY)), definition=str(definition)),
+                                             self.path.parent)
         self._cameras: dict[str, object] = {}
         cams = self.stage.GetPrimAtPath("/World/Cameras")
         for child in cams.GetChildren() if cams.IsValid() else []:
             if child.IsA(UsdGeom.Camera):
                 self._cameras[str(child.GetCustomDataByKey(ID_KEY) or child.GetName())] = child
+        for link in self._links.values() if self._robot_prim is not None else []:
+            for child in link.GetChildren():  # robot-mounted cameras live under their link
+                if child.IsA(UsdGeom.Camera):
+                    self._cameras[str(child.GetCustomDataByKey(ID_KEY) or child.GetName())] = child
 
     def _object(self, oid: str):
         try:

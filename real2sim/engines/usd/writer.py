@@ -48,8 +48,10 @@ from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import mesh_uv
 from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import content_addressed_copy, require_ready
-from real2sim.engines.usd.scene import ID_KEY, RESERVED, ROBOT_KEY, UsdScene, _pxr
-from real2sim.robots.scene import link_poses, parse_urdf, robot_setup
+from real2sim.engines.usd.scene import ID_KEY, RESERVED, ROBOT_DEFINITION_KEY, ROBOT_KEY, UsdScene, _pxr
+from real2sim.robots.robotfile import EXPORT_ROBOT_DIR, write_robot_package
+from real2sim.robots.scene import link_poses, parse_urdf, robot_cameras, robot_setup
+from real2sim.robots.spec import is_file_robot
 
 log = logging.getLogger(__name__)
 MAIN_FILE = "scene.usda"
@@ -186,7 +188,7 @@ class UsdExporter(Exporter):
             self._object(bundle, stage, path.parent, oid, obj, _prim_name(oid, used), warnings)
 
         if m.robot is not None:
-            self._robot(stage, m.robot)
+            self._robot(stage, m.robot, bundle.root, path.parent, list(m.cameras), warnings)
 
         cam_used: set[str] = set()
         if m.cameras:
@@ -315,7 +317,7 @@ class UsdExporter(Exporter):
         mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, d)))
         mass.CreatePrincipalAxesAttr(Gf.Quatf(float(q[0]), Gf.Vec3f(*map(float, q[1:]))))
 
-    def _robot(self, stage, spec) -> None:
+    def _robot(self, stage, spec, bundle_root: Path, out_dir: Path, bundle_cameras=(), warnings=None) -> None:
         """``/World/Robot``: ArticulationRootAPI; one rigid-body Xform per URDF link (posed at the bundle's joint
         values, relative to the robot base); Revolute/Prismatic/Fixed joints with limits; force drives.
 
@@ -328,13 +330,16 @@ class UsdExporter(Exporter):
 
         Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
 
-        rs = robot_setup(spec)
+        rs = robot_setup(spec, bundle_root)
         links, joints, root_link = parse_urdf(rs.urdf)
         q0 = dict(zip(rs.robot.joint_names, rs.qpos))
         poses = link_poses(joints, root_link, q0)
         robot = UsdGeom.Xform.Define(stage, "/World/Robot")
         rp = robot.GetPrim()
         rp.SetCustomDataByKey(ROBOT_KEY, rs.robot.name)
+        if is_file_robot(rs.robot):  # the robot's definition travels with the export
+            definition = write_robot_package(rs.robot, out_dir / EXPORT_ROBOT_DIR)
+            rp.SetCustomDataByKey(ROBOT_DEFINITION_KEY, f"{EXPORT_ROBOT_DIR}/{definition.name}")
         rp.CreateAttribute("real2sim:joint_names", Sdf.ValueTypeNames.StringArray, custom=True).Set(rs.robot.joint_names)
         UsdPhysics.ArticulationRootAPI.Apply(rp)
         _set_pose(UsdGeom, Gf, robot, rs.base[:3, 3], matrix_to_quat_wxyz(rs.base[:3, :3]))
@@ -387,6 +392,10 @@ class UsdExporter(Exporter):
                 mesh.CreatePurposeAttr(UsdGeom.Tokens.guide)
                 UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
                 UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
+        for cam_name, (lname, cam) in robot_cameras(rs, bundle_cameras).items():
+            # a robot-mounted camera: a UsdGeom.Camera child of its link's prim (its pose is in the link frame)
+            self._camera(stage, f"{names[lname]}/Camera_{_prim_name(cam_name, set())}", cam_name, cam,
+                         warnings if warnings is not None else [])
         UsdGeom.Scope.Define(stage, "/World/Robot/Joints")
         k_by = dict(zip(rs.robot.joint_names, rs.stiffness))
         d_by = dict(zip(rs.robot.joint_names, rs.damping))

@@ -40,6 +40,13 @@ from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.meshes import load_mesh
 from real2sim.engines import engine_for, get_engine, get_exporter, simulator_names
 from real2sim.evaluation.envs import tasks as T
+from real2sim.evaluation.envs.observation import (  # noqa: F401  (SHADINGS, resolve_shading: the env's names too)
+    SHADINGS,
+    apply_shading,
+    composite,
+    observed_objects,
+    resolve_shading,
+)
 from real2sim.export import failed_engines
 from real2sim.robots.control import Controller, ControllerConfig
 
@@ -49,20 +56,6 @@ MAX_TRANSLATION = 0.05
 MAX_ROTATION = 0.25
 VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "robot_tint", "table_tint", "table_texture", "distractors"}
 APPEARANCE_VARIANTS = ("lighting", "robot_tint", "table_tint")
-SHADINGS = ("auto", "lit", "unlit")
-"""'lit': the export's lights. 'unlit': every surface shows its stored colour/texture (textures back-projected from
-photos carry the real light already; on the Bridge frame the cubes come 7-12 dB closer to the photo). 'auto':
-'unlit' when the bundle's textures were back-projected from its frames (the texture stage ran), else 'lit'."""
-
-
-def resolve_shading(manifest, shading: str = "auto") -> str:
-    """'lit' or 'unlit' for ``shading`` (see :data:`SHADINGS`)."""
-    if shading not in SHADINGS:
-        raise UnknownNameError("shading", shading, SHADINGS)
-    if shading != "auto":
-        return shading
-    rec = manifest.stages.get("texture")
-    return "unlit" if rec is not None and rec.status in ("done", "stale") else "lit"
 PARKING_XY = (50.0, 50.0)
 """Where distractors left out of an episode wait (far outside every camera; they fall freely there)."""
 BACKGROUNDS = ("plate", "plate_jitter", "noise")
@@ -148,7 +141,7 @@ class Real2SimEnv(_env_base()):
         if "appearance" not in self.scene.capabilities:
             self.shading = "lit"  # a scene that cannot change its lights does not render either
         self.task_id, self.task = resolve_task(m, task)
-        self.movable = [o for o in self.scene.object_ids() if o in m.objects and not m.objects[o].fixed]
+        self.movable = observed_objects(self.scene, m)
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
         T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success")
         self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
@@ -161,6 +154,7 @@ class Real2SimEnv(_env_base()):
 
         # -- images --------------------------------------------------------------------------------
         self.camera = camera or (sorted(m.cameras)[0] if m.cameras else None)
+        mounted = self.scene.mounted_cameras()  # robot-mounted cameras: render only (they have no plate)
         self.obs_mode = obs_mode
         self.depth = bool(depth)
         self.plate = None
@@ -168,17 +162,25 @@ class Real2SimEnv(_env_base()):
         if obs_mode != "state" or depth or render_mode:
             if self.camera is None:
                 raise UnsupportedCapability(f"bundle '{m.name}' has no camera; use obs_mode='state', depth=False, render_mode=None")
-            if self.camera not in m.cameras:
-                raise UnknownNameError("camera", self.camera, m.cameras)
+            if self.camera not in m.cameras and self.camera not in mounted:
+                raise UnknownNameError("camera", self.camera, sorted(set(m.cameras) | set(mounted)))
         if obs_mode != "state":
             self.scene.require("render")
         if depth:
             self.scene.require("depth")
+        if obs_mode == "composited" and self.camera in mounted:
+            raise UnsupportedCapability(
+                f"camera '{self.camera}' is mounted on the robot (link '{mounted[self.camera]}') and moves with it: "
+                "there is no background plate for it, so obs_mode='composited' (plate + simulated foreground) "
+                "applies only to fixed cameras. Fix: obs_mode='render' for this camera, or a fixed bundle camera")
         if obs_mode == "composited":
             self.plate = self._load_plate()
             if self.plate is None:
                 self.obs_mode = "render"
-        cam = m.cameras[self.camera] if self.camera else None
+        if self.camera in mounted:
+            cam = self.controller.robot.mounted_cameras()[self.camera][1]
+        else:
+            cam = m.cameras[self.camera] if self.camera else None
         self.native_size = (cam.width, cam.height) if cam else None
         self.obs_size = tuple(int(x) for x in obs_size) if obs_size else self.native_size
         self.variants = self._check_variants(dict(variants or {}))
@@ -451,7 +453,7 @@ class Real2SimEnv(_env_base()):
         if self.shading == "lit" and not any(self.variants.get(k) is not None for k in APPEARANCE_VARIANTS):
             return
         ev = self._episode_variant
-        self.scene.set_lighting(ev.get("light_scale", 1.0), unlit=self.shading == "unlit")
+        apply_shading(self.scene, self.shading, ev.get("light_scale", 1.0))
         if self.variants.get("robot_tint") is not None:
             self.scene.set_tint("robot", ev["robot_tint"])
         if self.variants.get("table_tint") is not None:
@@ -485,8 +487,7 @@ class Real2SimEnv(_env_base()):
 
         size = None if self.obs_size == self.native_size else self.obs_size
         if self.obs_mode == "composited":
-            rgb, mask, d = self.scene.render_layers(self.camera, self.movable, robot=True, depth=self.depth, size=size)
-            img = np.where(mask[..., None], rgb, self._background())
+            img, _, d = composite(self.scene, self.camera, self.movable, self._background(), size, self.depth)
         else:
             img = self.scene.render(self.camera, size=size)
             d = self.scene.depth(self.camera, size=size) if self.depth else None

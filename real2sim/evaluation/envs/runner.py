@@ -69,6 +69,8 @@ class EvalConfig:
     out_dir: str = "results"
     env_kwargs: dict = field(default_factory=dict)
     episode_timeout_s: float = EvalOptions.episode_timeout_s
+    record_dir: str | None = None
+    """Staging folder of the dataset this run records into (:mod:`real2sim.evaluation.record`); None: no recording."""
 
 
 @dataclass
@@ -120,6 +122,7 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
     obs, info = env.reset(seed=int(seed))
     pol.reset(info["instruction"], info, int(seed))
     frames = [env.render()] if cfg.videos else None
+    recorder = _recorder(cfg, env, obs)
     init, variant = info["init"], info.get("variant") or None
     steps, done, timed_out = 0, False, False
     deadline = t0 + float(cfg.episode_timeout_s)
@@ -130,6 +133,8 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
         for a in chunk:
             obs, _, term, trunc, info = env.step(a)
             steps += 1
+            if recorder is not None:
+                recorder.step(a, obs, info["success"])
             if frames is not None:
                 frames.append(env.render())
             if term or trunc or steps >= env.max_steps:
@@ -153,9 +158,22 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
         rec["shading"] = env.shading
     if variant:
         rec["variant"] = variant
+    if recorder is not None:
+        rec["recording"] = recorder.finish()
     if frames is not None and frames[0] is not None:
         rec["video"] = write_video(frames, Path(cfg.out_dir) / "videos" / f"{_slug(cfg.policy)}_{env.task_id}_{cfg.backend}_{seed}.mp4")
     return rec
+
+
+def _recorder(cfg: EvalConfig, env, obs):
+    """The per-step recording hook of this episode (None when the run records nothing)."""
+    if not cfg.record_dir:
+        return None
+    from real2sim.evaluation.record import EpisodeRecorder, env_config
+
+    recorder = EpisodeRecorder(Path(cfg.record_dir), env, env_config(cfg, env))
+    recorder.start(obs)
+    return recorder
 
 
 class PolicyOutputError(Real2SimError):
@@ -271,12 +289,15 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
              workers: int = EvalOptions.workers, backend: str | None = EvalOptions.backend, ray=None,
              videos: bool = EvalOptions.videos, out_dir=EvalOptions.out_dir, seed: int = EvalOptions.seed,
              obs_mode: str = EvalOptions.obs_mode, obs_size=None, progress: Callable[[int, int, dict], None] | None = None,
-             env_kwargs: dict | None = None, episode_timeout_s: float = EvalOptions.episode_timeout_s) -> EvalSummary:
+             env_kwargs: dict | None = None, episode_timeout_s: float = EvalOptions.episode_timeout_s,
+             record=None) -> EvalSummary:
     """Run ``episodes`` seeded episodes (seeds ``seed .. seed + episodes - 1``), resuming from ``out_dir``.
 
     ``workers`` > 1 uses a local process pool (spawned processes, one env each, reused across
     episodes); ``ray`` (True / "local" for a local Ray instance, or a cluster address) runs the
     episodes as Ray tasks instead. ``progress(done, total, record)`` is called as episodes finish.
+    ``record``: an open dataset (:func:`real2sim.evaluation.record.open_dataset`) that each finished episode is
+    added to before its result is written (its result then names it: ``recorded_episode``).
     """
 
     if episodes < 1:
@@ -293,7 +314,8 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
     results_path = out / RESULTS
     _repair(results_path)
     cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
-                     str(out), dict(env_kwargs or {}), float(episode_timeout_s))
+                     str(out), dict(env_kwargs or {}), float(episode_timeout_s),
+                     str(record.staging) if record is not None else None)
     vcfg = cfg.env_kwargs.get("variants") or None
     shading = None if obs_mode == "state" else resolve_shading(manifest, cfg.env_kwargs.get("shading", "auto"))
 
@@ -308,9 +330,12 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
         log.info("resuming: %d of %d episodes already in %s", skipped, episodes, results_path)
     t0 = time.perf_counter()
     finished = 0
+    record_to = record
 
     def record(rec: dict) -> None:
         nonlocal finished
+        if "recording" in rec:
+            rec["recorded_episode"] = record_to.add(rec.pop("recording"), rec)
         _append(results_path, rec)
         finished += 1
         if progress:
