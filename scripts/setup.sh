@@ -3,7 +3,8 @@
 #   - system libraries: Mesa EGL (MuJoCo and moderngl headless rendering), Chromium (browser tests), Mesa Vulkan >= 24.3
 #     (SAPIEN CPU rendering through lavapipe; on Debian 12 from bookworm-backports)
 #   - .venv with the project and the extras named in $REAL2SIM_EXTRAS
-#     (default all,test; 'all' includes 'record': pyarrow + PyAV for 'real2sim eval --record lerobot DIR')
+#     (default all,test; 'all' includes 'record': pyarrow + PyAV for 'real2sim eval --record lerobot DIR', and 'scan':
+#     open3d-cpu + scikit-image for 'real2sim scan')
 # Re-running is fast: each step is skipped when its stamp file says it is current.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -88,6 +88,11 @@ CASES = [
     ("robots check {TXT}", "must be a .toml or .json file"),
     ("robots check nosuch", "nosuch"),
     ("init {D}/i7 --frames {IMG} --robot {D}/missing.toml", "missing.toml"),
+    ("scan {D}/nosuch --out {D}/obj", "nosuch"),
+    ("scan {TXT} --out {D}/obj", "notes.txt"),
+    ("scan {D} --out {D}/obj --board {{bad", "--board"),
+    ("add-object {B} thing --scan {D}/nosuch", "nosuch"),
+    ("add-object {B} thing --scan {D} --mesh {TXT}", "exactly one of --mesh"),
 ]
 
 

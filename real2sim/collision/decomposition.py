@@ -20,7 +20,7 @@ from real2sim.collision.primitives import fit_primitives
 from real2sim.collision.quality import hull_quality, primitive_mesh
 from real2sim.collision.repair import repair_mesh
 from real2sim.collision.types import CollisionConfig, CollisionResult
-from real2sim.core.errors import CollisionError, Real2SimError, require
+from real2sim.core.errors import CollisionError, DependencyMissing, Real2SimError
 from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import write_obj
 from real2sim.core.tempfiles import sweep_dead_temps
@@ -116,10 +116,20 @@ def _sort_hulls(hulls: list) -> list:
     return sorted(hulls, key=lambda h: (*np.round(np.asarray(h.vertices).mean(0), 9).tolist(), round(float(h.volume), 15)))
 
 
+def _require_unimported(module: str, extra: str) -> None:
+    """Raise :class:`DependencyMissing` (with the install command) when ``module`` is not installed, without importing
+    it: ``import coacd`` in this process would break a later ``import open3d`` (std::bad_cast; DESIGN.md)."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise DependencyMissing(f"'{module}' is needed here but is not installed. "
+                                f"Install it with: pip install 'real2sim[{extra}]' (or pip install {module})")
+
+
 def run_coacd(solid, config: CollisionConfig, name: str = "mesh") -> list:
     """Convex pieces of a watertight mesh from CoACD, run in a subprocess under ``config.timeout_s``."""
 
-    require("coacd", extra="collision")  # fail early with the install command, without importing it here
+    _require_unimported("coacd", extra="collision")  # fail early with the install command, without importing it here
     params = config.coacd_params()
     hint = (f"parameters: {json.dumps(params)}, timeout_s={config.timeout_s}")
     # a worker's folder is r2s_coacd_<pid of this process>_XXXXXXXX: those of killed runs are removed here

@@ -19,6 +19,7 @@ from real2sim.apps.cli import (
     evaluate,
     review,
     robot,
+    scan,
     segmentation,
     texture,
 )
@@ -29,7 +30,7 @@ from real2sim.core.version import __version__
 NEGATIVE_NUMBERS = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(,[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)*$")
 """A negative number or a comma-separated list starting with one (a coordinate option's value)."""
 
-COMMAND_GROUPS = (demo, bundle, capture, segmentation, robot, build, texture, review, evaluate)
+COMMAND_GROUPS = (demo, bundle, capture, scan, segmentation, robot, build, texture, review, evaluate)
 """In the order of the journey: ``real2sim --help`` lists the commands this way."""
 
 

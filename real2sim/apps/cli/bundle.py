@@ -60,8 +60,17 @@ def cmd_add_object(args) -> int:
         props["fixed"] = True
     position = _numbers(args.position, "--position", (3,), "0.1,-0.05,0.02") if args.position else None
     quat = orientation_wxyz(args.orientation) if args.orientation else (1.0, 0.0, 0.0, 0.0)
-    obj = add_object(bundle, args.id, Path(args.mesh), Path(args.texture) if args.texture else None, position,
-                     quat, **props)
+    if bool(args.mesh) == bool(args.scan):
+        raise BundleError("add-object: give exactly one of --mesh FILE or --scan OBJECT_DIR (from 'real2sim scan')")
+    if args.scan:
+        from real2sim.pipeline.scan import add_scanned_object
+
+        if args.texture:
+            raise BundleError("add-object: --texture goes with --mesh; a scan brings its own texture")
+        obj = add_scanned_object(bundle, args.id, Path(args.scan), position, quat, **props)
+    else:
+        obj = add_object(bundle, args.id, Path(args.mesh), Path(args.texture) if args.texture else None, position,
+                         quat, **props)
     say(f"added '{args.id}' at {obj.pose.position} ({obj.visual.mesh}); "
         f"next: real2sim masks {args.dir} --entity {args.id} --point X,Y, then real2sim build {args.dir}")
     return 0
@@ -102,7 +111,8 @@ def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("add-object", help="add an object (a mesh, optionally textured) to a bundle")
     p.add_argument("dir")
     p.add_argument("id", help="object id ([A-Za-z0-9_-])")
-    p.add_argument("--mesh", required=True, help="OBJ, DAE, GLB/GLTF, PLY or STL, in metres; its embedded texture "
+    p.add_argument("--scan", help="an object folder made by 'real2sim scan' (mesh, texture, mass, collision pieces)")
+    p.add_argument("--mesh", help="OBJ, DAE, GLB/GLTF, PLY or STL, in metres; its embedded texture "
                    "and UVs are kept (the bundle stores it as visual.obj + texture.png, which every engine reads)")
     p.add_argument("--texture", help="texture image for the mesh's UVs (overrides a texture the mesh embeds)")
     p.add_argument("--position", help="x,y,z in metres, e.g. --position -0.08,0,0 (default: x = y = 0, the world "
