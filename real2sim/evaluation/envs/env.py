@@ -147,13 +147,11 @@ class Real2SimEnv(_env_base()):
         self.scene.require("physics")
         if "appearance" not in self.scene.capabilities:
             self.shading = "lit"  # a scene that cannot change its lights does not render either
-        self.task_id, self.task = resolve_task(m, task)
         self.movable = [o for o in self.scene.object_ids() if o in m.objects and not m.objects[o].fixed]
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
-        T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success")
         self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
-        T.validate_init(self.task.init, self.movable, self.controller.robot.dof, f"tasks.{self.task_id}.init")
-        self.max_steps = max(1, int(round(self.task.time_limit_s * self.controller.control_hz)))
+        self.variants: dict = {}
+        self._bind_task(task)
         self.terminate_on_success = terminate_on_success
         self.privileged = privileged
         self._base_poses = {o: make_pose(m.objects[o].pose.position, m.objects[o].pose.quaternion_wxyz) for o in m.objects}
@@ -182,6 +180,7 @@ class Real2SimEnv(_env_base()):
         self.native_size = (cam.width, cam.height) if cam else None
         self.obs_size = tuple(int(x) for x in obs_size) if obs_size else self.native_size
         self.variants = self._check_variants(dict(variants or {}))
+        self._variants_given = dict(variants or {})
 
         # -- spaces --------------------------------------------------------------------------------
         spaces = gym.spaces
@@ -218,6 +217,28 @@ class Real2SimEnv(_env_base()):
         self._last_frame = None
 
     # -- setup helpers ----------------------------------------------------------------------------
+    def _bind_task(self, task) -> None:
+        m = self.bundle.manifest
+        task_id, spec = resolve_task(m, task)
+        T.validate_predicate(spec.success, list(m.objects), f"tasks.{task_id}.success")
+        T.validate_init(spec.init, self.movable, self.controller.robot.dof, f"tasks.{task_id}.init")
+        self.task_id, self.task = task_id, spec
+        self.max_steps = max(1, int(round(spec.time_limit_s * self.controller.control_hz)))
+
+    def set_task(self, task) -> None:
+        """Switch to another task of the same bundle without reloading the scene, engines or renderer (a task id,
+        a TaskSpec or a dict, as ``task=`` of the constructor); the next :meth:`reset` starts an episode of it."""
+        if isinstance(task, str) and task == self.task_id:
+            return
+        previous = (self.task_id, self.task, self.max_steps)
+        try:
+            self._bind_task(task)
+            if self._variants_given.get("distractors") is not None:  # distractors must stay off the task's objects
+                self.variants["distractors"] = self._check_distractors(self._variants_given["distractors"])
+        except Exception:
+            self.task_id, self.task, self.max_steps = previous
+            raise
+
     def _object_bounds(self) -> dict:
 
         out = {}
