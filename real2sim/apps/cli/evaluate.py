@@ -1,6 +1,7 @@
 """Evaluation commands: ``real2sim eval``, ``real2sim plan`` and ``real2sim metrics``."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -49,7 +50,7 @@ def _obs_size(text: str | None) -> tuple[int, int] | None:
     return w, h
 
 
-def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
+def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray, pool=None):
     n_succ = 0
     with progress(f"eval {policy} ({opts.backend or simulator_names()[0]})", total=episodes,
                   fields={"success": 0}) as update:
@@ -62,7 +63,24 @@ def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray):
         kw = dataclasses.asdict(opts)
         kw["episodes"] = episodes
         return evaluate(Path(args.dir), args.task, policy, ray=ray, obs_size=obs_size, progress=on_episode,
-                        env_kwargs=_env_kwargs(args), **kw)
+                        env_kwargs=_env_kwargs(args), pool=pool, **kw)
+
+
+def _pool(opts, ray):
+    """The eval command's one worker pool (started once, warm across policies and rounds), or None in-process."""
+    if ray is None and opts.workers <= 1:
+        return contextlib.nullcontext(None)
+    from real2sim.evaluation.envs.workers import make_pool
+
+    return make_pool(opts.workers, ray)
+
+
+def _say_run(s) -> None:
+    say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
+        f"{s.ran} run, {s.skipped} already done; start-up {s.startup_s:.1f} s, then {s.seconds:.1f} s"
+        + (f" ({s.episodes_per_s:.2f} episodes/s)" if s.ran else ""))
+    for seed, why in s.lost:
+        say(f"episode {seed} lost: {why} (in {s.results_path.parent / 'errors.jsonl'}; a rerun tries it again)")
 
 
 def cmd_eval(args) -> int:
@@ -74,28 +92,30 @@ def cmd_eval(args) -> int:
         raise SequentialInputError(
             f"--until settled ranks policies: give at least two --policy values (got {len(policies)}: "
             f"{', '.join(policies)}); for one policy use --target-ci W")
-    if args.until or args.target_ci is not None:
-        return _eval_sequential(args, opts, policies, obs_size, ray)
-    if args.round is not None:
+    if args.round is not None and not (args.until or args.target_ci is not None):
         raise SequentialInputError("--round sets the round size of a sequential run: add --until settled or "
                                    "--target-ci W")
-    s = None
-    for policy in policies:
-        s = _one_policy(args, opts, policy, opts.episodes, obs_size, ray)
-        say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
-            f"{s.ran} run, {s.skipped} already done, {s.seconds:.1f} s")
+    with _pool(opts, ray) as pool:
+        if args.until or args.target_ci is not None:
+            return _eval_sequential(args, opts, policies, obs_size, ray, pool)
+        s = None
+        for policy in policies:
+            s = _one_policy(args, opts, policy, opts.episodes, obs_size, ray, pool)
+            _say_run(s)
     say(f"episodes: {s.results_path}\nsummary for 'real2sim metrics --sim': {s.csv_path}")
     return 0
 
 
-def _eval_sequential(args, opts, policies, obs_size, ray) -> int:
+def _eval_sequential(args, opts, policies, obs_size, ray, pool=None) -> int:
     rule = StopRule(round_size=args.round or 10, max_episodes=opts.episodes, confidence=args.confidence,
                     target_ci=args.target_ci, settle=args.until == "settled")
     summaries = {}
 
     def run_to(policy: str, n: int) -> tuple[int, int]:
-        s = _one_policy(args, opts, policy, n, obs_size, ray)
+        s = _one_policy(args, opts, policy, n, obs_size, ray, pool)
         summaries[policy] = s
+        for seed, why in s.lost:
+            say(f"episode {seed} of {policy} lost: {why} (a rerun tries it again)")
         return s.successes, s.trials
 
     def on_look(k: int, look) -> None:

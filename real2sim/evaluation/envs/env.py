@@ -35,7 +35,7 @@ from real2sim.core.errors import (
     UnsupportedCapability,
     require,
 )
-from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
+from real2sim.core.geometry import make_pose, rotations_to_quats_wxyz
 from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.meshes import load_mesh
 from real2sim.engines import engine_for, get_engine, get_exporter, simulator_names
@@ -73,7 +73,9 @@ def _gym():
 
 
 def _pose7(T: np.ndarray) -> np.ndarray:
-    return np.concatenate([T[:3, 3], matrix_to_quat_wxyz(T[:3, :3])]).astype(np.float32)
+    """``(..., 4, 4)`` poses -> ``(..., 7)`` float32 position + wxyz quaternion."""
+    T = np.asarray(T, float)
+    return np.concatenate([T[..., :3, 3], rotations_to_quats_wxyz(T[..., :3, :3])], -1).astype(np.float32)
 
 
 def default_backend() -> str:
@@ -507,7 +509,8 @@ class Real2SimEnv(_env_base()):
         size = None if self.obs_size == self.native_size else self.obs_size
         if self.obs_mode == "composited":
             rgb, mask, d = self.scene.render_layers(self.camera, self.movable, robot=True, depth=self.depth, size=size)
-            img = np.where(mask[..., None], rgb, self._background())
+            img = rgb if rgb.flags.writeable and rgb.base is None else rgb.copy()  # composite in place: the render
+            np.copyto(img, self._background(), where=np.logical_not(mask)[..., None])  # is ours (a fresh array)
         else:
             img = self.scene.render(self.camera, size=size)
             d = self.scene.depth(self.camera, size=size) if self.depth else None
@@ -521,7 +524,6 @@ class Real2SimEnv(_env_base()):
         return img, d
 
     def _obs(self) -> dict:
-        base_inv = np.linalg.inv(self.scene.robot_base_pose())
         obs = {"qpos": self.scene.robot_qpos().astype(np.float32),
                "ee_pose": _pose7(self.controller.ee_pose_base())}
         self._last_frame = None
@@ -533,8 +535,9 @@ class Real2SimEnv(_env_base()):
             if self.depth:
                 obs["depth"] = d[..., None].astype(np.float32)
         if self.privileged:
-            objs = [_pose7(base_inv @ self.scene.object_pose(o)) for o in self.movable]
-            obs["objects"] = np.asarray(objs, np.float32).reshape(len(self.movable), 7)
+            base_inv = np.linalg.inv(self.scene.robot_base_pose())
+            poses = np.asarray([self.scene.object_pose(o) for o in self.movable], float).reshape(-1, 4, 4)
+            obs["objects"] = _pose7(base_inv @ poses).reshape(len(self.movable), 7)
         return obs
 
 
