@@ -10,7 +10,7 @@ from real2sim.apps.cli.console import console, progress, say
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import atomic_write_json
 from real2sim.core.errors import Real2SimError
-from real2sim.engines import simulator_names
+from real2sim.engines import backend_names, simulator_names
 from real2sim.evaluation.envs.env import OBS_MODES
 from real2sim.evaluation.envs.runner import EvalOptions, evaluate
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
@@ -215,7 +215,7 @@ def add_parsers(subparsers) -> None:
                         "several policies into the same folder")
     p.add_argument("--task", default=None, help="task id from the bundle (default: its first task)")
     add_config_options(p, EvalOptions, flags={"out_dir": "--out"},
-                       choices={"backend": simulator_names(), "obs_mode": list(OBS_MODES)})
+                       choices={"backend": backend_names(), "obs_mode": list(OBS_MODES)})
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="run episodes on Ray: a local instance, or the cluster at ADDRESS")
     p.add_argument("--obs-size", default=None, metavar="WxH", help="resize image observations, e.g. 320x240")

@@ -38,7 +38,7 @@ from real2sim.core.errors import (
 from real2sim.core.geometry import make_pose, rotations_to_quats_wxyz
 from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.meshes import load_mesh
-from real2sim.engines import engine_for, get_engine, get_exporter, simulator_names
+from real2sim.engines import HybridScene, backend_names, engine_for, get_engine, get_exporter
 from real2sim.evaluation.envs import tasks as T
 from real2sim.export import failed_engines
 from real2sim.robots.control import Controller, ControllerConfig
@@ -88,7 +88,25 @@ def load_backend(bundle: Bundle, backend: str):
 
     spec = get_engine(backend)
     if "physics" not in spec.capabilities:
-        raise UnsupportedCapability(f"engine '{backend}' does not simulate; backends: {', '.join(simulator_names())}")
+        raise UnsupportedCapability(f"engine '{backend}' does not simulate; backends: {', '.join(backend_names())}")
+    if spec.parts:  # a hybrid: physics from one engine's export, pictures from another's, posed from the physics
+        physics = _load_export(bundle, get_engine(spec.parts[0]))
+        try:
+            images = _load_export(bundle, get_engine(spec.parts[1]))
+        except BaseException:
+            physics.close()
+            raise
+        fixed = [o for o, obj in bundle.manifest.objects.items() if obj.fixed]
+        try:
+            return HybridScene(physics, images, name=spec.simulator, fixed_ids=fixed)
+        except BaseException:
+            physics.close()
+            images.close()
+            raise
+    return _load_export(bundle, spec)
+
+
+def _load_export(bundle: Bundle, spec):
     exp = get_exporter(spec.name)
     d = exp.out_dir(bundle)
     if not d.is_dir():
