@@ -3,6 +3,7 @@
 * env step with compositing (controller + 100 physics substeps + render + segmentation + composite)
   vs the raw engine doing the same substeps, render and segmentation (target <= 1.15x);
 * the same step with a half-size observation (rendered at that size) vs full size;
+* the hybrid step (MuJoCo physics, SAPIEN pictures through pose sync) vs each engine's own step;
 * env step in state mode vs the raw physics substeps alone;
 * episodes/s after start-up with a warm pool of 2 local workers vs 1 (target >= 1.8x on >= 2 free cores), the
   start-up (process start, scene load, first render) reported apart;
@@ -101,6 +102,8 @@ def main() -> None:
           f"-> overhead {(t_remote - t_local) * 1e3:.2f} ms per call")
     st.close()
 
+    hybrid(bundle, args.steps)
+
     # the pool spawns processes that re-import the main module: measure it in a process whose main
     # module is this (guarded) file, not benchmarks/run_all.py
     import subprocess
@@ -108,6 +111,35 @@ def main() -> None:
     r = subprocess.run([sys.executable, __file__, "--pool", str(bundle.root), "--backend", args.backend,
                         "--episodes", str(args.episodes)], capture_output=True, text=True)
     print(r.stdout.strip() or r.stderr[-2000:])
+
+
+def hybrid(bundle, steps: int) -> None:
+    """Composited env step of the hybrid (MuJoCo physics, SAPIEN pictures through pose sync) against both engines'
+    own steps, measured round-robin in blocks (best block of each)."""
+    from real2sim.core.errors import UnsupportedCapability
+    from real2sim.evaluation.envs.env import Real2SimEnv
+
+    hold = np.array([0, 0, 0, 0, 0, 0, 1.0])
+    envs = {}
+    try:
+        for b in ("mujoco", "sapien", "mujoco+sapien"):
+            envs[b] = Real2SimEnv(bundle.root, task="lift_cube", backend=b, privileged=True)
+            envs[b].reset(seed=0)
+    except UnsupportedCapability as exc:
+        print(f"hybrid step: not measured ({exc})")
+        return
+    times = {b: [] for b in envs}
+    for _ in range(3):
+        for b, env in envs.items():
+            times[b].append(per_call(lambda env=env: env.step(hold), steps))
+    t = {b: min(v) for b, v in times.items()}
+    w, h = envs["mujoco"].native_size
+    print(f"hybrid composited env step {w}x{h} (MuJoCo physics + SAPIEN pictures, pose sync each step): "
+          f"{t['mujoco+sapien'] * 1e3:.1f} ms vs MuJoCo alone {t['mujoco'] * 1e3:.1f} ms "
+          f"({t['mujoco+sapien'] / t['mujoco']:.2f}x) and SAPIEN alone {t['sapien'] * 1e3:.1f} ms "
+          f"({t['mujoco+sapien'] / t['sapien']:.2f}x)")
+    for env in envs.values():
+        env.close()
 
 
 def pool(bundle_root: str, backend: str, episodes: int) -> None:

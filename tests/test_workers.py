@@ -95,3 +95,49 @@ def test_unimportable_policy_class_names_the_fix(bundle, tmp_path):
 
     with pytest.raises(PolicySpecError, match="PYTHONPATH"):
         _eval(bundle, tmp_path, "no_such_pack.Policy", workers=2)
+
+
+def test_one_eval_command_starts_one_pool_for_all_its_policies(bundle, tmp_path, capsys):
+    import argparse
+    import os
+
+    from real2sim.apps.cli.evaluate import add_parsers
+    from real2sim.evaluation.envs.runner import read_results
+
+    ap = argparse.ArgumentParser()
+    add_parsers(ap.add_subparsers())
+    args = ap.parse_args(["eval", str(bundle.root), "--policy", "scripted", "--policy", "random", "--episodes", "3",
+                          "--workers", "2", "--obs-mode", "state", "--out", str(tmp_path)])
+    assert args.fn(args) == 0
+    pids = {r["worker_pid"] for r in read_results(tmp_path / "episodes.jsonl")}
+    assert len(pids) <= 2 and os.getpid() not in pids  # a pool per policy would have used up to 4 processes
+    out = capsys.readouterr().out
+    assert out.count("start-up") == 2 and "episodes/s" in out
+
+
+def test_ray_workers_are_the_same_episode_workers_and_a_killed_actor_costs_one_retry(bundle, tmp_path):
+    ray = pytest.importorskip("ray")
+    from real2sim.evaluation.envs.runner import read_results
+    from real2sim.evaluation.envs.workers import RayPool
+
+    import os
+    from pathlib import Path
+
+    # Ray workers get their import path from the runtime env (as on a cluster), not from this process's sys.path
+    path = os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+    except Exception as exc:  # pragma: no cover
+        pytest.skip(f"Ray cannot start here: {exc}")
+    marker = tmp_path / "crashed_once"
+    try:
+        with RayPool(2) as pool:
+            s = _eval(bundle, tmp_path, f"faulty_policies.Crash:seed=1,once={json.dumps(str(marker))}", pool=pool)
+            again = _eval(bundle, tmp_path, "random", pool=pool)
+            assert pool.env_builds == 3  # 2 actors, 1 restarted after the crash; the second policy reused them
+    finally:
+        ray.shutdown()
+    assert marker.exists() and s.lost == [] and s.trials == 4 and again.trials == 4
+    recs = {r["seed"]: r for r in read_results(tmp_path / "episodes.jsonl") if r["policy"].startswith("faulty")}
+    assert "Ray actor died" in recs[1]["retried_after"]

@@ -187,7 +187,8 @@ def _imported_policy(path: str, spec: str):
         factory = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise PolicySpecError(f"policy spec '{spec}': cannot import '{path}' ({exc}). Fix: install the package that "
-                              "defines it or add its folder to PYTHONPATH") from exc
+                              "defines it or add its folder to PYTHONPATH (on Ray: runtime_env's PYTHONPATH or "
+                              "py_modules)") from exc
     if not callable(factory):
         raise PolicySpecError(f"policy spec '{spec}': '{path}' is not a class or function")
     return factory
