@@ -68,10 +68,11 @@ def test_hybrid_pictures_equal_the_drawing_engines_own_for_the_same_states(bundl
     hyb.close()
 
 
-def test_hybrid_steps_in_the_physics_engine_and_syncs_once_per_picture(bundle):
+@pytest.mark.parametrize("backend", [HYBRID, "sapien+mujoco"])
+def test_hybrid_steps_in_the_physics_engine_and_syncs_once_per_picture(bundle, backend):
     from real2sim.evaluation.envs.env import Real2SimEnv
 
-    env = Real2SimEnv(bundle.root, task="lift_cube", backend=HYBRID, obs_size=(160, 120))
+    env = Real2SimEnv(bundle.root, task="lift_cube", backend=backend, obs_size=(160, 120))
     env.reset(seed=0)
     syncs = env.scene.syncs
     before = env.scene.physics.robot_qpos()

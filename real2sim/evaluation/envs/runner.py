@@ -1,11 +1,13 @@
-"""Episode runner: many seeded episodes of one policy on one task, locally (process pool) or on Ray.
+"""Episode runner: many seeded episodes of one policy on one task, in this process or on a pool of warm workers
+(local processes or Ray actors: :mod:`real2sim.evaluation.envs.workers`).
 
 Results go to ``OUT/episodes.jsonl``, one JSON object per finished episode, appended as episodes
 finish (``policy, task, backend, seed, success, steps, seconds, init``); a rerun with the same
 ``OUT`` skips (policy, task, backend, seed) already there, so an interrupted run resumes.
 ``OUT/sim.csv`` (columns policy, task, successes, trials; every policy and task of this backend in
 the JSONL) feeds ``real2sim metrics --sim``. Episodes that fail because the policy server is
-unreachable are not written (they are not policy failures); the run stops with the error.
+unreachable are not written (they are not policy failures); the run stops with the error. Episodes whose pool
+worker died or hung twice go to ``OUT/errors.jsonl`` instead (not policy failures either) and the run goes on.
 """
 from __future__ import annotations
 
