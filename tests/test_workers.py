@@ -117,11 +117,11 @@ def test_one_eval_command_starts_one_pool_for_all_its_policies(bundle, tmp_path,
 
 def test_ray_workers_are_the_same_episode_workers_and_a_killed_actor_costs_one_retry(bundle, tmp_path):
     ray = pytest.importorskip("ray")
-    from real2sim.evaluation.envs.runner import read_results
-    from real2sim.evaluation.envs.workers import RayPool
-
     import os
     from pathlib import Path
+
+    from real2sim.evaluation.envs.runner import read_results
+    from real2sim.evaluation.envs.workers import RayPool
 
     # Ray workers get their import path from the runtime env (as on a cluster), not from this process's sys.path
     path = os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
