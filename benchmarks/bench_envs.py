@@ -66,10 +66,9 @@ def main() -> None:
     env.reset(seed=0)
     sc, sub = env.scene, env.controller.substeps
 
-    def raw():
+    def raw():  # the engine's own physics substeps, then colour and segmentation (from one picture where it can)
         sc.step_physics(sub)
-        sc.render(env.camera)
-        sc.foreground_mask(env.camera, env.movable)
+        sc.render_layers(env.camera, env.movable)
 
     t_env, t_raw = paired(lambda: env.step(hold), raw, args.steps)
     w, h = env.native_size

@@ -527,8 +527,9 @@ class Real2SimEnv(_env_base()):
         size = None if self.obs_size == self.native_size else self.obs_size
         if self.obs_mode == "composited":
             rgb, mask, d = self.scene.render_layers(self.camera, self.movable, robot=True, depth=self.depth, size=size)
-            img = rgb if rgb.flags.writeable and rgb.base is None else rgb.copy()  # composite in place: the render
-            np.copyto(img, self._background(), where=np.logical_not(mask)[..., None])  # is ours (a fresh array)
+            # composite in place over the render (a fresh array, ours); cv2's masked copy is ~100x np.where's speed
+            img = rgb if rgb.flags.writeable and rgb.flags.c_contiguous and rgb.base is None else rgb.copy()
+            cv2.copyTo(np.ascontiguousarray(self._background()), np.logical_not(mask).view(np.uint8), img)
         else:
             img = self.scene.render(self.camera, size=size)
             d = self.scene.depth(self.camera, size=size) if self.depth else None
