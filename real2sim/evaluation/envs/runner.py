@@ -359,7 +359,7 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
     manifest = Bundle.load(Path(bundle_dir)).manifest
     task_id, _ = resolve_task(manifest, task)
     _check_policy(policy)
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()  # absolute: workers (Ray actors on other nodes too) write videos there
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS
     _repair(results_path)
