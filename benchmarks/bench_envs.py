@@ -146,13 +146,13 @@ def pool(bundle_root: str, backend: str, episodes: int) -> None:
     render in every worker, reported apart), and the same episodes in this process for reference."""
     import os
 
-    from real2sim.evaluation.envs.runner import clear_cache, evaluate
+    from real2sim.evaluation.envs.runner import clear_cache, evaluate, read_results
     from real2sim.evaluation.envs.workers import WorkerPool
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_envs_pool_"))
     kw = dict(backend=backend, obs_mode="composited", obs_size=(160, 120))
     load0 = os.getloadavg()[0]
-    rates, startup, total = {}, {}, {}
+    rates, startup, total, cpu = {}, {}, {}, {}
     for label, workers in (("in-process", 0), ("1 worker", 1), ("2 workers", 2)):
         t0 = time.perf_counter()
         ctx = WorkerPool(workers) if workers else None
@@ -166,6 +166,8 @@ def pool(bundle_root: str, backend: str, episodes: int) -> None:
         total[label] = time.perf_counter() - t0
         startup[label] = sum(r.startup_s for r in runs)
         rates[label] = sum(r.ran for r in runs) / sum(r.seconds for r in runs)
+        recs = read_results(tmp / label / "episodes.jsonl")
+        cpu[label] = sum(r["cpu_seconds"] for r in recs) / len(recs)
     n = 2 * episodes
     print(f"[{backend}] warm pool, composited 160x120, {n} episodes over 2 tasks (load avg {load0:.2f} -> "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores): episodes/s after start-up: "
@@ -174,6 +176,9 @@ def pool(bundle_root: str, backend: str, episodes: int) -> None:
     print(f"[{backend}] start-up (workers started, scene loaded, first render; once per eval, not per task): "
           + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items())
           + "; whole run incl. start-up: " + ", ".join(f"{k} {v:.1f} s" for k, v in total.items()))
+    print(f"[{backend}] CPU seconds per episode (all threads of the worker; equal values = no contention "
+          "overhead, so the wall-time ratio is bounded only by free cores): "
+          + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
 
 
 if __name__ == "__main__":

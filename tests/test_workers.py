@@ -24,7 +24,7 @@ def _eval(bundle, out, policy, task="lift_cube", episodes=4, **kw):
 
 
 def _strip(rec: dict) -> dict:
-    return {k: v for k, v in rec.items() if k not in ("seconds", "worker_pid", "retried_after")}
+    return {k: v for k, v in rec.items() if k not in ("seconds", "cpu_seconds", "worker_pid", "retried_after")}
 
 
 def test_one_pool_serves_every_policy_and_task_with_one_env_per_worker_and_same_results(bundle, tmp_path):

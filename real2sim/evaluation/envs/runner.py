@@ -2,7 +2,7 @@
 (local processes or Ray actors: :mod:`real2sim.evaluation.envs.workers`).
 
 Results go to ``OUT/episodes.jsonl``, one JSON object per finished episode, appended as episodes
-finish (``policy, task, backend, seed, success, steps, seconds, init``); a rerun with the same
+finish (``policy, task, backend, seed, success, steps, seconds, cpu_seconds, init``); a rerun with the same
 ``OUT`` skips (policy, task, backend, seed) already there, so an interrupted run resumes.
 ``OUT/sim.csv`` (columns policy, task, successes, trials; every policy and task of this backend in
 the JSONL) feeds ``real2sim metrics --sim``. Episodes that fail because the policy server is
@@ -188,7 +188,7 @@ def _seen_by(pol, obs: dict) -> dict:
 
 
 def _episode(cfg: EvalConfig, seed: int, pol, env) -> dict:
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     obs, info = env.reset(seed=int(seed))
     pol.reset(info["instruction"], info, int(seed))
     frames = [env.render()] if cfg.videos else None
@@ -215,7 +215,8 @@ def _episode(cfg: EvalConfig, seed: int, pol, env) -> dict:
             done = timed_out = True
     success = bool(info["success"]) and not timed_out
     rec = {"policy": cfg.policy, "task": env.task_id, "backend": cfg.backend, "seed": int(seed), "success": success,
-           "steps": steps, "seconds": round(time.perf_counter() - t0, 4), "init": init, "obs_mode": env.obs_mode,
+           "steps": steps, "seconds": round(time.perf_counter() - t0, 4),
+           "cpu_seconds": round(time.process_time() - cpu0, 4), "init": init, "obs_mode": env.obs_mode,
            "worker_pid": os.getpid()}
     if timed_out:
         rec["timed_out"] = True
