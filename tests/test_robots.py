@@ -286,3 +286,17 @@ def test_robot_mask_in_both_renderers(exportable_bundle):
     if len(masks) == 2:
         iou = (masks["mjcf"] & masks["sapien"]).sum() / (masks["mjcf"] | masks["sapien"]).sum()
         assert iou > 0.9, iou
+
+
+def test_drive_force_limits_reach_both_engines(scenes):
+    """A robot definition's drive limits (Panda: ManiSkill's 100 N m / 100 N) become MuJoCo actuator force ranges
+    and SAPIEN drive force limits."""
+    r = get_robot("panda")
+    want = np.asarray(r.default_force_limit())
+    assert np.all(np.isfinite(want)) and len(want) == r.dof
+    mj = scenes["panda"]["mjcf"]
+    act = [mj.model.actuator(f"robot/{n}").id for n in r.joint_names]
+    assert np.all(mj.model.actuator_forcelimited[act] == 1)
+    np.testing.assert_allclose(mj.model.actuator_forcerange[act], np.c_[-want, want])
+    sp = scenes["panda"]["sapien"]
+    np.testing.assert_allclose([j.force_limit for j in sp._joints], want, rtol=1e-6)

@@ -24,6 +24,7 @@ class RobotSetup:
     stiffness: np.ndarray
     damping: np.ndarray
     appearance: dict
+    force_limit: np.ndarray  # (dof,) drive force/torque limits, inf = unlimited
 
 
 def robot_setup(spec) -> RobotSetup:
@@ -41,7 +42,8 @@ def robot_setup(spec) -> RobotSetup:
 
     return RobotSetup(r, robot_urdf(r), spec.base_pose.matrix(), vec(spec.joint_positions, r.default_qpos, "joint_positions"),
                       vec(spec.stiffness, r.default_stiffness(), "stiffness"),
-                      vec(spec.damping, r.default_damping(), "damping"), dict(spec.appearance))
+                      vec(spec.damping, r.default_damping(), "damping"), dict(spec.appearance),
+                      np.asarray(r.default_force_limit(), float))
 
 
 # ---------------------------------------------------------------------------------------------

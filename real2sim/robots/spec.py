@@ -53,6 +53,8 @@ class RobotDef:
     arm_damping: tuple = ()
     gripper_stiffness: float = 1000.0
     gripper_damping: float = 100.0
+    arm_force_limit: tuple = ()  # N or N m per arm joint; () = unlimited
+    gripper_force_limit: float = float("inf")
     armature: float = 0.01
     control_hz: float = 5.0
     physics_hz: float = 500.0
@@ -83,6 +85,11 @@ class RobotDef:
 
     def default_damping(self) -> list[float]:
         return [float(x) for x in self.arm_damping] + [float(self.gripper_damping)] * len(self.gripper_joints)
+
+    def default_force_limit(self) -> list[float]:
+        """Drive force/torque limit per actuated joint (``inf`` where the definition gives none)."""
+        arm = [float(x) for x in self.arm_force_limit] or [float("inf")] * len(self.arm_joints)
+        return arm + [float(self.gripper_force_limit)] * len(self.gripper_joints)
 
     def ee_offset_matrix(self) -> np.ndarray:
 

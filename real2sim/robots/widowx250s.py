@@ -35,6 +35,8 @@ ROBOT = RobotDef(
     arm_damping=(330.0, 180.0, 152.12036565582588, 309.6215302722146, 201.04998711007383, 269.51458932695414),
     gripper_stiffness=1000.0,
     gripper_damping=200.0,
+    # SIMPLER's WidowX also limits its drives (arm 200/200/100/100/100/100 N m, gripper 60 N); with them the scripted
+    # oracle's top-down grasp of a cube at the edge of reach stalls (IK at the elbow/wrist limits), so they stay off.
     armature=0.01,
     control_hz=5.0,
     physics_hz=500.0,

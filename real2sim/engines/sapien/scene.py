@@ -26,6 +26,7 @@ FORMAT = "real2sim.sapien"
 FORMAT_VERSION = 1
 AMBIENT_LIGHT = [0.3, 0.3, 0.3]
 PIXEL_CENTRE_SHIFT = 0.5
+UNLIMITED_FORCE = 1e10  # PhysX drive force limit that never binds
 
 
 def _urdf_without_visuals(urdf: Path, tmp: Path) -> Path:
@@ -39,6 +40,11 @@ def _urdf_without_visuals(urdf: Path, tmp: Path) -> Path:
     out = tmp / urdf.name
     tree.write(out)
     return out
+
+
+def _force_limits(rd: dict, n: int) -> list[float]:
+    """Drive force limits from the export's robot entry (``None`` or absent = unlimited, 1e10 for PhysX)."""
+    return [UNLIMITED_FORCE if f is None else float(f) for f in rd.get("force_limit") or [None] * n]
 
 
 def _load_robot(sapien, scene, root: Path, rd: dict, has_render: bool):
@@ -72,8 +78,9 @@ def _load_robot(sapien, scene, root: Path, rd: dict, has_render: bool):
         raise ExportError(f"{urdf}: joints {missing} not found in the SAPIEN articulation")
     joints = [by_name[n] for n in rd["joint_names"]]
     idx = [art.active_joints.index(j) for j in joints]
-    for j, k, d in zip(joints, rd["stiffness"], rd["damping"]):
-        j.set_drive_properties(float(k), float(d), 1e10, "force")
+    limits = _force_limits(rd, len(joints))
+    for j, k, d, f in zip(joints, rd["stiffness"], rd["damping"], limits):
+        j.set_drive_properties(float(k), float(d), f, "force")
         j.set_armature([float(rd["armature"])])
     return art, joints, np.asarray(idx)
 
@@ -310,7 +317,7 @@ class SapienScene(LoadedScene):
     def set_joint_gains(self, stiffness, damping) -> None:
         self.require("robot")
         for j, k, d in zip(self._joints, stiffness, damping):
-            j.set_drive_properties(float(k), float(d), 1e10, "force")
+            j.set_drive_properties(float(k), float(d), float(j.force_limit), "force")
 
     def link_pose(self, link: str) -> np.ndarray:
         self.require("robot")

@@ -366,6 +366,7 @@ def _robot_files(w: _Writer, spec) -> dict:
     return {"name": rs.robot.name, "urdf": urdf_rel, "base_pose": _pose_json(p, q),
             "joint_names": rs.robot.joint_names, "qpos": [_r(x) for x in rs.qpos],
             "stiffness": [_r(x) for x in rs.stiffness], "damping": [_r(x) for x in rs.damping],
+            "force_limit": [_r(x) if np.isfinite(x) else None for x in rs.force_limit],
             "armature": _r(rs.robot.armature), "gravity_compensation": True}
 
 

@@ -390,6 +390,7 @@ class UsdExporter(Exporter):
         UsdGeom.Scope.Define(stage, "/World/Robot/Joints")
         k_by = dict(zip(rs.robot.joint_names, rs.stiffness))
         d_by = dict(zip(rs.robot.joint_names, rs.damping))
+        f_by = dict(zip(rs.robot.joint_names, rs.force_limit))
         jused: set[str] = set()
         for j in joints:
             path = f"/World/Robot/Joints/{_prim_name(j.name, jused)}"
@@ -429,6 +430,8 @@ class UsdExporter(Exporter):
                 drive.CreateTypeAttr("force")
                 drive.CreateStiffnessAttr(float(k_by[j.name] * unit))
                 drive.CreateDampingAttr(float(d_by[j.name] * unit))
+                if np.isfinite(f_by[j.name]):
+                    drive.CreateMaxForceAttr(float(f_by[j.name]))
                 target = q0[j.name] / unit if kind == "angular" else q0[j.name]
                 drive.CreateTargetPositionAttr(float(target))
                 jt.GetPrim().CreateAttribute("real2sim:position", Sdf.ValueTypeNames.Double, custom=True).Set(
