@@ -355,6 +355,10 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
         raise Real2SimError(f"episodes must be >= 1, got {episodes}")
     if not episode_timeout_s > 0:
         raise Real2SimError(f"episode_timeout_s must be > 0, got {episode_timeout_s}")
+    if not hang_grace_s > 0:
+        raise Real2SimError(f"hang_grace_s must be > 0, got {hang_grace_s}")
+    if workers < 1:
+        raise Real2SimError(f"workers must be >= 1, got {workers}")
     backend = get_engine(backend).simulator if backend else default_backend()
     bundle_dir = str(Path(bundle_dir).resolve())
     manifest = Bundle.load(Path(bundle_dir)).manifest
@@ -364,8 +368,6 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS
     _repair(results_path)
-    if not hang_grace_s > 0:
-        raise Real2SimError(f"hang_grace_s must be > 0, got {hang_grace_s}")
     cfg = EvalConfig(bundle_dir, policy, task_id, backend, obs_mode, tuple(obs_size) if obs_size else None, videos,
                      str(out), dict(env_kwargs or {}), float(episode_timeout_s))
     vcfg = cfg.env_kwargs.get("variants") or None
