@@ -9,13 +9,13 @@ number drifts beyond its tolerance. Every command runs in a subprocess through `
 
 Parts (``--part``, repeatable):
 
-- ``fast``: camera file, table mesh, bundle, objects, both tasks, masks, the table gate (~1 min on 2 cores);
+- ``fast``: camera file, table mesh, bundle, objects, both tasks, masks, the table gate (~2 min on 2 cores);
   what ``tests/test_journey_doc.py`` runs by default.
 - ``slow``: build, robot appearance, check, export, both tasks x three policies x two engines, metrics,
-  the all-at-once function and the one-command clip capture (~6 min on 2 cores; the test runs it with
-  ``REAL2SIM_JOURNEY_FULL=1``).
-- ``demo``: ``real2sim demo`` on the bundled scene, the journey without any input (~40 s); run when the Bridge
-  data folder is absent, or when asked for.
+  the all-at-once function and the one-command clip capture (~20 min on a 2-core machine other jobs share; the
+  test runs it with ``REAL2SIM_JOURNEY_FULL=1``).
+- ``demo``: ``real2sim demo`` on the bundled scene, the journey without any input (~1-5 min); run when the
+  Bridge data folder is absent, or when asked for.
 
 Tolerances: success rates, episode and pixel counts exactly (seeded); IoU 0.01; PSNR 0.3 dB; millimetres 0.5;
 joint angles 0.005 rad; pixels 0.3 px; timings never (quoted as approximate, rewritten by ``--write-doc``).
@@ -42,7 +42,7 @@ log = logging.getLogger("real2sim.demos.journey")
 
 BEGIN = re.compile(r"^<!-- journey:begin ([\w-]+) -->\s*$")
 END = "<!-- journey:end -->"
-NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)|\?"
+NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)|nan|\?"
 TASKS = ("lift_green_cube", "put_green_on_yellow")
 POLICIES = ("scripted", "scripted:noise=0.03", "random")
 ENGINES = ("mujoco", "sapien")
@@ -179,6 +179,15 @@ class Run:
     snapshots: dict[str, Path] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
+    @classmethod
+    def load(cls, out: Path, data: Path | None) -> "Run":
+        """The run a previous ``run_journey(out, ...)`` left in ``out`` (to collect its numbers again)."""
+        out = Path(out).resolve()
+        cmds = json.loads((out / "commands.json").read_text())
+        snaps = {p.name: p for p in (out / "snapshots").iterdir()} if (out / "snapshots").is_dir() else {}
+        parts = tuple(sorted({b.part for b in BLOCKS if b.name in snaps}))
+        return cls(out / "work", parts, data, cmds, snaps, {c["key"]: c["seconds"] for c in cmds})
+
     def output(self, key: str) -> str:
         for c in self.commands:
             if c["key"] == key:
@@ -277,7 +286,7 @@ def collect(run: Run) -> dict[str, float | int | str]:
     for key, s in run.seconds.items():
         v[f"s.{key}"] = s
     if "masks" in snaps:
-        _masks(v, w, run.data)
+        _masks(v, snaps["masks"], run.data)
     if "table" in snaps:
         t = _json(snaps["table"] / "table.json")
         v["table.height_mm"] = t["height_m"] * 1000
@@ -303,14 +312,15 @@ def collect(run: Run) -> dict[str, float | int | str]:
     return v
 
 
-def _masks(v: dict, w: Path, data: Path) -> None:
-    """The click masks against a reference made with the person-made plate and the cubes' hues (ground truth only)."""
+def _masks(v: dict, snap: Path, data: Path) -> None:
+    """The click masks (as step 3 left them: build replaces the robot's) against a reference made with the
+    person-made plate and the cubes' hues (ground truth only)."""
     from real2sim.core.imaging import iou, read_mask, read_rgb
     from real2sim.demos.bridge import FRAME, PERSON_PLATE, reference_cube_masks
 
     ref = reference_cube_masks(read_rgb(data / FRAME), read_rgb(data / PERSON_PLATE))
     for oid in ("green_cube", "yellow_cube", "robot"):
-        m = read_mask(w / "bridge" / "masks" / "000000" / f"{oid}.png")
+        m = read_mask(snap / f"mask_{oid}.png")
         v[f"mask.px.{oid}"] = int(m.sum())
         if oid in ref:
             v[f"mask.iou.{oid}"] = iou(m, ref[oid])
@@ -354,7 +364,7 @@ def _eval(v: dict, w: Path) -> None:
     met = _json(w / "engines.json")["tasks"]
     for task, m in met.items():
         v[f"mmrv.{task}"] = m["mmrv"]
-        v[f"pearson.{task}"] = m["pearson"] if m.get("pearson") is not None else float("nan")
+        v[f"pearson.{task}"] = m["pearson_r"] if m.get("pearson_r") is not None else float("nan")
 
 
 def _function(v: dict, path: Path, w: Path) -> None:
@@ -377,7 +387,7 @@ def _function(v: dict, path: Path, w: Path) -> None:
     v["fn.robot.p90_px"] = rob["silhouette_vs_mask"]["p90_px"]
     v["fn.robot.iou"] = rob["iou_render_vs_mask"]
     v["fn.fit.iou"] = rep["robot_fit"]["iou_fitted"]
-    v["fn.appearance.psnr"] = rep["robot_appearance"].get("psnr_db_flat_colours", float("nan"))
+    v["fn.appearance.psnr"] = rep["robot_appearance"].get("psnr_db", float("nan"))
     g = rep["visual_gap"]
     for plate in ("bundle_plate", "person_made_plate"):
         for step in ("plate_only", "plus_objects", "plus_robot", "plus_objects_unlit_raster"):
@@ -402,8 +412,6 @@ def _function(v: dict, path: Path, w: Path) -> None:
 
 
 def _clip(v: dict, root: Path) -> None:
-    import numpy as np
-
     from real2sim.core.bundle import Bundle
     from real2sim.core.imaging import psnr, read_mask, read_rgb
 
@@ -418,7 +426,6 @@ def _clip(v: dict, root: Path) -> None:
     can0 = read_mask(b.path(cap.masks["000000"]["can"]), plate.shape[:2])
     v["clip.plate_vs_last_db"] = psnr(plate, read_rgb(b.path(cap.frames[-1].image)), can0)
     v["clip.inpainted_pct"] = float(s["plate"]["inpainted_fraction"]) * 100
-    del np
 
 
 def _demo(v: dict, root: Path) -> None:
@@ -475,8 +482,9 @@ def _sec_masks(v: Values) -> str:
     return (f"GrabCut from one click, no plate: {v('mask.px.green_cube', 'd', EXACT)} px (green), "
             f"{v('mask.px.yellow_cube', 'd', EXACT)} px (yellow), {v('mask.px.robot', 'd', EXACT)} px (robot box).\n"
             "Against a reference made from the person-made plate and the cube hues, IoU is "
-            f"**{v('mask.iou.yellow_cube', '.2f', IOU)}** (yellow) and **{v('mask.iou.green_cube', '.2f', IOU)}** "
-            "(green: the reference\nincludes the cube's shadow, the click mask does not; the click mask is the better one).")
+            f"**{v('mask.iou.yellow_cube', '.2f', IOU)}** (yellow)\nand **{v('mask.iou.green_cube', '.2f', IOU)}** "
+            "(green: the reference includes the cube's shadow, the click mask does not; the click mask is the\n"
+            "better one).")
 
 
 def _sec_table(v: Values) -> str:
@@ -486,10 +494,10 @@ def _sec_table(v: Values) -> str:
             "  review page's Overview, `export` and `eval` say so).\n"
             f"- Each cube aligned with a free height (IoU {v('table.iou.green_cube', '.2f', IOU)} green, "
             f"{v('table.iou.yellow_cube', '.2f', IOU)} yellow): bottoms at "
-            f"{v('table.bottom_mm.green_cube', '+.1f', MM)} mm (green) and "
-            f"{v('table.bottom_mm.yellow_cube', '+.1f', MM)} mm (yellow),\n"
-            f"  {v('table.spread_mm', '.1f', MM)} mm apart; `table_height` = their median, "
-            f"**{v('table.height_mm', '+.1f', MM)} mm** above `base_link`, and the table box follows.")
+            f"{v('table.bottom_mm.green_cube', '+.1f', MM)} mm (green)\n  and "
+            f"{v('table.bottom_mm.yellow_cube', '+.1f', MM)} mm (yellow), "
+            f"{v('table.spread_mm', '.1f', MM)} mm apart; `table_height` = their median, "
+            f"**{v('table.height_mm', '+.1f', MM)} mm** above `base_link`;\n  the table box follows.")
 
 
 def _sec_build(v: Values) -> str:
@@ -523,14 +531,17 @@ def _sec_eval(v: Values) -> str:
             f"**{v('pearson.put_green_on_yellow', '.2f', 0.01)}** (stack).")
 
 
-TIMED = ("init", "add-object green_cube", "add-task lift_green_cube", "masks robot", "table", "build",
-         "robot-appearance", "export", "eval", "metrics")
+TIMED = {"init": "`init`", "add-object green_cube": "`add-object` (a cube)", "masks robot": "`masks` (the robot box)",
+         "table": "`table --accept-poor`", "build": "`build`", "robot-appearance": "`robot-appearance`",
+         "export": "`export`", "eval": "the `eval` loop (2 tasks x 2 engines x 3 policies x 6 episodes)",
+         "metrics": "`metrics`", "bridge function": "all at once (`python -m real2sim.demos.bridge`)",
+         "clip": "`init clip` (37 frames)", "demo": "`real2sim demo`"}
 
 
 def _sec_timings(v: Values) -> str:
     rows = ["| command | seconds |", "|---|---|"]
-    for k in TIMED:
-        rows.append(f"| `{k}` | {v.s('s.' + k)} |")
+    for k, label in TIMED.items():
+        rows.append(f"| {label} | {v.s('s.' + k)} |")
     return "\n".join(rows)
 
 
@@ -580,20 +591,24 @@ def _sec_clip(v: Values) -> str:
     def st(e):
         return ", ".join(f"`{s}` {v(f'clip.{e}.{s}', 'd', EXACT)}" for s in ("rest", "occluded", "moved"))
     return (f"{v.s('s.clip')} on 2 cores for {v('clip.frames', 'd', EXACT)} frames. Frames by state: the can "
-            f"{st('can')};\nthe pot {st('pot')}; the eggplant {st('eggplant')}. The plate where the can stood in "
-            f"frame 0 agrees with the last frame\n(the can carried away) at {v('clip.plate_vs_last_db', '.1f', DB)} dB; "
-            f"{v('clip.inpainted_pct', '.1f', 0.3)} % of the plate is inpainted (under the pot and the eggplant, "
+            f"{st('can')};\nthe pot {st('pot')}; the eggplant {st('eggplant')}.\nThe plate where the can stood in "
+            f"frame 0 agrees with the last frame (the can carried away) at {v('clip.plate_vs_last_db', '.1f', DB)} dB;"
+            f"\n{v('clip.inpainted_pct', '.1f', 0.3)} % of the plate is inpainted (under the pot and the eggplant, "
             "which never moved).")
 
 
 def _sec_demo(v: Values) -> str:
     eng = [e for e in ENGINES]
-    rates = "; ".join(f"{p} " + " / ".join(v(f"demo.rate.{p}.{e}", ".2f", EXACT) for e in eng) for p in POLICIES)
+    # one episode in six: the demo's hulls come from CoACD, bounded in time, and two runs on a loaded machine
+    # differed by one SAPIEN episode of the scripted policy (0.67 vs 0.83)
+    rates = "; ".join(f"{p} " + " / ".join(v(f"demo.rate.{p}.{e}", ".2f", 0.17) for e in eng) for p in POLICIES)
     return (f"{v.s('demo.total_s')} of stages on 2 cores (empty collision cache). Five objects start 5-10 mm "
-            f"off (ADD-S {v('demo.pose_before_mm', '.1f', MM)}-{v('demo.pose_before_max_mm', '.1f', MM)} mm); "
-            f"after alignment the worst is\n{v('demo.pose_after_mm', '.1f', MM)} mm. Success on the scene's first task "
-            f"(MuJoCo / SAPIEN): {rates};\n"
-            f"MMRV {v('demo.mmrv', '.3f', 0.01)}, Pearson r {v('demo.pearson', '.2f', 0.01)}.")
+            f"off (ADD-S {v('demo.pose_before_mm', '.1f', MM)}-{v('demo.pose_before_max_mm', '.1f', MM)} mm);\n"
+            f"after alignment the worst is {v('demo.pose_after_mm', '.1f', MM)} mm. Success on the scene's first task "
+            f"(MuJoCo / SAPIEN):\n{rates};\n"
+            f"MMRV {v('demo.mmrv', '.3f', 0.06)}, Pearson r {v('demo.pearson', '.2f', 0.1)}. The demo's rates are "
+            "checked to one episode in six: its hulls come\nfrom CoACD, bounded in time, and two runs on a loaded "
+            "machine differed by one SAPIEN episode.")
 
 
 SECTIONS: dict[str, Callable[[Values], str]] = {
@@ -700,7 +715,8 @@ def compare_section(sec: Section, values: dict, doc: str = "docs/journey.md") ->
                 ok = got == str(fresh)
             else:
                 try:
-                    ok = abs(float(got) - float(format(fresh, fmt))) <= tol + 1e-9
+                    a, b = float(got), float(format(fresh, fmt))
+                    ok = abs(a - b) <= tol + 1e-9 or (a != a and b != b)  # nan on both sides agrees
                 except ValueError:
                     ok = False
             if not ok:
@@ -743,11 +759,11 @@ def write_doc(doc_path: Path, values: dict) -> list[str]:
         _, spec = render(s.name, values)
         for key, (fmt, _) in spec.items():
             if key not in merged and quoted.get(key, "?") != "?":
-                merged[key] = quoted[key] if fmt == "s" else float(quoted[key])
+                got = quoted[key]
+                merged[key] = got if fmt == "s" else int(got) if fmt == "d" else float(got)
             if key not in merged:
                 missing.append(key)
-        new, _ = render(s.name, {k: (int(x) if isinstance(x, float) and spec.get(k, ("",))[0] == "d" else x)
-                                 for k, x in merged.items()})
+        new, _ = render(s.name, merged)
         lines[s.start:s.start + len(s.lines)] = new.split("\n")
     tmp = doc_path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines))
@@ -784,6 +800,8 @@ def main(argv=None) -> int:
     mode.add_argument("--check", action="store_true", help="fail, naming the stale line, if the page disagrees")
     mode.add_argument("--write-doc", action="store_true", help="rewrite the page's generated sections")
     p.add_argument("--json", type=Path, default=None, help="write the measured numbers here")
+    p.add_argument("--collect", action="store_true",
+                   help="collect the numbers from the run already in --out instead of running again")
     p.add_argument("--values", type=Path, default=None,
                    help="use the numbers a run wrote with --json instead of running (to rewrite or check the page)")
     a = p.parse_args(argv)
@@ -808,6 +826,10 @@ def main(argv=None) -> int:
     try:
         if a.values:
             values = json.loads(a.values.read_text())
+        elif a.collect:
+            if a.out is None:
+                p.error("--collect needs --out (the folder of an earlier run)")
+            values = collect(Run.load(out, data))
         else:
             values = collect(run_journey(out, data, parts))
     except JourneyError as exc:
@@ -820,14 +842,15 @@ def main(argv=None) -> int:
         a.json.write_text(json.dumps(values, indent=1, sort_keys=True))
     if a.write_doc:
         missing = write_doc(doc, values)
-        log.info("wrote %s (%d numbers from this run%s)", doc, len(values),
-                 f"; not measured yet: {', '.join(missing)}" if missing else "")
+        log.info("wrote %s (%d numbers from this run; %d never measured, left as '?'%s)", doc, len(values),
+                 len(missing), f": {', '.join(missing[:8])}..." if missing else "")
         return 0
     if a.check:
         problems = check_doc(doc, values)
         for pr in problems:
             log.error("%s", pr)
-        log.info("%s: %s", doc, f"{len(problems)} problem(s)" if problems else f"agrees with the run ({', '.join(parts)})")
+        what = "the numbers of --values" if a.values else f"the run ({', '.join(parts)})"
+        log.info("%s: %s", doc, f"{len(problems)} problem(s)" if problems else f"agrees with {what}")
         return 1 if problems else 0
     for k in sorted(values):
         log.info("%s = %s", k, values[k])
