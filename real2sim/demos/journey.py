@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from real2sim.engines import simulator_names
+
 log = logging.getLogger("real2sim.demos.journey")
 
 BEGIN = re.compile(r"^<!-- journey:begin ([\w-]+) -->\s*$")
@@ -46,7 +48,7 @@ END = "<!-- journey:end -->"
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)|nan|\?"
 TASKS = ("lift_green_cube", "put_green_on_yellow")
 POLICIES = ("scripted", "scripted:noise=0.03", "random")
-ENGINES = ("mujoco", "sapien")
+ENGINES = tuple(simulator_names())  # the page's eval loop and tables name them: MuJoCo, then SAPIEN
 PARTS = ("fast", "slow", "demo")
 
 
