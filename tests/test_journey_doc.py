@@ -5,7 +5,7 @@
 - The fast part (../shared/data; ~1-2 min on 2 cores): camera file, table mesh, bundle, both tasks, masks and the
   table gate, run through the real ``real2sim`` entry point by ``python -m real2sim.demos.journey --check``.
 - Everything else (build, robot appearance, check, export, both tasks x three policies x two engines, metrics, the
-  all-at-once function, the clip capture and ``real2sim demo``; ~20 min on a busy 2-core machine) only with
+  all-at-once function, the clip capture and ``real2sim demo``; 10-20 min on 2 cores) only with
   ``REAL2SIM_JOURNEY_FULL=1``: too long for every CI run, and ``tests/test_journey_cli.py``,
   ``tests/test_bridge_real.py`` and ``tests/test_capture_scene.py`` already run those steps each time.
 """
@@ -89,7 +89,7 @@ def test_fast_part_of_the_journey_agrees_with_the_page(tmp_path, shared_data):
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("REAL2SIM_JOURNEY_FULL") != "1",
-                    reason="the whole journey takes ~20 min on 2 cores: set REAL2SIM_JOURNEY_FULL=1 to run it")
+                    reason="the whole journey takes 10-20 min on 2 cores: set REAL2SIM_JOURNEY_FULL=1 to run it")
 def test_whole_journey_agrees_with_the_page(tmp_path, shared_data):
     values = _run_check(tmp_path, shared_data, ["fast", "slow", "demo"])
     for e in journey.ENGINES:  # both tasks ran in both engines, six seeded episodes per policy

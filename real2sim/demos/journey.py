@@ -12,7 +12,7 @@ Parts (``--part``, repeatable):
 - ``fast``: camera file, table mesh, bundle, objects, both tasks, masks, the table gate (~2 min on 2 cores);
   what ``tests/test_journey_doc.py`` runs by default.
 - ``slow``: build, robot appearance, check, export, both tasks x three policies x two engines, metrics,
-  the all-at-once function and the one-command clip capture (~20 min on a 2-core machine other jobs share; the
+  the all-at-once function and the one-command clip capture (10-20 min on 2 cores; the
   test runs it with ``REAL2SIM_JOURNEY_FULL=1``).
 - ``demo``: ``real2sim demo`` on the bundled scene, the journey without any input (~1-5 min); run when the
   Bridge data folder is absent, or when asked for.
