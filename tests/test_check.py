@@ -22,6 +22,20 @@ def test_missing_hull_file_is_an_error_naming_it(exportable_bundle):
     assert any(f.where == "objects.mug.collision.hulls[0]" and hull in f.message for f in errs)
 
 
+def test_a_stale_stage_names_the_command_that_re_runs_it(recipe_bundle):
+    """A stage 'build' runs is re-run by build; one it never runs (the masks, made stale when build remade the plate
+    in the Bridge journey of docs/journey.md) names its own command instead of sending the user to build again."""
+    from real2sim.core.manifest import StageRecord
+
+    for name in ("segment", "alignment", "export"):
+        recipe_bundle.manifest.stages[name] = StageRecord(status="stale")
+    recipe_bundle.save()
+    found = {f.where: f.message for f in check_bundle(recipe_bundle.root)}
+    assert "re-run 'real2sim masks'" in found["stages.segment"] and "build' does not re-run" in found["stages.segment"]
+    assert "re-run 'real2sim build'" in found["stages.alignment"]
+    assert found["stages.export"].endswith("re-run 'real2sim export'")
+
+
 def test_pending_collision_is_a_warning(recipe_bundle):
     findings = check_bundle(recipe_bundle.root)
     assert _errors(findings) == []

@@ -51,7 +51,7 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
                                + ("the twin uses this result: check the report picture" if rec.metrics.get("applied")
                                   else "fix its input (masks, camera, prompt) and re-run the stage")))
         elif rec.status == "stale":
-            out.append(Finding("warning", f"stages.{name}", "is stale (an input changed); re-run 'real2sim build' / 'real2sim export'"))
+            out.append(Finding("warning", f"stages.{name}", f"is stale (an input changed); {_rerun_hint(name)}"))
     if not any(not o.fixed for o in m.objects.values()):
         out.append(Finding("warning", "objects", "no dynamic objects: nothing will move in simulation"))
     out += _check_capture_files(bundle)
@@ -60,6 +60,26 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
         out.append(Finding("warning", f"objects.{oid}.pose", f"alignment is poor: {why}; the pose was kept. Fix the "
                            f"mask or the pose in 'real2sim review {bundle.root}', then 'real2sim align'"))
     return out
+
+
+# stages 'real2sim build' does not run, and the command that does
+OWN_COMMAND = {"capture": "init", "segment": "masks", "robot_masks": "robot-masks", "camera_refine": "refine-camera",
+               "table": "table", "robot_appearance": "robot-appearance", "export": "export"}
+
+
+def _rerun_hint(stage: str) -> str:
+    """How to bring a stale stage up to date: 'real2sim build' re-runs only its own steps (a segmentation made stale
+    by the plate the build made again used to be told to re-run build, which never re-segments)."""
+    from real2sim.pipeline import BUILD_STEPS
+
+    if stage in {s.name for s in BUILD_STEPS}:
+        return "re-run 'real2sim build' (then 'real2sim export')"
+    cmd = OWN_COMMAND.get(stage)
+    if cmd == "export":
+        return "re-run 'real2sim export'"
+    if cmd is None:
+        return f"re-run the '{stage}' stage"
+    return f"'real2sim build' does not re-run it: re-run 'real2sim {cmd}' if its result should change"
 
 
 def poor_alignments(bundle: Bundle) -> dict[str, str]:
