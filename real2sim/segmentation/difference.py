@@ -91,6 +91,8 @@ class DifferenceConfig:
     """Band of the unmixing, in units of the blur width (``1 + blur_px + sharpness_px``)."""
     unmix_band_out: float = 1.5
     """Band of the unmixing outside the mask, in units of the blur width."""
+    unmix_sigma: float = 1.5
+    """Gaussian window of the object's and the shade's local means, in units of the inner band."""
     unmix_min_contrast: float = 6.0
     """Object and plate colours closer than this many noise sigmas are not unmixed."""
     texture: bool = True
@@ -637,7 +639,7 @@ def _refine_unmix(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) 
         return m
     outer = ~dilate(m, bo)
     band = ~inner & ~outer
-    sig = max(1.0, 1.5 * bi)
+    sig = max(1.0, cfg.unmix_sigma * bi)
     I, P = ch.frame, ch.plate
     F, wf = _local_mean(I, inner, sig)
     pp = np.maximum((P * P).sum(-1), 1.0)
