@@ -85,6 +85,16 @@ class DifferenceConfig:
     """Lowest noise sigma (8-bit levels): a synthetic noise-free frame must not make every quantisation step an object."""
     refine: bool = True
     """Put the outline at half contrast between the object's and the plate's colours (:func:`_refine_outline`)."""
+    unmix: bool = True
+    """Then put the outline at coverage 0.5 by unmixing object and plate colours (:func:`_refine_unmix`)."""
+    unmix_band: float = 1.0
+    """Band of the unmixing, in units of the blur width (``1 + blur_px + sharpness_px``)."""
+    unmix_band_out: float = 1.5
+    """Band of the unmixing outside the mask, in units of the blur width."""
+    unmix_sigma: float = 1.5
+    """Gaussian window of the object's and the shade's local means, in units of the inner band."""
+    unmix_min_contrast: float = 6.0
+    """Object and plate colours closer than this many noise sigmas are not unmixed."""
     texture: bool = True
     """Darkening whose texture is not the plate's under a smooth shade is an object, not a shadow
     (:func:`_texture_evidence`)."""
@@ -598,6 +608,57 @@ def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points
     return component_at(out, points, radius=3) if points else out
 
 
+def _local_mean(x: np.ndarray, w: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian-weighted mean of ``x`` (``(h, w)`` or ``(h, w, c)``) over the pixels where ``w`` (``(h, w) bool``),
+    and the weights' sum (0 where no such pixel is near)."""
+    import cv2
+
+    wf = w.astype(np.float32)
+    ws = cv2.GaussianBlur(wf, (0, 0), sigma)
+    xs = cv2.GaussianBlur(x * (wf[..., None] if x.ndim == 3 else wf), (0, 0), sigma)
+    den = np.maximum(ws, 1e-6)
+    return xs / (den[..., None] if x.ndim == 3 else den), ws
+
+
+def _refine_unmix(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) -> np.ndarray:
+    """Outline at coverage 0.5 by linear unmixing: an edge pixel is ``a * F + (1 - a) * B`` with ``F`` the object's
+    colour next to it (the mean of its interior nearby) and ``B`` the plate's colour there under the local shade
+    (the frame/plate ratio just outside the object: a cast shadow next to it); the pixel is the object's when
+    ``a >= 0.5``. In a band of ``unmix_band`` x the blur around the outline (compression ringing and blur widen the
+    change beyond the blur's own width). Where object and plate colours are too close to unmix (under
+    ``unmix_min_contrast`` noise sigmas apart) the outline stays. ``(h, w) bool`` in and out."""
+    import cv2
+
+    if ch.frame is None or m.sum() < 30:
+        return m
+    b = 1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))
+    bi = max(1, int(round(cfg.unmix_band * b)))
+    bo = max(1, int(round(cfg.unmix_band_out * b)))
+    inner = erode(m, bi)
+    if inner.sum() < 10:
+        return m
+    outer = ~dilate(m, bo)
+    band = ~inner & ~outer
+    sig = max(1.0, cfg.unmix_sigma * bi)
+    I, P = ch.frame, ch.plate
+    F, wf = _local_mean(I, inner, sig)
+    pp = np.maximum((P * P).sum(-1), 1.0)
+    ratio = np.clip((I * P).sum(-1) / pp, cfg.min_shade, 1.5).astype(np.float32)
+    s, wb = _local_mean(ratio, outer, sig)
+    s = np.where(wb > 1e-3, s, 1.0)
+    B = P * s[..., None]
+    ys, xs = np.nonzero(band & (wf > 1e-3))
+    d = (F - B)[ys, xs]
+    d2 = (d * d).sum(-1)
+    a = ((I[ys, xs] - B[ys, xs]) * d).sum(-1) / np.maximum(d2, 1e-6)
+    ok = d2 > (cfg.unmix_min_contrast * ch.sigma) ** 2 * 3
+    out = m.copy()
+    out[ys[ok], xs[ok]] = a[ok] >= 0.5
+    out = (cv2.morphologyEx(out.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0) | inner
+    out = fill_holes(out)
+    return component_at(out, points, radius=3) if points else out
+
+
 def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
                       config: DifferenceConfig | None = None) -> MaskResult:
     """Object mask, its shadow mask and a confidence from frame-minus-plate change (see the module docstring).
@@ -626,6 +687,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     mask = _clean(raw, cfg, pos, ch.shadow > cfg.k_low)
     if cfg.refine:
         mask = _refine_outline(mask, ch, cfg, pos)
+        if cfg.unmix:
+            mask = _refine_unmix(mask, ch, cfg, pos)
     for x, y in prompt.negatives:  # a negative click removes the component under it
         mask &= ~component_at(mask, [(x, y)], radius=0)
     # shadow: darkening explained by shading, touching the object, outside it
