@@ -97,6 +97,18 @@ class PlateConfig:
     peel_reach: float = 0.02
     """Passes after the first replace only pixels connected to, and within this fraction of the image size
     (``sqrt(h * w)``) of, a ghost found before."""
+    arbiter_ratio: float = 0.5
+    """Where the frames agreeing with the median are no majority, a pixel takes the frame that continues the
+    well-decided surroundings best when its distance to them (over a window) is under this times the plate's (few
+    frames: the one frame that shows the table behind an arm that stays in 3 of 5 frames). 0: off."""
+    arbiter_window: float = 0.01
+    """Half-width of that window, as a fraction of ``sqrt(h * w)``."""
+    arbiter_margin: float = 2.0
+    """... and at least this many noise sigmas closer than the plate."""
+    arbiter_support: float = 0.5
+    """... and backed by at least this fraction of the number of frames that back the plate there ..."""
+    arbiter_min_support: float = 0.1
+    """... and by at least this fraction of the usable frames (one frame of 60 is more likely a thing passing)."""
     undecided_fraction: float = 0.15
     """Pixels covered by undecided regions in at least this fraction of the frames (and 2) get confidence 128."""
     average_sigmas: float = 3.0

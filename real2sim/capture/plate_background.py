@@ -752,9 +752,89 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     n_avail = n if valid is None else valid.sum(0)
     mixed = ~ghost & (count < 0.5 * n_avail)
     plate[mixed] = anchor[mixed]
+    if detect and n >= 2 and cfg.arbiter_ratio > 0:
+        spatial = arbitrate(frames, plate, mixed, count, used, valid, sigma, tol, cfg)
+        undecided |= spatial
+        report["spatial_fraction"] = round(float(spatial.mean()), 6)
     if curves is not None:  # back to the reference frame's tone
         plate = invert_tone(plate, curves[ref])
     return BackgroundEstimate(plate, count, used, ghost, undecided, sigma, report)
+
+
+def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: np.ndarray, used: np.ndarray,
+              valid: np.ndarray | None, sigma: float, tol: np.ndarray, cfg) -> np.ndarray:
+    """Where the frames that agree with the median are no majority (``mixed``), the frame that continues the
+    surroundings best, when one does clearly better than the plate: the colour of the background is then decided
+    by space, not by a vote over time.
+
+    With few frames a thing that stays in most of them (an arm that moves little, 3 of 5 frames) is the median, and
+    the one or two frames that show the background behind it are outvoted. Here the surroundings decide: the plate's
+    well-decided pixels spread into ``mixed`` (:func:`local_background`, normalised Gaussian convolution) predict
+    the background; each frame's distance to that prediction, averaged over a window of ``arbiter_window`` times
+    ``sqrt(h * w)`` (a region's colour, not a pixel's), is compared with the plate's. A pixel takes the frame with
+    the smallest distance when it is under ``arbiter_ratio`` times the plate's and ``arbiter_margin`` noise sigmas
+    below it, when the chosen colour is backed by at least ``arbiter_support`` times the frames that back the plate
+    (a colour one frame of many shows is more likely a thing passing than the background) and by
+    ``arbiter_min_support`` of the usable frames, and when the pixels so decided form regions of at least
+    ``min_blob_frac`` of the image. The pixel becomes the mean of the frames within ``tol`` of the chosen colour.
+
+    Updates ``plate``, ``count`` and ``used`` in place; returns the ``(h, w) bool`` pixels decided this way (they
+    are reported as undecided: space, not the frames, decided them)."""
+    import cv2
+
+    n, h, w, _ = frames.shape
+    none = np.zeros((h, w), bool)
+    if not mixed.any() or cfg.arbiter_ratio <= 0:
+        return none
+    r = max(1, int(round(cfg.arbiter_window * np.sqrt(h * w))))
+    unknown = cv2.dilate(mixed.view(np.uint8), np.ones((3, 3), np.uint8)) > 0  # its rim: blur of what is in front
+    ys, xs = np.nonzero(unknown)
+    m = 3 * r + 40  # the box of the unknown pixels with room for the window and the spread of the surroundings
+    y0, y1, x0, x1 = max(0, ys.min() - m), min(h, ys.max() + m + 1), max(0, xs.min() - m), min(w, xs.max() + m + 1)
+    box = (slice(y0, y1), slice(x0, x1))
+    unk, mix = unknown[box], mixed[box]
+    pred = local_background(plate[box].astype(np.float32), ~unk, need=mix)
+    win = (2 * r + 1, 2 * r + 1)
+
+    def distance(img):
+        return cv2.boxFilter(chan_max(np.abs(img.astype(np.float32) - pred)), -1, win)
+
+    d_plate = distance(plate[box])
+    best = np.full(d_plate.shape, np.inf, np.float32)
+    arg = np.zeros(d_plate.shape, np.int64)
+    for t in range(n):
+        d = distance(frames[t][box])
+        if valid is not None:
+            d[~valid[t][box]] = np.inf
+        b = d < best
+        best[b], arg[b] = d[b], t
+    take = mix & (best < cfg.arbiter_ratio * d_plate) & (d_plate - best > cfg.arbiter_margin * sigma)
+    if not take.any():
+        return none
+    sub = frames[:, box[0], box[1]]
+    chosen = np.take_along_axis(sub, arg[None, ..., None], 0)[0]
+    tol8 = np.clip(np.floor(tol[box]), 0, 255).astype(np.uint8)
+    acc = np.zeros(chosen.shape, np.float32)
+    agree = np.empty((n,) + take.shape, bool)
+    for t in range(n):
+        a = chan_max(cv2.absdiff(sub[t], chosen)) <= tol8
+        if valid is not None:
+            a &= valid[t][box]
+        agree[t] = a
+        cv2.accumulate(sub[t], acc, mask=(a & take).view(np.uint8))
+    cnt = agree.sum(0, dtype=np.int32)
+    n_avail = n if valid is None else valid[:, box[0], box[1]].sum(0)
+    take &= (cnt >= cfg.arbiter_support * count[box]) & (cnt >= np.maximum(1, np.ceil(cfg.arbiter_min_support * n_avail)))
+    take = clean_mask(take, 0, 0, False, max(4, int(cfg.min_blob_frac * h * w)))
+    if not take.any():
+        return none
+    mean = np.clip(acc / np.maximum(cnt, 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
+    plate[box][take] = mean[take]
+    count[box][take] = cnt[take]
+    used[:, box[0], box[1]][:, take] = agree[:, take]
+    out = none
+    out[box] = take
+    return out
 
 
 def confidence_map(count: np.ndarray, undecided: np.ndarray, n_avail: np.ndarray, many: int, majority: float
