@@ -52,7 +52,7 @@ def _nearest_axis_aligned(R: np.ndarray) -> np.ndarray:
 
 
 STALL_FRACTION = 0.75
-"""Closing fingers that move less than this fraction of their first (free) step are taken as holding something."""
+"""Closing fingers that move less than this fraction of their longest (free) step are taken as holding something."""
 TILT_KEEP_DEG = 10.0
 """A hand that starts more than this tilted from straight down keeps its tilt (see :func:`_top_down`)."""
 
@@ -87,7 +87,8 @@ class ScriptedPolicy:
     privileged = True
 
     def __init__(self, noise: float = 0.0, strategy: str = "auto", max_step: float = 0.04, lift: float = 0.10,
-                 gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None):
+                 gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
+                 clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -95,6 +96,9 @@ class ScriptedPolicy:
         self.max_step, self.lift, self.gain = float(max_step), float(lift), float(gain)
         self.grasp_depth = None if grasp_depth is None else float(grasp_depth)
         self.close_step = None if close_step is None else float(close_step)
+        self.clearance = float(clearance)
+        self.max_rot = float(max_rot)
+        self.lean = float(lean)
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -130,6 +134,8 @@ class ScriptedPolicy:
         ee = np.asarray(observation["ee_pose"], float)
         if not self.plan:
             self.R_top = _top_down(quat_wxyz_to_matrix(ee[3:7]))
+            if self.lean:  # lean the hand forward (its approach axis away from the base, about the base's y axis)
+                self.R_top = _rot_y(-self.lean) @ self.R_top
             self.plan = self._make_plan(np.asarray(observation["objects"], float))
             # the controller applies deltas to its previous *target*: track that target here
             self.cmd_p, self.cmd_R = ee[:3].copy(), quat_wxyz_to_matrix(ee[3:7])
@@ -151,15 +157,15 @@ class ScriptedPolicy:
             d *= self.max_step / n
         r = _so3_log(R @ self.cmd_R.T)
         rn = np.linalg.norm(r)
-        if rn > 0.2:
-            r *= 0.2 / rn
+        if rn > self.max_rot:
+            r *= self.max_rot / rn
         self.cmd_p = self.cmd_p + d
         self.cmd_R = so3_exp(r) @ self.cmd_R
         return np.r_[d, r, grip][None]
 
     def _gripper(self, grip: float, observation: dict) -> bool:
         """With ``close_step``: close gently. The gripper command falls by ``close_step`` per step until the
-        fingers (the last two joints) stop following (a step shorter than ``STALL_FRACTION`` of the first, free one), then
+        fingers (the last two joints) stop following (a step shorter than ``STALL_FRACTION`` of the longest, free one), then
         one step more (the squeeze) and no further: the drive then presses with its stiffness times one step,
         not with its force limit (SIMPLER's Google Robot fingers, 200 N m/rad up to 60 N m, eject a 20 g can when
         driven straight to closed). Opening is immediate. Returns whether the gripper is still closing."""
@@ -171,10 +177,9 @@ class ScriptedPolicy:
         elif not self.stalled:
             if self.prev_fingers is not None and self.grip_cmd < 1.0:
                 moved = float(np.abs(f - self.prev_fingers).max())
-                if self.free_travel is None:
-                    self.free_travel = moved  # the first step: the fingers move freely
-                elif moved < STALL_FRACTION * self.free_travel:
+                if self.free_travel and moved < STALL_FRACTION * self.free_travel:
                     self.stalled = True
+                self.free_travel = max(self.free_travel or 0.0, moved)  # the longest step so far: moving freely
             self.grip_cmd = max(grip, self.grip_cmd - self.close_step)
         self.prev_fingers = f
         return grip < self.grip_cmd and not self.stalled
@@ -245,6 +250,8 @@ class ScriptedPolicy:
                     (end + [0, 0, 0.08], Rp, 0.0, 0)]
         if self.grasp_depth is not None:  # fingers this long: below the middle, but the hand above the top
             hz = self._half_z(oid, R)
+            # the approach clears the top (at 3 Hz a soft arm sags a few cm below its path while it moves)
+            above = np.r_[p[:2], p[2] + hz + self.clearance]
             p = np.r_[p[:2], max(p[2] - 0.4 * hz, p[2] + hz - self.grasp_depth)]
         plan = [(above, Rg, 1.0, 1), (p, Rg, 1.0, 1), (p, Rg, 0.0, 3), (p + [0, 0, self.lift], Rg, 0.0, 2)]
         if self.mode == "place":
