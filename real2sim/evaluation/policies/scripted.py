@@ -88,7 +88,8 @@ class ScriptedPolicy:
 
     def __init__(self, noise: float = 0.0, strategy: str = "auto", max_step: float = 0.04, lift: float = 0.10,
                  gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
-                 clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0):
+                 clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
+                 push_gap: float | None = None):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -99,6 +100,8 @@ class ScriptedPolicy:
         self.clearance = float(clearance)
         self.max_rot = float(max_rot)
         self.lean = float(lean)
+        self.push_turn = bool(push_turn)
+        self.push_gap = None if push_gap is None else float(push_gap)
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -198,6 +201,13 @@ class ScriptedPolicy:
         ext = np.abs(R) @ ((b[1] - b[0]) / 2)
         return float(ext[2])
 
+    def _half_xy(self, oid, R) -> float:
+        """The object's horizontal half-size (its box turned by ``R``)."""
+        b = self.bounds.get(oid)
+        if b is None:
+            return 0.03
+        return float(np.max((np.abs(R) @ ((b[1] - b[0]) / 2))[:2]))
+
     def _grasp_R(self, R_obj, oid=None) -> np.ndarray:
         """A top-down grasp: the hand's approach axis straight down, its fingers closing across the object.
 
@@ -242,10 +252,17 @@ class ScriptedPolicy:
             half = 0.03
             start = np.r_[p[:2] - d * (half + 0.04), p[2]]
             end = np.r_[goal[:2] - d * half, p[2]]
+            if self.push_gap is not None and "target" in self.pred:  # stop with the object push_gap short of the target
+                r_src, r_tgt = self._half_xy(oid, R), self._half_xy(self.pred["target"], self._pose(objects, self.pred["target"])[1])
+                z = p[2]
+                if self.grasp_depth is not None:  # fingertips low (a hand leaning over rides up a round object)
+                    z = p[2] - 0.6 * self._half_z(oid, R)
+                start = np.r_[p[:2] - d * (r_src + 0.04), z]
+                end = np.r_[goal[:2] - d * (2 * r_src + r_tgt + self.push_gap), z]
             R0 = getattr(self, "R_top", _rot_y(np.pi / 2))
             yaw = np.arctan2(d[1], d[0]) + np.pi - np.arctan2(R0[1, 1], R0[0, 1])  # fingers along the push, as before
             yaw = (yaw + np.pi / 2) % np.pi - np.pi / 2  # the symmetric hand: the smaller turn
-            Rp = _rot_z(yaw) @ R0
+            Rp = _rot_z(yaw) @ R0 if self.push_turn else R0  # or push with the closed hand as it is
             return [(start + [0, 0, 0.08], Rp, 0.0, 0), (start, Rp, 0.0, 0), (end, Rp, 0.0, 1),
                     (end + [0, 0, 0.08], Rp, 0.0, 0)]
         if self.grasp_depth is not None:  # fingers this long: below the middle, but the hand above the top
