@@ -89,7 +89,7 @@ class ScriptedPolicy:
     def __init__(self, noise: float = 0.0, strategy: str = "auto", max_step: float = 0.04, lift: float = 0.10,
                  gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
-                 push_gap: float | None = None):
+                 push_gap: float | None = None, settle_steps: int = 0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -102,6 +102,7 @@ class ScriptedPolicy:
         self.lean = float(lean)
         self.push_turn = bool(push_turn)
         self.push_gap = None if push_gap is None else float(push_gap)
+        self.settle_steps = int(settle_steps)
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -130,6 +131,7 @@ class ScriptedPolicy:
         self.phase = 0
         self.hold = 0
         self.grip_cmd, self.stalled, self.prev_fingers, self.free_travel = 1.0, False, None, None
+        self.prev_ee, self.still = None, 0
 
     def act(self, observation: dict) -> np.ndarray:
         if "objects" not in observation:
@@ -143,8 +145,15 @@ class ScriptedPolicy:
             # the controller applies deltas to its previous *target*: track that target here
             self.cmd_p, self.cmd_R = ee[:3].copy(), quat_wxyz_to_matrix(ee[3:7])
         pos, R, grip, hold = self.plan[self.phase]
-        reached = (np.linalg.norm(pos - self.cmd_p) < 1e-3 and np.linalg.norm(_so3_log(R @ self.cmd_R.T)) < 0.02
-                   and np.linalg.norm(ee[:3] - self.cmd_p) < 0.015)
+        commanded = np.linalg.norm(pos - self.cmd_p) < 1e-3 and np.linalg.norm(_so3_log(R @ self.cmd_R.T)) < 0.02
+        reached = commanded and np.linalg.norm(ee[:3] - self.cmd_p) < 0.015
+        if self.settle_steps and commanded and not reached:
+            # the hand stopped short (IK at a joint limit holds the closest pose): within 3 cm and still for
+            # settle_steps steps counts as there
+            still = self.prev_ee is not None and np.linalg.norm(ee[:3] - self.prev_ee) < 0.002
+            self.still = self.still + 1 if still else 0
+            reached = self.still >= self.settle_steps and np.linalg.norm(ee[:3] - self.cmd_p) < 0.03
+        self.prev_ee = ee[:3].copy()
         ramping = self._gripper(grip, observation)
         if reached and not ramping:
             self.hold += 1
@@ -233,7 +242,11 @@ class ScriptedPolicy:
             axis = R_obj[:, int(np.argmin(np.abs(R_obj[2, :])))]
             yaw = np.arctan2(axis[1], axis[0]) + np.pi / 2 - closing
             yaw = (yaw + np.pi / 4) % (np.pi / 2) - np.pi / 4  # box symmetry: the closest face pair
-        return _rot_z(yaw) @ R0
+        # turn about the hand's own approach axis (the wrist's roll): for a vertical hand that is the world's
+        # vertical; a tilted hand keeps the direction it leans in (turned about the vertical it would lean sideways,
+        # out of the Google Robot's reach)
+        approach = R0[:, int(np.argmin(R0[2]))]
+        return so3_exp(-approach * yaw) @ R0
 
 
     def _make_plan(self, objects) -> list:
