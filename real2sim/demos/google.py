@@ -398,7 +398,7 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
         "K": np.round(cam.K, 4).tolist(), "T_world_camera": np.round(cam.T_world_camera, 6).tolist()},
         "table_check": trep, "exports": exports, "success": {}}
     task_id = spec["task"]["id"]
-    policy = policy or spec.get("policy", "scripted")
+    policy = policy or spec["variants"][variant].get("policy") or spec.get("policy", "scripted")
     rep["policy"] = policy
     for engine in (evaluate_in or simulator_names()):
         res_dir = bundle.root / "results" / engine

@@ -89,7 +89,7 @@ class ScriptedPolicy:
     def __init__(self, noise: float = 0.0, strategy: str = "auto", max_step: float = 0.04, lift: float = 0.10,
                  gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
-                 push_gap: float | None = None, settle_steps: int = 0):
+                 push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach"):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -103,6 +103,9 @@ class ScriptedPolicy:
         self.push_turn = bool(push_turn)
         self.push_gap = None if push_gap is None else float(push_gap)
         self.settle_steps = int(settle_steps)
+        if turn not in ("approach", "vertical"):
+            raise Real2SimError(f"scripted: turn must be 'approach' or 'vertical', got {turn!r}")
+        self.turn = turn
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -245,6 +248,8 @@ class ScriptedPolicy:
         # turn about the hand's own approach axis (the wrist's roll): for a vertical hand that is the world's
         # vertical; a tilted hand keeps the direction it leans in (turned about the vertical it would lean sideways,
         # out of the Google Robot's reach)
+        if self.turn == "vertical":
+            return _rot_z(yaw) @ R0
         approach = R0[:, int(np.argmin(R0[2]))]
         return so3_exp(-approach * yaw) @ R0
 
