@@ -470,8 +470,8 @@ def write_picture(path: Path, plate, frame, seg, fitted, title: str, trep: dict)
     after = trep.get("refined", {}).get("iou")
     labels = ["real overlay (SIMPLER's plate)", "composited first frame",
               f"table top IoU {trep.get('iou', float('nan')):.3f}" + (f", head refined {after:.3f}" if after else "")]
-    write_rgb(path, titled(np.concatenate(tiles, 1), f"Google Robot scene {title}; right: the real cabinet top "
-                           "(red) vs its known size through the camera (blue), both green", labels))
+    write_rgb(path, titled(np.concatenate(tiles, 1), f"{title}: table top real (red), known size via camera (blue), "
+                           "both (green)", labels))
 
 
 def main(argv=None) -> int:

@@ -61,9 +61,10 @@ def _top_down(R: np.ndarray) -> np.ndarray:
     """The hand orientation the oracle grasps with, from the hand's orientation ``R`` at the start of the episode.
 
     A hand that starts nearly vertical (the WidowX and the Panda at their rest poses: 3 and 6 degrees off) grasps
-    straight down, axis-aligned (:func:`_nearest_axis_aligned`). A hand that starts tilted keeps its tilt and only
-    turns about the vertical: the Google Robot rests 19 degrees off vertical, and straight down its wrist is at its
-    1.79 rad limit everywhere above ~8 cm over the table, where IK then fails and the hand cannot descend.
+    straight down, axis-aligned (:func:`_nearest_axis_aligned`). A hand that starts tilted keeps its tilt (the grasp
+    only turns it about its approach axis, or with ``turn="vertical"`` about the vertical): the Google Robot rests 19
+    degrees off vertical, and straight down its wrist is at its 1.79 rad limit everywhere above ~8 cm over the table,
+    where IK then fails and the hand cannot descend.
     """
     P = _nearest_axis_aligned(R)
     down = P[2].argmin()  # the hand axis that points down
@@ -180,8 +181,8 @@ class ScriptedPolicy:
 
     def _gripper(self, grip: float, observation: dict) -> bool:
         """With ``close_step``: close gently. The gripper command falls by ``close_step`` per step until the
-        fingers (the last two joints) stop following (a step shorter than ``STALL_FRACTION`` of the longest, free one), then
-        one step more (the squeeze) and no further: the drive then presses with its stiffness times one step,
+        fingers (the last two joints) stop following (a step shorter than ``STALL_FRACTION`` of the longest, free
+        one), then one step more (the squeeze) and no further: the drive then presses with its stiffness times one step,
         not with its force limit (SIMPLER's Google Robot fingers, 200 N m/rad up to 60 N m, eject a 20 g can when
         driven straight to closed). Opening is immediate. Returns whether the gripper is still closing."""
         if self.close_step is None:
@@ -225,7 +226,8 @@ class ScriptedPolicy:
 
         The hand's frame differs between robots (the WidowX's approach axis is its x, the Panda's and the Google
         Robot's their z): the top-down orientation is the axis-aligned one (a signed permutation of the base axes)
-        nearest to the hand's orientation at the start of the episode, and only its yaw is chosen here. The fingers
+        nearest to the hand's orientation at the start of the episode, or that orientation itself for a hand that
+        starts tilted (:func:`_top_down`), and only its turn is chosen here. The fingers
         close across the object's narrower horizontal side when one side is clearly (> 20 %) narrower (a lying can
         is gripped around its body, not end to end); otherwise across a face pair of the box (symmetry pi/2), the
         one needing the least turn.
@@ -245,14 +247,13 @@ class ScriptedPolicy:
             axis = R_obj[:, int(np.argmin(np.abs(R_obj[2, :])))]
             yaw = np.arctan2(axis[1], axis[0]) + np.pi / 2 - closing
             yaw = (yaw + np.pi / 4) % (np.pi / 2) - np.pi / 4  # box symmetry: the closest face pair
-        # turn about the hand's own approach axis (the wrist's roll): for a vertical hand that is the world's
-        # vertical; a tilted hand keeps the direction it leans in (turned about the vertical it would lean sideways,
-        # out of the Google Robot's reach)
         if self.turn == "vertical":
             return _rot_z(yaw) @ R0
+        # about the hand's own approach axis (the wrist's roll): for a vertical hand that is the world's vertical; a
+        # tilted hand keeps the direction it leans in (turned about the vertical it leans sideways, and the Google
+        # Robot's hand then leaves its reach over the lying cans)
         approach = R0[:, int(np.argmin(R0[2]))]
         return so3_exp(-approach * yaw) @ R0
-
 
     def _make_plan(self, objects) -> list:
         """Waypoints: (position in base frame, orientation, gripper opening, steps to hold once reached)."""
@@ -271,7 +272,8 @@ class ScriptedPolicy:
             start = np.r_[p[:2] - d * (half + 0.04), p[2]]
             end = np.r_[goal[:2] - d * half, p[2]]
             if self.push_gap is not None and "target" in self.pred:  # stop with the object push_gap short of the target
-                r_src, r_tgt = self._half_xy(oid, R), self._half_xy(self.pred["target"], self._pose(objects, self.pred["target"])[1])
+                tgt = self.pred["target"]
+                r_src, r_tgt = self._half_xy(oid, R), self._half_xy(tgt, self._pose(objects, tgt)[1])
                 z = p[2]
                 if self.grasp_depth is not None:  # fingertips low (a hand leaning over rides up a round object)
                     z = p[2] - 0.6 * self._half_z(oid, R)
