@@ -98,7 +98,7 @@ def coke_can(shared_data, tmp_path_factory):
     for rel in ("google_robot/description/google_robot_meta_sim_fix_wheel_fix_fingertip.urdf",
                 "google_robot/overlays/google_coke_can_real_eval_1.png", "objects/coke_can/textured.dae"):
         if not (data / rel).is_file():
-            pytest.skip(f"{data / rel} is missing (the Google Robot scenes need ../shared/data/google_robot)")
+            pytest.skip(f"{data / rel} is missing (the Google Robot scenes need the google_robot folder of the data)")
     from real2sim.demos.google import build_google_scene
 
     out = tmp_path_factory.mktemp("google")
