@@ -141,3 +141,19 @@ def test_scripted_oracle_picks_the_standing_can_in_both_engines(coke_can):
     _, rep = coke_can
     for engine in ("mujoco", "sapien"):
         assert rep["success"][engine]["rate"] == 1.0, rep["success"]
+
+
+def test_bad_scene_variant_or_data_folder_is_refused_naming_it(tmp_path):
+    """An unknown scene or variant names the known ones; a data folder without the Google Robot names the missing
+    file (nothing is written)."""
+    from real2sim.core.errors import UnknownNameError
+    from real2sim.demos.google import build_google_scene, load_scene, scene_names
+
+    assert {"pick_coke_can", "move_near"} <= set(scene_names())
+    with pytest.raises(UnknownNameError, match="pick_coke_can"):
+        load_scene("pick_coke")
+    with pytest.raises(UnknownNameError, match="standing"):
+        build_google_scene(tmp_path, tmp_path / "out", "pick_coke_can", "upside_down")
+    with pytest.raises(FileNotFoundError, match="google_robot_meta_sim_fix_wheel_fix_fingertip.urdf"):
+        build_google_scene(tmp_path, tmp_path / "out", "pick_coke_can", "standing")
+    assert not (tmp_path / "out" / "scene").exists()

@@ -341,9 +341,6 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     cam = overlay_camera(spec, robot)
     plate = read_overlay(overlay, cam.width, cam.height)
     write_rgb(inputs / "overlay.png", plate)
-    (inputs / "camera.json").write_text(json.dumps(
-        {"width": cam.width, "height": cam.height, "fx": cam.fx, "fy": cam.fy, "cx": cam.cx, "cy": cam.cy,
-         "distortion": [0, 0, 0, 0, 0], "T_world_camera": np.round(cam.T_world_camera, 9).tolist()}, indent=1))
     objs_xy = np.array([o["xy"] for o in spec["objects"].values()], float)
     box = spec["task"]["init"].get("objects", {})
     pts = [*objs_xy] + [p for o in box.values() for p in np.asarray(o["xy"], float)]
@@ -358,10 +355,15 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
         ref = refine_head(seg, spec, robot, spec["table"], trep)
         refined_cam = ref.pop("camera")
         trep["refined"] = ref
-        if refine_camera:
+        if refine_camera:  # the refined camera, and the table where it sees it
             cam = refined_cam
             trep["used_camera"] = "refined"
+            table_pose = trep["used_pose"] = {"xy": ref["xy"], "yaw": ref["yaw"]}
+            fitted = rectangle_mask(cam, ref["xy"], ref["yaw"], spec["table"]["size"], float(spec["table"]["height"]))
     trep.setdefault("used_camera", "simpler")
+    (inputs / "camera.json").write_text(json.dumps(
+        {"width": cam.width, "height": cam.height, "fx": cam.fx, "fy": cam.fy, "cx": cam.cx, "cy": cam.cy,
+         "distortion": [0, 0, 0, 0, 0], "T_world_camera": np.round(cam.T_world_camera, 9).tolist()}, indent=1))
     step("camera + table")
 
     # 2) bundle: recipe, then the overlay as frame 0 and as the plate (it is a person-made plate)
@@ -371,9 +373,11 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     m = bundle.manifest
     m.capture.plate = m.capture.frames[0].image
     m.provenance["plate"] = f"SIMPLER's person-made overlay {spec['overlay']} (resized to {cam.width}x{cam.height})"
+    pan, tilt = ((trep["refined"]["head_pan"], trep["refined"]["head_tilt"]) if trep["used_camera"] == "refined"
+                 else (robot.default_qpos[7], robot.default_qpos[8]))
     m.provenance["camera"] = (f"robot base {spec['robot']['position']} yaw {spec['robot']['yaw']:.4f} x FK of "
-                              f"{CAMERA_MOUNT} at the rest pose (head pan/tilt {robot.default_qpos[7]:.4f}/"
-                              f"{robot.default_qpos[8]:.4f})")
+                              f"{CAMERA_MOUNT} at the rest pose, head pan/tilt {pan:.4f}/{tilt:.4f} "
+                              f"({trep['used_camera']})")
     m.provenance["google_scene"] = {"scene": scene, "variant": variant, "source": spec["source"]}
     bundle.save()
     step("bundle")
