@@ -235,30 +235,6 @@ def _resting_z(mesh_path: Path, quat, table_height: float) -> float:
     return float(table_height - v[:, 2].min())
 
 
-def roll_to_rest(mesh_path: Path, quat, axis_local=(0.0, 1.0, 0.0)) -> list[float]:
-    """``quat`` turned about the object's (horizontal) long axis so that its centre of mass lies straight below
-    the axis: a lying can's resting roll. The opened coke can's mesh puts its centre of mass 0.65 mm off its axis;
-    placed with that offset sideways, the can rocks +-90 degrees in PhysX (nothing damps rolling) and rolls off the
-    table in SAPIEN before the hand arrives."""
-    import trimesh
-
-    from real2sim.core.geometry import matrix_to_quat_wxyz
-    from real2sim.core.meshes import load_mesh
-    from real2sim.robots.kinematics import so3_exp
-
-    hull = trimesh.Trimesh(np.asarray(load_mesh(mesh_path).vertices, float)).convex_hull
-    R = quat_wxyz_to_matrix(quat)
-    a = R @ np.asarray(axis_local, float)
-    o = R @ np.asarray(hull.center_mass, float)
-    o_perp = o - (o @ a) * a
-    down = np.array([0.0, 0.0, -1.0]) - a[2] * a
-    if np.linalg.norm(o_perp) < 1e-6 or np.linalg.norm(down) < 1e-6:
-        return [float(x) for x in quat]
-    u, v = o_perp / np.linalg.norm(o_perp), down / np.linalg.norm(down)
-    angle = np.arctan2(np.cross(u, v) @ a, u @ v)
-    return [float(x) for x in matrix_to_quat_wxyz(so3_exp(a * angle) @ R)]
-
-
 def write_recipe(scene: dict, variant: str, data: Path, inputs: Path, table_pose: dict) -> Path:
     """The scene recipe for ``variant`` (absolute mesh paths into ``data``): the table slab at ``table_pose``, the
     objects resting on it at the recipe's placements and the variant's orientations, the robot, the task."""
@@ -275,8 +251,6 @@ def write_recipe(scene: dict, variant: str, data: Path, inputs: Path, table_pose
             raise FileNotFoundError(f"{mesh} is missing: point shared_data_dir at ../shared/data (see its README.md)")
         ov = var.get("objects", {}).get(oid, {})
         q = ov.get("quaternion_wxyz", od.get("quaternion_wxyz", [1.0, 0, 0, 0]))
-        if ov.get("roll_to_rest"):
-            q = roll_to_rest(mesh, q)
         z = _resting_z(mesh, q, th) + 0.001
         objects[oid] = {"mesh": str(mesh), "density": od["density"], "friction": od.get("friction", 0.5),
                         "pose": {"position": [*od["xy"], z], "quaternion_wxyz": q}}
