@@ -98,3 +98,27 @@ def camera_pose_from_convention(T_world_other, convention: str) -> np.ndarray:
     T = np.array(T_world_other, dtype=float, copy=True)
     T[:3, :3] = T[:3, :3] @ R.T
     return T
+
+
+def rotations_to_quats_wxyz(R) -> np.ndarray:
+    """``(..., 3, 3)`` proper rotation matrices -> ``(..., 4)`` unit wxyz quaternions with w >= 0.
+
+    Shepperd's method in numpy (no per-matrix Python call): the same quaternions as :func:`matrix_to_quat_wxyz` for
+    orthonormal input, at a fraction of its cost (the env computes several per step). Input must be a rotation
+    (engine poses are); use :func:`matrix_to_quat_wxyz` for matrices that need orthonormalising."""
+    R = np.asarray(R, dtype=float)
+    m00, m11, m22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
+    cand = np.stack([1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22], -1)
+    k = np.argmax(cand, axis=-1)
+    s = np.sqrt(np.maximum(np.take_along_axis(cand, k[..., None], -1)[..., 0], 1e-300)) * 2  # 4 * |component k|
+    d21, d02, d10 = R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]
+    s01, s02, s12 = R[..., 0, 1] + R[..., 1, 0], R[..., 0, 2] + R[..., 2, 0], R[..., 1, 2] + R[..., 2, 1]
+    q = np.stack([
+        np.stack([s / 4, d21 / s, d02 / s, d10 / s], -1),
+        np.stack([d21 / s, s / 4, s01 / s, s02 / s], -1),
+        np.stack([d02 / s, s01 / s, s / 4, s12 / s], -1),
+        np.stack([d10 / s, s02 / s, s12 / s, s / 4], -1),
+    ], -2)
+    q = np.take_along_axis(q, k[..., None, None], -2)[..., 0, :]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., :1] < 0, -q, q)

@@ -48,6 +48,9 @@ class EngineSpec:
     """Environment variables set (if unset) before its module is imported, e.g. ``MUJOCO_GL=egl``."""
     rank: int = 100
     """Order when several engines offer a capability (lower first): the default engine for a job."""
+    parts: tuple[str, ...] = ()
+    """A composition's engines, (physics, images) registry names; empty for an engine of its own (see
+    :func:`compose`)."""
 
     def all_names(self) -> tuple[str, ...]:
         return (self.name, *((self.simulator,) if self.simulator else ()), *self.aliases)
@@ -80,6 +83,9 @@ BUILTIN = (
                exporter="real2sim.engines.usd.writer:UsdExporter",
                capabilities=frozenset({"mass", "project"}), rank=20),
 )
+
+HYBRID_SEPARATOR = "+"
+"""``PHYSICS+IMAGES`` names a composition: ``--backend mujoco+sapien`` simulates in MuJoCo and draws in SAPIEN."""
 
 _REGISTRY: dict[str, EngineSpec] | None = None
 
@@ -119,8 +125,54 @@ def simulator_names() -> list[str]:
     return [s.simulator for s in engines() if s.simulator and "physics" in s.capabilities]
 
 
+def compose(physics: str, images: str) -> EngineSpec:
+    """The hybrid of two engines: physics (and robot, mass) from ``physics``, pictures (render, depth, segmentation,
+    appearance, projection) from ``images``, the render scene posed from the physics scene before every picture
+    (:class:`real2sim.engines.hybrid.HybridScene`). It has no export of its own: it loads both engines' exports.
+    Raises :class:`UnsupportedCapability` when ``physics`` does not simulate or ``images`` does not render."""
+    from real2sim.engines.hybrid import IMAGE_CAPABILITIES, PHYSICS_CAPABILITIES
+
+    p, r = get_engine(physics), get_engine(images)
+    if p.parts or r.parts:
+        raise UnsupportedCapability(f"'{physics}{HYBRID_SEPARATOR}{images}': a hybrid is made of two engines, "
+                                    "not of hybrids")
+    if p.name == r.name:
+        raise UnsupportedCapability(f"'{physics}{HYBRID_SEPARATOR}{images}': both halves are {p.title}; use "
+                                    f"--backend {p.simulator or p.name}")
+    if "physics" not in p.capabilities:
+        raise UnsupportedCapability(f"{p.title} does not simulate, so it cannot be a hybrid's physics "
+                                    f"(engines that do: {', '.join(simulator_names())})")
+    if "render" not in r.capabilities:
+        raise UnsupportedCapability(f"{r.title} does not render, so it cannot draw a hybrid's pictures "
+                                    f"(engines that do: {', '.join(engine_names('render'))})")
+    sim = HYBRID_SEPARATOR.join(x.simulator or x.name for x in (p, r))
+    alias = HYBRID_SEPARATOR.join((p.name, r.name))
+    return EngineSpec(name=alias, title=f"{p.title} physics + {r.title} images", exporter="", simulator=sim,
+                      aliases=tuple({alias} - {sim}),
+                      capabilities=frozenset((p.capabilities & PHYSICS_CAPABILITIES)
+                                             | (r.capabilities & IMAGE_CAPABILITIES)),
+                      environment={**r.environment, **p.environment}, rank=1000 + p.rank + r.rank,
+                      parts=(p.name, r.name))
+
+
+def hybrid_names() -> list[str]:
+    """Simulator names of every hybrid the registered engines make (``--backend`` choices beyond the engines')."""
+    sims = [s for s in engines() if "physics" in s.capabilities and s.simulator]
+    return [compose(p.name, r.name).simulator for p in sims for r in engines()
+            if r.name != p.name and "render" in r.capabilities]
+
+
+def backend_names() -> list[str]:
+    """Every ``--backend`` an evaluation accepts: the simulating engines, then the hybrids."""
+    return simulator_names() + hybrid_names()
+
+
 def get_engine(name: str) -> EngineSpec:
-    """The engine called ``name`` (registry name, simulator name or alias); unknown names suggest close ones."""
+    """The engine called ``name`` (registry name, simulator name or alias; ``A+B`` for the hybrid of A's physics and
+    B's images, see :func:`compose`); unknown names suggest close ones."""
+    if HYBRID_SEPARATOR in name:
+        physics, _, images = name.partition(HYBRID_SEPARATOR)
+        return compose(physics.strip(), images.strip())
     reg = _registry()
     if name in reg:
         return reg[name]
@@ -147,6 +199,9 @@ def prepare_environment(spec: EngineSpec) -> None:
 def get_exporter(name: str) -> Exporter:
     """A fresh :class:`Exporter` of the engine called ``name``."""
     spec = get_engine(name)
+    if spec.parts:
+        raise UnsupportedCapability(f"'{name}' is a hybrid ({spec.title}): it has no files of its own; it loads the "
+                                    f"exports of {' and '.join(spec.parts)}")
     prepare_environment(spec)
     module, cls = spec.exporter.split(":")
     return getattr(importlib.import_module(module), cls)()

@@ -1,6 +1,7 @@
 """Evaluation commands: ``real2sim eval``, ``real2sim plan`` and ``real2sim metrics``."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -9,7 +10,7 @@ from real2sim.apps.cli.console import console, progress, say, warn
 from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import atomic_write_json
 from real2sim.core.errors import Real2SimError
-from real2sim.engines import simulator_names
+from real2sim.engines import backend_names, simulator_names
 from real2sim.evaluation.envs.env import OBS_MODES
 from real2sim.evaluation.envs.runner import EvalOptions, evaluate
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
@@ -49,7 +50,7 @@ def _obs_size(text: str | None) -> tuple[int, int] | None:
     return w, h
 
 
-def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray, record=None):
+def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray, pool=None, record=None):
     n_succ = 0
     with progress(f"eval {policy} ({opts.backend or simulator_names()[0]})", total=episodes,
                   fields={"success": 0}) as update:
@@ -62,7 +63,7 @@ def _one_policy(args, opts, policy: str, episodes: int, obs_size, ray, record=No
         kw = dataclasses.asdict(opts)
         kw["episodes"] = episodes
         return evaluate(Path(args.dir), args.task, policy, ray=ray, obs_size=obs_size, progress=on_episode,
-                        env_kwargs=_env_kwargs(args), record=record, **kw)
+                        env_kwargs=_env_kwargs(args), pool=pool, record=record, **kw)
 
 
 def _open_record(args):
@@ -105,6 +106,23 @@ def warn_quality(bundle_dir: str) -> None:
         warn(f"evaluating a bundle whose {line}")
 
 
+def _pool(opts, ray):
+    """The eval command's one worker pool (started once, warm across policies and rounds), or None in-process."""
+    if ray is None and opts.workers <= 1:
+        return contextlib.nullcontext(None)
+    from real2sim.evaluation.envs.workers import make_pool
+
+    return make_pool(opts.workers, ray)
+
+
+def _say_run(s) -> None:
+    say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
+        f"{s.ran} run, {s.skipped} already done; start-up {s.startup_s:.1f} s, then {s.seconds:.1f} s"
+        + (f" ({s.episodes_per_s:.2f} episodes/s)" if s.ran else ""))
+    for seed, why in s.lost:
+        say(f"episode {seed} lost: {why} (in {s.results_path.parent / 'errors.jsonl'}; a rerun tries it again)")
+
+
 def cmd_eval(args) -> int:
     code = _cmd_eval(args)
     warn_quality(args.dir)  # after the results (bad input stays one line on stderr)
@@ -125,27 +143,29 @@ def _cmd_eval(args) -> int:
                                    "--target-ci W")
     record = _open_record(args)
     try:
-        if args.until or args.target_ci is not None:
-            return _eval_sequential(args, opts, policies, obs_size, ray, record)
-        s = None
-        for policy in policies:
-            s = _one_policy(args, opts, policy, opts.episodes, obs_size, ray, record)
-            say(f"{s.policy} on {s.task} ({s.backend}): {s.successes}/{s.trials} successes ({s.rate:.0%}); "
-                f"{s.ran} run, {s.skipped} already done, {s.seconds:.1f} s")
+        with _pool(opts, ray) as pool:
+            if args.until or args.target_ci is not None:
+                return _eval_sequential(args, opts, policies, obs_size, ray, pool, record)
+            s = None
+            for policy in policies:
+                s = _one_policy(args, opts, policy, opts.episodes, obs_size, ray, pool, record)
+                _say_run(s)
         say(f"episodes: {s.results_path}\nsummary for 'real2sim metrics --sim': {s.csv_path}")
     finally:
         _close_record(record)
     return 0
 
 
-def _eval_sequential(args, opts, policies, obs_size, ray, record=None) -> int:
+def _eval_sequential(args, opts, policies, obs_size, ray, pool=None, record=None) -> int:
     rule = StopRule(round_size=args.round or 10, max_episodes=opts.episodes, confidence=args.confidence,
                     target_ci=args.target_ci, settle=args.until == "settled")
     summaries = {}
 
     def run_to(policy: str, n: int) -> tuple[int, int]:
-        s = _one_policy(args, opts, policy, n, obs_size, ray, record)
+        s = _one_policy(args, opts, policy, n, obs_size, ray, pool, record)
         summaries[policy] = s
+        for seed, why in s.lost:
+            say(f"episode {seed} of {policy} lost: {why} (a rerun tries it again)")
         return s.successes, s.trials
 
     def on_look(k: int, look) -> None:
@@ -264,7 +284,7 @@ def add_parsers(subparsers) -> None:
                         "several policies into the same folder")
     p.add_argument("--task", default=None, help="task id from the bundle (default: its first task)")
     add_config_options(p, EvalOptions, flags={"out_dir": "--out"},
-                       choices={"backend": simulator_names(), "obs_mode": list(OBS_MODES)})
+                       choices={"backend": backend_names(), "obs_mode": list(OBS_MODES)})
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="run episodes on Ray: a local instance, or the cluster at ADDRESS")
     p.add_argument("--obs-size", default=None, metavar="WxH", help="resize image observations, e.g. 320x240")

@@ -39,6 +39,7 @@ class MujocoScene(LoadedScene):
         self.data = mujoco.MjData(self.model)
         mujoco.mj_forward(self.model, self.data)
         self._renderers: dict = {}
+        self._mask_tables: dict = {}
         self._fast = False
         caps = {"physics", "mass", "project", "preview"}
         if os.environ.get("MUJOCO_GL", "egl") in ("egl", "osmesa", "glfw"):
@@ -317,7 +318,7 @@ class MujocoScene(LoadedScene):
         elif depth:
             r.enable_depth_rendering()
         r.update_scene(self.data, camera=camera)
-        return r.render().copy()
+        return r.render()  # a new array per call (the Renderer allocates it): no copy needed
 
     def depth(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
         self.require("depth")
@@ -325,13 +326,25 @@ class MujocoScene(LoadedScene):
         d[d >= 0.999 * self.model.stat.extent * self.model.vis.map.zfar] = 0.0  # background: no hit
         return d
 
+    def _geom_table(self, oids, robot: bool) -> np.ndarray:
+        """``(ngeom + 1,) bool``: True at the geoms of ``oids`` (+ robot); the last entry (id -1, background) False.
+        Made once per entity set: a table lookup per pixel instead of a set test."""
+        key = (tuple(oids), bool(robot))
+        table = self._mask_tables.get(key)
+        if table is None:
+            bodies = [self._body(o) for o in oids]
+            if robot and self._robot is not None:
+                bodies += [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
+            table = np.zeros(self.model.ngeom + 1, bool)
+            table[np.flatnonzero(np.isin(self.model.geom_bodyid, bodies))] = True
+            self._mask_tables[key] = table
+        return table
+
     def foreground_mask(self, camera: str, oids, robot: bool = True, size: tuple[int, int] | None = None) -> np.ndarray:
         seg = self.render(camera, segmentation=True, size=size)
-        bodies = [self._body(o) for o in oids]
-        if robot and self._robot is not None:
-            bodies += [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
-        geoms = np.flatnonzero(np.isin(self.model.geom_bodyid, bodies))
-        return np.isin(seg[..., 0], geoms) & (seg[..., 1] == int(self._mj.mjtObj.mjOBJ_GEOM))
+        mask = self._geom_table(oids, robot)[seg[..., 0]]
+        mask &= seg[..., 1] == int(self._mj.mjtObj.mjOBJ_GEOM)
+        return mask
 
     def object_mask(self, camera: str, oid: str) -> np.ndarray:
         seg = self.render(camera, segmentation=True)

@@ -280,6 +280,8 @@ class SapienScene(LoadedScene):
         self._tint0: dict[str, list] = {}
         self._scaled_cameras: dict = {}
         self._mounted: dict = {}  # robot-mounted camera -> (link, pose in the link)
+        self._mask_tables: dict = {}
+        self._color_buffers: dict = {}
         self._lights0 = self._light_state() if why_no_render is None else None
 
     # -- robot ----------------------------------------------------------------------
@@ -521,8 +523,7 @@ class SapienScene(LoadedScene):
         return cam.get_picture(name)
 
     def render(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
-        rgba = self._picture(camera, "Color", size)
-        return (np.clip(np.asarray(rgba)[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        return self._color_to_uint8(self._picture(camera, "Color", size))
 
     def segmentation(self, camera: str, size: tuple[int, int] | None = None) -> tuple[np.ndarray, dict[str, int]]:
         """Per-pixel entity ids ``(h, w) int`` (0 = background) and {object id: entity id}."""
@@ -545,24 +546,43 @@ class SapienScene(LoadedScene):
         cam = self.camera(camera, size)
         self.scene.update_render()
         cam.take_picture()  # one picture, every layer
-        rgb = (np.clip(np.asarray(cam.get_picture("Color"))[..., :3], 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-        seg = np.asarray(cam.get_picture("Segmentation")[..., 1], np.int64)
-        want = [int(self.entity(o).per_scene_id) for o in oids]
-        if robot and "robot" in self.capabilities:
-            want += [int(l.entity.per_scene_id) for l in self._links.values()]
+        rgb = self._color_to_uint8(cam.get_picture("Color"))
+        mask = np.take(self._entity_table(oids, robot), cam.get_picture("Segmentation")[..., 1], mode="clip")
         d = None
         if depth:
             pos = np.asarray(cam.get_picture("Position"))
             d = (-pos[..., 2]).astype(np.float32)
             d[pos[..., 3] >= 1.0] = 0.0
-        return rgb, np.isin(seg, want), d
+        return rgb, mask, d
+
+    def _entity_table(self, oids, robot: bool) -> np.ndarray:
+        """``(max id + 2,) bool``: True at the per-scene ids of ``oids`` (+ robot links); ids beyond the table clip to
+        its last entry, False. Made once per entity set: a table lookup per pixel instead of a set test."""
+        key = (tuple(oids), bool(robot))
+        table = self._mask_tables.get(key)
+        if table is None:
+            want = [int(self.entity(o).per_scene_id) for o in oids]
+            if robot and "robot" in self.capabilities:
+                want += [int(l.entity.per_scene_id) for l in self._links.values()]
+            table = np.zeros(max(want, default=0) + 2, bool)
+            table[want] = True
+            self._mask_tables[key] = table
+        return table
+
+    def _color_to_uint8(self, rgba) -> np.ndarray:
+        """SAPIEN's float RGBA picture -> ``(h, w, 3) uint8`` (rounded, clipped), through one reused float buffer."""
+        c = np.asarray(rgba)[..., :3]
+        buf = self._color_buffers.get(c.shape)
+        if buf is None:
+            buf = self._color_buffers[c.shape] = np.empty(c.shape, np.float32)
+        np.multiply(c, 255.0, out=buf)
+        np.add(buf, 0.5, out=buf)
+        np.clip(buf, 0.0, 255.0, out=buf)
+        return buf.astype(np.uint8)
 
     def foreground_mask(self, camera: str, oids, robot: bool = True, size: tuple[int, int] | None = None) -> np.ndarray:
-        seg, ids = self.segmentation(camera, size)
-        want = [ids[o] for o in oids if self.entity(o) is not None]
-        if robot and "robot" in self.capabilities:
-            want += [int(l.entity.per_scene_id) for l in self._links.values()]
-        return np.isin(seg, want)
+        seg = self._picture(camera, "Segmentation", size)[..., 1]
+        return np.take(self._entity_table(oids, robot), seg, mode="clip")
 
     def object_mask(self, camera: str, oid: str) -> np.ndarray:
         """``(h, w) bool`` pixels where object ``oid`` is visible."""

@@ -35,10 +35,10 @@ from real2sim.core.errors import (
     UnsupportedCapability,
     require,
 )
-from real2sim.core.geometry import make_pose, matrix_to_quat_wxyz
+from real2sim.core.geometry import make_pose, rotations_to_quats_wxyz
 from real2sim.core.manifest import FieldReader, TaskSpec
 from real2sim.core.meshes import load_mesh
-from real2sim.engines import engine_for, get_engine, get_exporter, simulator_names
+from real2sim.engines import HybridScene, backend_names, engine_for, get_engine, get_exporter
 from real2sim.evaluation.envs import tasks as T
 from real2sim.evaluation.envs.observation import (  # noqa: F401  (SHADINGS, resolve_shading: the env's names too)
     SHADINGS,
@@ -66,7 +66,9 @@ def _gym():
 
 
 def _pose7(T: np.ndarray) -> np.ndarray:
-    return np.concatenate([T[:3, 3], matrix_to_quat_wxyz(T[:3, :3])]).astype(np.float32)
+    """``(..., 4, 4)`` poses -> ``(..., 7)`` float32 position + wxyz quaternion."""
+    T = np.asarray(T, float)
+    return np.concatenate([T[..., :3, 3], rotations_to_quats_wxyz(T[..., :3, :3])], -1).astype(np.float32)
 
 
 def default_backend() -> str:
@@ -79,7 +81,25 @@ def load_backend(bundle: Bundle, backend: str):
 
     spec = get_engine(backend)
     if "physics" not in spec.capabilities:
-        raise UnsupportedCapability(f"engine '{backend}' does not simulate; backends: {', '.join(simulator_names())}")
+        raise UnsupportedCapability(f"engine '{backend}' does not simulate; backends: {', '.join(backend_names())}")
+    if spec.parts:  # a hybrid: physics from one engine's export, pictures from another's, posed from the physics
+        physics = _load_export(bundle, get_engine(spec.parts[0]))
+        try:
+            images = _load_export(bundle, get_engine(spec.parts[1]))
+        except BaseException:
+            physics.close()
+            raise
+        fixed = [o for o, obj in bundle.manifest.objects.items() if obj.fixed]
+        try:
+            return HybridScene(physics, images, name=spec.simulator, fixed_ids=fixed)
+        except BaseException:
+            physics.close()
+            images.close()
+            raise
+    return _load_export(bundle, spec)
+
+
+def _load_export(bundle: Bundle, spec):
     exp = get_exporter(spec.name)
     d = exp.out_dir(bundle)
     if not d.is_dir():
@@ -143,10 +163,9 @@ class Real2SimEnv(_env_base()):
         self.task_id, self.task = resolve_task(m, task)
         self.movable = observed_objects(self.scene, m)
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
-        T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success")
         self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
-        T.validate_init(self.task.init, self.movable, self.controller.robot.dof, f"tasks.{self.task_id}.init")
-        self.max_steps = max(1, int(round(self.task.time_limit_s * self.controller.control_hz)))
+        self.variants: dict = {}
+        self._bind_task(task)
         self.terminate_on_success = terminate_on_success
         self.privileged = privileged
         self._base_poses = {o: make_pose(m.objects[o].pose.position, m.objects[o].pose.quaternion_wxyz) for o in m.objects}
@@ -184,6 +203,7 @@ class Real2SimEnv(_env_base()):
         self.native_size = (cam.width, cam.height) if cam else None
         self.obs_size = tuple(int(x) for x in obs_size) if obs_size else self.native_size
         self.variants = self._check_variants(dict(variants or {}))
+        self._variants_given = dict(variants or {})
 
         # -- spaces --------------------------------------------------------------------------------
         spaces = gym.spaces
@@ -220,6 +240,28 @@ class Real2SimEnv(_env_base()):
         self._last_frame = None
 
     # -- setup helpers ----------------------------------------------------------------------------
+    def _bind_task(self, task) -> None:
+        m = self.bundle.manifest
+        task_id, spec = resolve_task(m, task)
+        T.validate_predicate(spec.success, list(m.objects), f"tasks.{task_id}.success")
+        T.validate_init(spec.init, self.movable, self.controller.robot.dof, f"tasks.{task_id}.init")
+        self.task_id, self.task = task_id, spec
+        self.max_steps = max(1, int(round(spec.time_limit_s * self.controller.control_hz)))
+
+    def set_task(self, task) -> None:
+        """Switch to another task of the same bundle without reloading the scene, engines or renderer (a task id,
+        a TaskSpec or a dict, as ``task=`` of the constructor); the next :meth:`reset` starts an episode of it."""
+        if isinstance(task, str) and task == self.task_id:
+            return
+        previous = (self.task_id, self.task, self.max_steps)
+        try:
+            self._bind_task(task)
+            if self._variants_given.get("distractors") is not None:  # distractors must stay off the task's objects
+                self.variants["distractors"] = self._check_distractors(self._variants_given["distractors"])
+        except Exception:
+            self.task_id, self.task, self.max_steps = previous
+            raise
+
     def _object_bounds(self) -> dict:
 
         out = {}
@@ -501,7 +543,6 @@ class Real2SimEnv(_env_base()):
         return img, d
 
     def _obs(self) -> dict:
-        base_inv = np.linalg.inv(self.scene.robot_base_pose())
         obs = {"qpos": self.scene.robot_qpos().astype(np.float32),
                "ee_pose": _pose7(self.controller.ee_pose_base())}
         self._last_frame = None
@@ -513,8 +554,9 @@ class Real2SimEnv(_env_base()):
             if self.depth:
                 obs["depth"] = d[..., None].astype(np.float32)
         if self.privileged:
-            objs = [_pose7(base_inv @ self.scene.object_pose(o)) for o in self.movable]
-            obs["objects"] = np.asarray(objs, np.float32).reshape(len(self.movable), 7)
+            base_inv = np.linalg.inv(self.scene.robot_base_pose())
+            poses = np.asarray([self.scene.object_pose(o) for o in self.movable], float).reshape(-1, 4, 4)
+            obs["objects"] = _pose7(base_inv @ poses).reshape(len(self.movable), 7)
         return obs
 
 

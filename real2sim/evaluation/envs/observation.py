@@ -52,5 +52,10 @@ def composite(scene, camera: str, objects, background: np.ndarray, size: tuple[i
               depth: bool = False):
     """``(image (h, w, 3) uint8, mask (h, w) bool, depth (h, w) float32 or None)``: the robot and ``objects``
     rendered from ``camera`` over ``background`` (the plate at the image size), ``mask`` where they are."""
+    import cv2
+
     rgb, mask, d = scene.render_layers(camera, list(objects), robot=True, depth=depth, size=size)
-    return np.where(mask[..., None], rgb, background), mask, d
+    # composite in place over the render when it is a fresh array of ours; cv2's masked copy is ~100x np.where's speed
+    img = rgb if rgb.flags.writeable and rgb.flags.c_contiguous and rgb.base is None else rgb.copy()
+    cv2.copyTo(np.ascontiguousarray(background), np.logical_not(mask).view(np.uint8), img)
+    return img, mask, d

@@ -1,11 +1,13 @@
-"""Episode runner: many seeded episodes of one policy on one task, locally (process pool) or on Ray.
+"""Episode runner: many seeded episodes of one policy on one task, in this process or on a pool of warm workers
+(local processes or Ray actors: :mod:`real2sim.evaluation.envs.workers`).
 
 Results go to ``OUT/episodes.jsonl``, one JSON object per finished episode, appended as episodes
-finish (``policy, task, backend, seed, success, steps, seconds, init``); a rerun with the same
+finish (``policy, task, backend, seed, success, steps, seconds, cpu_seconds, init``); a rerun with the same
 ``OUT`` skips (policy, task, backend, seed) already there, so an interrupted run resumes.
 ``OUT/sim.csv`` (columns policy, task, successes, trials; every policy and task of this backend in
 the JSONL) feeds ``real2sim metrics --sim``. Episodes that fail because the policy server is
-unreachable are not written (they are not policy failures); the run stops with the error.
+unreachable are not written (they are not policy failures); the run stops with the error. Episodes whose pool
+worker died or hung twice go to ``OUT/errors.jsonl`` instead (not policy failures either) and the run goes on.
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import json
 import logging
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -23,16 +24,16 @@ from typing import Callable
 import numpy as np
 
 from real2sim.core.bundle import Bundle, atomic_write_bytes
-from real2sim.core.errors import Real2SimError, require
+from real2sim.core.errors import Real2SimError
 from real2sim.engines import get_engine
 from real2sim.evaluation.envs.env import Real2SimEnv, default_backend, resolve_shading, resolve_task
 from real2sim.evaluation.policies.base import make_policy
 
 log = logging.getLogger(__name__)
 RESULTS = "episodes.jsonl"
+ERRORS = "errors.jsonl"
 SIM_CSV = "sim.csv"
 
-_CACHE: dict = {}  # per process: env config key -> env (engines and renderers are slow to create)
 
 
 @dataclass
@@ -55,6 +56,9 @@ class EvalOptions:
     """Write one mp4 per episode under OUT/videos."""
     episode_timeout_s: float = 600.0
     """Wall-clock limit of one episode; one still running then ends as a failure (recorded with timed_out)."""
+    hang_grace_s: float = 30.0
+    """A pool worker silent for episode_timeout_s + this (a hung engine or policy call) is killed; its episode is
+    retried once on a fresh worker, then reported in OUT/errors.jsonl."""
 
 
 @dataclass
@@ -83,42 +87,110 @@ class EvalSummary:
     ran: int
     skipped: int
     seconds: float
+    """Wall time of the episodes, after start-up."""
     results_path: Path
     csv_path: Path
+    startup_s: float = 0.0
+    """Wall time the workers took to load the env and render once (0 when they had it loaded already)."""
+    lost: list = field(default_factory=list)
+    """(seed, reason) of episodes whose worker died or hung twice (in OUT/errors.jsonl; a rerun tries them again)."""
+
+    @property
+    def episodes_per_s(self) -> float:
+        """Steady-state throughput: episodes run per second after start-up."""
+        return self.ran / self.seconds if self.seconds > 0 else float("nan")
 
     @property
     def rate(self) -> float:
         return self.successes / self.trials if self.trials else float("nan")
 
 
-def _env_for(cfg: EvalConfig, privileged: bool):
+class EnvCache:
+    """The loaded envs of one process, kept across episodes *and tasks* of the same bundle (reset, not rebuild).
 
-    key = (cfg.bundle_dir, cfg.task, cfg.backend, cfg.obs_mode, tuple(cfg.obs_size or ()), privileged,
-           json.dumps(cfg.env_kwargs, sort_keys=True))
-    env = _CACHE.get(key)
-    if env is None:
-        kw = dict(cfg.env_kwargs)
-        if cfg.obs_mode == "state" and not cfg.videos:
-            kw.setdefault("render_mode", None)  # no camera work at all
-        env = Real2SimEnv(cfg.bundle_dir, task=cfg.task, backend=cfg.backend, obs_mode=cfg.obs_mode,
-                          obs_size=cfg.obs_size, privileged=privileged, **kw)
-        _CACHE[key] = env
-    return env
+    Keyed by everything that shapes an env except the task and the policy (bundle, backend, observation mode and size,
+    env options); a job for another task of the same bundle switches the cached env with ``Real2SimEnv.set_task``.
+    The envs are built ``privileged`` (object poses in the observation: a few microseconds a step) so that privileged
+    and plain policies share one scene; :func:`run_episode` hides the poses from a policy that is not privileged.
+    Policies are kept by spec too (an in-process model loads once per worker, not once per episode)."""
+
+    def __init__(self):
+        self._envs: dict = {}
+        self._policies: dict = {}
+
+    @staticmethod
+    def key(cfg: "EvalConfig") -> tuple:
+        return (cfg.bundle_dir, cfg.backend, cfg.obs_mode, tuple(cfg.obs_size or ()), bool(cfg.videos),
+                json.dumps(cfg.env_kwargs, sort_keys=True))
+
+    def policy(self, spec: str):
+        pol = self._policies.get(spec)
+        if pol is None:
+            pol = self._policies[spec] = make_policy(spec)
+        return pol
+
+    def env(self, cfg: "EvalConfig") -> tuple[Real2SimEnv, bool]:
+        """(the env for ``cfg``, switched to ``cfg.task``; whether it was built now)."""
+        key = self.key(cfg)
+        env = self._envs.get(key)
+        built = env is None
+        if built:
+            kw = dict(cfg.env_kwargs)
+            if cfg.obs_mode == "state" and not cfg.videos:
+                kw.setdefault("render_mode", None)  # no camera work at all
+            env = Real2SimEnv(cfg.bundle_dir, task=cfg.task, backend=cfg.backend, obs_mode=cfg.obs_mode,
+                              obs_size=cfg.obs_size, privileged=True, **kw)
+            self._envs[key] = env
+        else:
+            env.set_task(cfg.task)
+        return env, built
+
+    def warm(self, cfg: "EvalConfig") -> dict:
+        """Load the env (and policy) ``cfg`` needs and render once (a renderer's first picture costs the most):
+        the start-up a worker pays before its first episode. Returns {"pid", "seconds", "built"}."""
+        t0 = time.perf_counter()
+        self.policy(cfg.policy)
+        env, built = self.env(cfg)
+        if built:
+            env.reset(seed=0)
+            if cfg.videos:
+                env.render()
+        return {"pid": os.getpid(), "seconds": time.perf_counter() - t0, "built": built}
+
+    def close(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()
+        self._policies.clear()
+
+
+_CACHE = EnvCache()  # this process's envs (the in-process runner; each pool worker has its own)
 
 
 def clear_cache() -> None:
     """Close the envs this process keeps for reuse."""
-    for env in _CACHE.values():
-        env.close()
-    _CACHE.clear()
+    _CACHE.close()
 
 
-def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
-    """One episode; returns its result record (the policy is built from ``cfg.policy`` unless given)."""
+def run_episode(cfg: EvalConfig, seed: int, policy=None, cache: EnvCache | None = None) -> dict:
+    """One episode; returns its result record (the policy is built from ``cfg.policy`` unless given; the env comes
+    from ``cache``, this process's :class:`EnvCache` by default)."""
 
-    pol = policy if policy is not None else make_policy(cfg.policy)
-    env = _env_for(cfg, bool(getattr(pol, "privileged", False)))
-    t0 = time.perf_counter()
+    cache = cache if cache is not None else _CACHE
+    pol = policy if policy is not None else cache.policy(cfg.policy)
+    env, _ = cache.env(cfg)
+    return _episode(cfg, seed, pol, env)
+
+
+def _seen_by(pol, obs: dict) -> dict:
+    """The observation as the policy may see it: object poses only for a privileged policy."""
+    if "objects" in obs and not getattr(pol, "privileged", False):
+        obs = {k: v for k, v in obs.items() if k != "objects"}
+    return obs
+
+
+def _episode(cfg: EvalConfig, seed: int, pol, env) -> dict:
+    t0, cpu0 = time.perf_counter(), time.process_time()
     obs, info = env.reset(seed=int(seed))
     pol.reset(info["instruction"], info, int(seed))
     frames = [env.render()] if cfg.videos else None
@@ -129,7 +201,7 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
     # Bounded by steps (every act() yields >= 1 step, and env truncates at max_steps; the runner stops there too)
     # and by wall time (checked after each action), whatever the policy returns.
     while not done:
-        chunk = _chunk(pol.act(obs), cfg.policy)
+        chunk = _chunk(pol.act(_seen_by(pol, obs)), cfg.policy)
         for a in chunk:
             obs, _, term, trunc, info = env.step(a)
             steps += 1
@@ -148,7 +220,8 @@ def run_episode(cfg: EvalConfig, seed: int, policy=None) -> dict:
             done = timed_out = True
     success = bool(info["success"]) and not timed_out
     rec = {"policy": cfg.policy, "task": env.task_id, "backend": cfg.backend, "seed": int(seed), "success": success,
-           "steps": steps, "seconds": round(time.perf_counter() - t0, 4), "init": init, "obs_mode": env.obs_mode,
+           "steps": steps, "seconds": round(time.perf_counter() - t0, 4),
+           "cpu_seconds": round(time.process_time() - cpu0, 4), "init": init, "obs_mode": env.obs_mode,
            "worker_pid": os.getpid()}
     if timed_out:
         rec["timed_out"] = True
@@ -281,21 +354,19 @@ def _check_policy(spec: str) -> str:
     return getattr(pol, "name", spec)
 
 
-def _worker_init() -> None:
-    logging.basicConfig(level=logging.WARNING)
-
-
 def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOptions.episodes,
              workers: int = EvalOptions.workers, backend: str | None = EvalOptions.backend, ray=None,
              videos: bool = EvalOptions.videos, out_dir=EvalOptions.out_dir, seed: int = EvalOptions.seed,
              obs_mode: str = EvalOptions.obs_mode, obs_size=None, progress: Callable[[int, int, dict], None] | None = None,
              env_kwargs: dict | None = None, episode_timeout_s: float = EvalOptions.episode_timeout_s,
-             record=None) -> EvalSummary:
+             hang_grace_s: float = EvalOptions.hang_grace_s, pool=None, record=None) -> EvalSummary:
     """Run ``episodes`` seeded episodes (seeds ``seed .. seed + episodes - 1``), resuming from ``out_dir``.
 
-    ``workers`` > 1 uses a local process pool (spawned processes, one env each, reused across
-    episodes); ``ray`` (True / "local" for a local Ray instance, or a cluster address) runs the
-    episodes as Ray tasks instead. ``progress(done, total, record)`` is called as episodes finish.
+    ``pool`` (a :mod:`~real2sim.evaluation.envs.workers` pool the caller keeps across calls, so its workers stay
+    warm across policies and tasks) runs them on its workers; without one, ``workers`` > 1 or ``ray`` (True /
+    "local" for a local Ray instance, or a cluster address) start a pool for this call, and ``workers`` = 1 runs
+    in this process (envs kept in this process's cache). ``progress(done, total, record)`` is called as episodes
+    finish. The summary reports start-up (loading the scene, first render) apart from the episodes' time.
     ``record``: an open dataset (:func:`real2sim.evaluation.record.open_dataset`) that each finished episode is
     added to before its result is written (its result then names it: ``recorded_episode``).
     """
@@ -304,12 +375,16 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
         raise Real2SimError(f"episodes must be >= 1, got {episodes}")
     if not episode_timeout_s > 0:
         raise Real2SimError(f"episode_timeout_s must be > 0, got {episode_timeout_s}")
+    if not hang_grace_s > 0:
+        raise Real2SimError(f"hang_grace_s must be > 0, got {hang_grace_s}")
+    if workers < 1:
+        raise Real2SimError(f"workers must be >= 1, got {workers}")
     backend = get_engine(backend).simulator if backend else default_backend()
     bundle_dir = str(Path(bundle_dir).resolve())
     manifest = Bundle.load(Path(bundle_dir)).manifest
     task_id, _ = resolve_task(manifest, task)
     _check_policy(policy)
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()  # absolute: workers (Ray actors on other nodes too) write videos there
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS
     _repair(results_path)
@@ -328,9 +403,9 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
     skipped = episodes - len(seeds)
     if skipped:
         log.info("resuming: %d of %d episodes already in %s", skipped, episodes, results_path)
-    t0 = time.perf_counter()
     finished = 0
     record_to = record
+    lost: list = []
 
     def record(rec: dict) -> None:
         nonlocal finished
@@ -341,57 +416,42 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
         if progress:
             progress(skipped + finished, episodes, rec)
 
+    def on_lost(s: int, reason: str) -> None:
+        log.error("episode %d of %s on %s: %s; reported in %s, the run goes on", s, policy, task_id, reason,
+                  out / ERRORS)
+        _append(out / ERRORS, {"policy": policy, "task": task_id, "backend": backend, "seed": int(s), "error": reason})
+        lost.append((int(s), reason))
+
+    startup = 0.0
+    t0 = time.perf_counter()
     try:
-        if seeds and ray is not None and ray is not False:
-            _run_ray(cfg, seeds, workers, ray, record)
-        elif seeds and workers > 1:
-            _run_pool(cfg, seeds, workers, record)
-        else:
-            for s in seeds:
-                record(run_episode(cfg, s))
+        if seeds:
+            own = pool is None and ((ray is not None and ray is not False) or workers > 1)
+            if own:
+                from real2sim.evaluation.envs.workers import make_pool
+
+                t_pool = time.perf_counter()
+                pool = make_pool(min(workers, len(seeds)), ray)
+                startup += time.perf_counter() - t_pool
+            try:
+                if pool is not None:
+                    startup += pool.prepare(cfg)
+                    t0 = time.perf_counter()
+                    pool.run(cfg, seeds, record, on_lost, hang_grace_s=hang_grace_s)
+                else:
+                    startup = _CACHE.warm(cfg)["seconds"]
+                    t0 = time.perf_counter()
+                    for s in seeds:
+                        record(run_episode(cfg, s))
+            finally:
+                if own:
+                    pool.close()
     finally:
         write_sim_csv(results_path, out / SIM_CSV, backend)
+    seconds = time.perf_counter() - t0
     recs = [r for r in read_results(results_path) if same_run(r) and seed <= r["seed"] < seed + episodes]
     return EvalSummary(policy, task_id, backend, sum(bool(r["success"]) for r in recs), len(recs), finished, skipped,
-                       time.perf_counter() - t0, results_path, out / SIM_CSV)
-
-
-def _run_pool(cfg: EvalConfig, seeds, workers: int, record) -> None:
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")  # engines and GL/Vulkan contexts do not survive fork
-    with ProcessPoolExecutor(max_workers=min(workers, len(seeds)), mp_context=ctx, initializer=_worker_init) as ex:
-        pending = {ex.submit(run_episode, cfg, s) for s in seeds}
-        try:
-            while pending:
-                fin, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in fin:
-                    record(f.result())
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
-
-
-def _run_ray(cfg: EvalConfig, seeds, workers: int, address, record) -> None:
-
-    ray = require("ray", "ray")
-    if not ray.is_initialized():
-        if address in (True, "local", "", None):
-            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
-    remote = ray.remote(num_cpus=1)(run_episode)
-    pending = [remote.remote(cfg, s) for s in seeds]
-    try:
-        while pending:
-            fin, pending = ray.wait(pending, num_returns=1)
-            for ref in fin:
-                record(ray.get(ref))
-    except BaseException:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        raise
+                       seconds, results_path, out / SIM_CSV, startup, lost)
 
 
 __all__ = ["EvalConfig", "EvalSummary", "clear_cache", "evaluate", "read_results", "run_episode", "write_sim_csv"]

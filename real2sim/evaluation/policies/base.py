@@ -10,7 +10,8 @@ object poses sets ``privileged = True`` and the runner builds the env with ``pri
 
 Policy specs (``make_policy``): ``NAME[:key=value,key=value]`` for the registered policies
 (``scripted``, ``random``, ``replay``; e.g. ``scripted:noise=0.03``, ``replay:path=actions.npy``),
-or an ``http(s)://`` URL of a :class:`~real2sim.evaluation.policies.remote.PolicyServer`.
+``package.module.Class[:key=value,...]`` for a policy class of your own (built with those keyword arguments in each
+worker), or an ``http(s)://`` URL of a :class:`~real2sim.evaluation.policies.remote.PolicyServer`.
 """
 from __future__ import annotations
 
@@ -176,16 +177,37 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     return name.strip(), kwargs
 
 
+def _imported_policy(path: str, spec: str):
+    """The class or factory ``package.module.Name`` (a user's own in-process policy, e.g. a model that loads once per
+    worker); it must be importable in every worker (installed, or on PYTHONPATH)."""
+    import importlib
+
+    module, _, attr = path.rpartition(".")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise PolicySpecError(f"policy spec '{spec}': cannot import '{path}' ({exc}). Fix: install the package that "
+                              "defines it or add its folder to PYTHONPATH (on Ray: runtime_env's PYTHONPATH or "
+                              "py_modules)") from exc
+    if not callable(factory):
+        raise PolicySpecError(f"policy spec '{spec}': '{path}' is not a class or function")
+    return factory
+
+
 def make_policy(spec: str, remote_timeout_s: float = 10.0, remote_retries: int = 3):
     """A policy from a spec (see the module docstring); unknown names suggest close ones."""
     if spec.startswith(("http://", "https://")):
         return RemotePolicyAdapter(spec, remote_timeout_s, remote_retries)
     name, kwargs = parse_spec(spec)
     reg = _registry()
-    if name not in reg:
-        raise UnknownNameError("policy", name, list(reg) + ["http://HOST:PORT"])
+    if name not in reg and "." in name:
+        factory = _imported_policy(name, spec)
+    elif name not in reg:
+        raise UnknownNameError("policy", name, list(reg) + ["http://HOST:PORT", "package.module.Class"])
+    else:
+        factory = reg[name]
     try:
-        pol = reg[name](**kwargs)
+        pol = factory(**kwargs)
     except (TypeError, ValueError) as exc:  # unknown keys, values of the wrong kind ('noise=abc')
         raise PolicySpecError(f"policy spec '{spec}': {exc}") from exc
     pol.name = spec
