@@ -33,6 +33,45 @@ def _rot_y(a):
     return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
 
 
+def _nearest_axis_aligned(R: np.ndarray) -> np.ndarray:
+    """The rotation whose columns are signed base axes (one of 24) nearest to ``R``, with an axis straight down."""
+    import itertools
+
+    best, score = None, -np.inf
+    for perm in itertools.permutations(range(3)):
+        for signs in itertools.product((1.0, -1.0), repeat=3):
+            P = np.zeros((3, 3))
+            for col, (row, sg) in enumerate(zip(perm, signs)):
+                P[row, col] = sg
+            if np.linalg.det(P) < 0 or not np.any(P[2] < 0):
+                continue
+            s = float(np.trace(P.T @ R))
+            if s > score:
+                best, score = P, s
+    return best
+
+
+STALL_FRACTION = 0.75
+"""Closing fingers that move less than this fraction of their longest (free) step are taken as holding something."""
+TILT_KEEP_DEG = 10.0
+"""A hand that starts more than this tilted from straight down keeps its tilt (see :func:`_top_down`)."""
+
+
+def _top_down(R: np.ndarray) -> np.ndarray:
+    """The hand orientation the oracle grasps with, from the hand's orientation ``R`` at the start of the episode.
+
+    A hand that starts nearly vertical (the WidowX and the Panda at their rest poses: 3 and 6 degrees off) grasps
+    straight down, axis-aligned (:func:`_nearest_axis_aligned`). A hand that starts tilted keeps its tilt (the grasp
+    only turns it about its approach axis, or with ``turn="vertical"`` about the vertical): the Google Robot rests 19
+    degrees off vertical, and straight down its wrist is at its 1.79 rad limit everywhere above ~8 cm over the table,
+    where IK then fails and the hand cannot descend.
+    """
+    P = _nearest_axis_aligned(R)
+    down = P[2].argmin()  # the hand axis that points down
+    tilt = np.degrees(np.arccos(np.clip(-R[2, down], -1.0, 1.0)))
+    return P if tilt <= TILT_KEEP_DEG else R.copy()
+
+
 def _first(pred: dict, types) -> dict | None:
     if pred.get("type") in types:
         return pred
@@ -49,12 +88,25 @@ class ScriptedPolicy:
     privileged = True
 
     def __init__(self, noise: float = 0.0, strategy: str = "auto", max_step: float = 0.04, lift: float = 0.10,
-                 gain: float = 1.0):
+                 gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
+                 clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
+                 push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach"):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
         self.noise, self.strategy = float(noise), strategy
         self.max_step, self.lift, self.gain = float(max_step), float(lift), float(gain)
+        self.grasp_depth = None if grasp_depth is None else float(grasp_depth)
+        self.close_step = None if close_step is None else float(close_step)
+        self.clearance = float(clearance)
+        self.max_rot = float(max_rot)
+        self.lean = float(lean)
+        self.push_turn = bool(push_turn)
+        self.push_gap = None if push_gap is None else float(push_gap)
+        self.settle_steps = int(settle_steps)
+        if turn not in ("approach", "vertical"):
+            raise Real2SimError(f"scripted: turn must be 'approach' or 'vertical', got {turn!r}")
+        self.turn = turn
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -82,35 +134,71 @@ class ScriptedPolicy:
         self.plan = []
         self.phase = 0
         self.hold = 0
+        self.grip_cmd, self.stalled, self.prev_fingers, self.free_travel = 1.0, False, None, None
+        self.prev_ee, self.still = None, 0
 
     def act(self, observation: dict) -> np.ndarray:
         if "objects" not in observation:
             raise Real2SimError("the scripted oracle needs privileged observations (env privileged=True)")
         ee = np.asarray(observation["ee_pose"], float)
         if not self.plan:
+            self.R_top = _top_down(quat_wxyz_to_matrix(ee[3:7]))
+            if self.lean:  # lean the hand forward (its approach axis away from the base, about the base's y axis)
+                self.R_top = _rot_y(-self.lean) @ self.R_top
             self.plan = self._make_plan(np.asarray(observation["objects"], float))
             # the controller applies deltas to its previous *target*: track that target here
             self.cmd_p, self.cmd_R = ee[:3].copy(), quat_wxyz_to_matrix(ee[3:7])
         pos, R, grip, hold = self.plan[self.phase]
-        reached = (np.linalg.norm(pos - self.cmd_p) < 1e-3 and np.linalg.norm(_so3_log(R @ self.cmd_R.T)) < 0.02
-                   and np.linalg.norm(ee[:3] - self.cmd_p) < 0.015)
-        if reached:
+        commanded = np.linalg.norm(pos - self.cmd_p) < 1e-3 and np.linalg.norm(_so3_log(R @ self.cmd_R.T)) < 0.02
+        reached = commanded and np.linalg.norm(ee[:3] - self.cmd_p) < 0.015
+        if self.settle_steps and commanded and not reached:
+            # the hand stopped short (IK at a joint limit holds the closest pose): within 3 cm and still for
+            # settle_steps steps counts as there
+            still = self.prev_ee is not None and np.linalg.norm(ee[:3] - self.prev_ee) < 0.002
+            self.still = self.still + 1 if still else 0
+            reached = self.still >= self.settle_steps and np.linalg.norm(ee[:3] - self.cmd_p) < 0.03
+        self.prev_ee = ee[:3].copy()
+        ramping = self._gripper(grip, observation)
+        if reached and not ramping:
             self.hold += 1
             if self.hold > hold and self.phase < len(self.plan) - 1:
                 self.phase += 1
                 self.hold = 0
                 pos, R, grip, hold = self.plan[self.phase]
+                self._gripper(grip, observation)
+        grip = self.grip_cmd if self.close_step is not None else grip
         d = pos - self.cmd_p
         n = np.linalg.norm(d)
         if n > self.max_step:
             d *= self.max_step / n
         r = _so3_log(R @ self.cmd_R.T)
         rn = np.linalg.norm(r)
-        if rn > 0.2:
-            r *= 0.2 / rn
+        if rn > self.max_rot:
+            r *= self.max_rot / rn
         self.cmd_p = self.cmd_p + d
         self.cmd_R = so3_exp(r) @ self.cmd_R
         return np.r_[d, r, grip][None]
+
+    def _gripper(self, grip: float, observation: dict) -> bool:
+        """With ``close_step``: close gently. The gripper command falls by ``close_step`` per step until the
+        fingers (the last two joints) stop following (a step shorter than ``STALL_FRACTION`` of the longest, free
+        one), then one step more (the squeeze) and no further: the drive then presses with its stiffness times one step,
+        not with its force limit (SIMPLER's Google Robot fingers, 200 N m/rad up to 60 N m, eject a 20 g can when
+        driven straight to closed). Opening is immediate. Returns whether the gripper is still closing."""
+        if self.close_step is None:
+            return False
+        f = np.asarray(observation["qpos"], float)[-2:]
+        if grip >= self.grip_cmd:
+            self.grip_cmd, self.stalled, self.free_travel = grip, False, None
+        elif not self.stalled:
+            if self.prev_fingers is not None and self.grip_cmd < 1.0:
+                moved = float(np.abs(f - self.prev_fingers).max())
+                if self.free_travel and moved < STALL_FRACTION * self.free_travel:
+                    self.stalled = True
+                self.free_travel = max(self.free_travel or 0.0, moved)  # the longest step so far: moving freely
+            self.grip_cmd = max(grip, self.grip_cmd - self.close_step)
+        self.prev_fingers = f
+        return grip < self.grip_cmd and not self.stalled
 
     # -- planning ---------------------------------------------------------------------------------
     def _pose(self, objects, oid):
@@ -126,19 +214,52 @@ class ScriptedPolicy:
         ext = np.abs(R) @ ((b[1] - b[0]) / 2)
         return float(ext[2])
 
-    def _grasp_R(self, R_obj) -> np.ndarray:
-        # the object axis closest to horizontal sets the yaw: an object frame need not have
-        # +Z up (alignment may pick any symmetric-equivalent pose of a box)
-        axis = R_obj[:, int(np.argmin(np.abs(R_obj[2, :])))]
-        yaw = np.arctan2(axis[1], axis[0])
-        yaw = (yaw + np.pi / 4) % (np.pi / 2) - np.pi / 4  # box symmetry: the closest face pair
-        return _rot_z(yaw) @ _rot_y(np.pi / 2)  # EE x axis pointing down
+    def _half_xy(self, oid, R) -> float:
+        """The object's horizontal half-size (its box turned by ``R``)."""
+        b = self.bounds.get(oid)
+        if b is None:
+            return 0.03
+        return float(np.max((np.abs(R) @ ((b[1] - b[0]) / 2))[:2]))
+
+    def _grasp_R(self, R_obj, oid=None) -> np.ndarray:
+        """A top-down grasp: the hand's approach axis straight down, its fingers closing across the object.
+
+        The hand's frame differs between robots (the WidowX's approach axis is its x, the Panda's and the Google
+        Robot's their z): the top-down orientation is the axis-aligned one (a signed permutation of the base axes)
+        nearest to the hand's orientation at the start of the episode, or that orientation itself for a hand that
+        starts tilted (:func:`_top_down`), and only its turn is chosen here. The fingers
+        close across the object's narrower horizontal side when one side is clearly (> 20 %) narrower (a lying can
+        is gripped around its body, not end to end); otherwise across a face pair of the box (symmetry pi/2), the
+        one needing the least turn.
+        """
+        R0 = getattr(self, "R_top", _rot_y(np.pi / 2))
+        closing = np.arctan2(R0[1, 1], R0[0, 1])  # direction the fingers close along (the hand's y axis)
+        horiz = np.argsort(np.abs(R_obj[2, :]))[:2]  # the two object axes closest to horizontal
+        ext = None
+        b = self.bounds.get(oid) if oid is not None else None
+        if b is not None:
+            ext = (b[1] - b[0])[horiz]
+        if ext is not None and max(ext) > 1.2 * min(ext):
+            axis = R_obj[:, horiz[int(np.argmax(ext))]]  # the long side: close across it
+            yaw = np.arctan2(axis[1], axis[0]) + np.pi / 2 - closing
+            yaw = (yaw + np.pi / 2) % np.pi - np.pi / 2
+        else:
+            axis = R_obj[:, int(np.argmin(np.abs(R_obj[2, :])))]
+            yaw = np.arctan2(axis[1], axis[0]) + np.pi / 2 - closing
+            yaw = (yaw + np.pi / 4) % (np.pi / 2) - np.pi / 4  # box symmetry: the closest face pair
+        if self.turn == "vertical":
+            return _rot_z(yaw) @ R0
+        # about the hand's own approach axis (the wrist's roll): for a vertical hand that is the world's vertical; a
+        # tilted hand keeps the direction it leans in (turned about the vertical it leans sideways, and the Google
+        # Robot's hand then leaves its reach over the lying cans)
+        approach = R0[:, int(np.argmin(R0[2]))]
+        return so3_exp(-approach * yaw) @ R0
 
     def _make_plan(self, objects) -> list:
         """Waypoints: (position in base frame, orientation, gripper opening, steps to hold once reached)."""
         oid = self.pred["object"]
         p, R = self._pose(objects, oid)
-        Rg = self._grasp_R(R)
+        Rg = self._grasp_R(R, oid)
         above = p + [0, 0, 0.08]
         if self.mode == "push":
             goal = (self._pose(objects, self.pred["target"])[0] if "target" in self.pred
@@ -150,9 +271,25 @@ class ScriptedPolicy:
             half = 0.03
             start = np.r_[p[:2] - d * (half + 0.04), p[2]]
             end = np.r_[goal[:2] - d * half, p[2]]
-            Rp = _rot_z(np.arctan2(d[1], d[0]) + np.pi / 2) @ _rot_y(np.pi / 2)
+            if self.push_gap is not None and "target" in self.pred:  # stop with the object push_gap short of the target
+                tgt = self.pred["target"]
+                r_src, r_tgt = self._half_xy(oid, R), self._half_xy(tgt, self._pose(objects, tgt)[1])
+                z = p[2]
+                if self.grasp_depth is not None:  # fingertips low (a hand leaning over rides up a round object)
+                    z = p[2] - 0.6 * self._half_z(oid, R)
+                start = np.r_[p[:2] - d * (r_src + 0.04), z]
+                end = np.r_[goal[:2] - d * (2 * r_src + r_tgt + self.push_gap), z]
+            R0 = getattr(self, "R_top", _rot_y(np.pi / 2))
+            yaw = np.arctan2(d[1], d[0]) + np.pi - np.arctan2(R0[1, 1], R0[0, 1])  # fingers along the push, as before
+            yaw = (yaw + np.pi / 2) % np.pi - np.pi / 2  # the symmetric hand: the smaller turn
+            Rp = _rot_z(yaw) @ R0 if self.push_turn else R0  # or push with the closed hand as it is
             return [(start + [0, 0, 0.08], Rp, 0.0, 0), (start, Rp, 0.0, 0), (end, Rp, 0.0, 1),
                     (end + [0, 0, 0.08], Rp, 0.0, 0)]
+        if self.grasp_depth is not None:  # fingers this long: below the middle, but the hand above the top
+            hz = self._half_z(oid, R)
+            # the approach clears the top (at 3 Hz a soft arm sags a few cm below its path while it moves)
+            above = np.r_[p[:2], p[2] + hz + self.clearance]
+            p = np.r_[p[:2], max(p[2] - 0.4 * hz, p[2] + hz - self.grasp_depth)]
         plan = [(above, Rg, 1.0, 1), (p, Rg, 1.0, 1), (p, Rg, 0.0, 3), (p + [0, 0, self.lift], Rg, 0.0, 2)]
         if self.mode == "place":
             sup = self.pred.get("support", self.pred.get("container"))
