@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.core.articulation import ArticulatedModel
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import (
     ExportError,
@@ -143,7 +144,12 @@ class Real2SimEnv(_env_base()):
         self.task_id, self.task = resolve_task(m, task)
         self.movable = observed_objects(self.scene, m)
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
-        T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success")
+        self._articulated = {oid: ArticulatedModel.load(self.bundle.path(o.articulation.urdf))
+                             for oid, o in m.objects.items() if o.articulation is not None}
+        T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success", self._articulated)
+        self._joint_terms, self._link_terms = T.joint_terms(self.task.success)
+        if self._joint_terms or self._link_terms:
+            self.scene.require("articulation")
         self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
         T.validate_init(self.task.init, self.movable, self.controller.robot.dof, f"tasks.{self.task_id}.init")
         self.max_steps = max(1, int(round(self.task.time_limit_s * self.controller.control_hz)))
@@ -421,10 +427,25 @@ class Real2SimEnv(_env_base()):
 
     def success(self) -> bool:
         """Whether the task's success predicate holds now."""
-        return T.evaluate(self.task.success, self._poses(), self._bounds, self._init_poses)
+        joints = {}
+        for oid, name in self._joint_terms:
+            j = self._articulated[oid].joint(name)
+            joints[(oid, name)] = (self.scene.object_joint_positions(oid)[name], j.lower, j.upper)
+        links = {(oid, link): (self.scene.object_link_pose(oid, link), self._link_bounds(oid, link))
+                 for oid, link in self._link_terms}
+        return T.evaluate(self.task.success, self._poses(), self._bounds, self._init_poses, joints, links)
+
+    def _link_bounds(self, oid: str, link: str) -> np.ndarray:
+        key = (oid, link)
+        cache = self.__dict__.setdefault("_link_bounds_cache", {})
+        if key not in cache:
+            cache[key] = self._articulated[oid].link_bounds(link)
+        return cache[key]
 
     def _info(self, success: bool) -> dict:
-        return {"success": bool(success), "instruction": self.task.instruction, "task_id": self.task_id,
+        extra = {"object_joints": {o: self.scene.object_joint_positions(o) for o in self._articulated
+                                   if o in self.scene.object_ids()}} if self._articulated else {}
+        return {**extra, "success": bool(success), "instruction": self.task.instruction, "task_id": self.task_id,
                 "task": copy.deepcopy({"success": self.task.success, "instruction": self.task.instruction}),
                 "object_ids": list(self.movable), "elapsed_steps": self._steps, "max_steps": self.max_steps}
 
