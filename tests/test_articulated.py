@@ -7,19 +7,20 @@ import json
 
 import numpy as np
 import pytest
-
 from articulated import DRAWER_TRAVEL, write_drawer_urdf
+
 from real2sim.core.articulation import ArticulatedModel, ArticulationError
 from real2sim.core.camera import Camera
+from real2sim.core.errors import ManifestError, UnknownNameError, UnsupportedCapability
 from real2sim.core.geometry import look_at_opencv
 from real2sim.core.manifest import CameraSpec
-from real2sim.core.errors import ManifestError, UnknownNameError, UnsupportedCapability
 
 CABINET_AT = [0.05, -0.32, 0.0]
 
 
 def _bundle_with_drawer(root, q=0.05, **kw):
     from conftest import give_simple_collision
+
     from real2sim.pipeline.articulated import add_articulated_object
     from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
@@ -249,6 +250,7 @@ def test_joint_tasks_and_inside_a_drawer(exported):
 # -- the shared cabinet ------------------------------------------------------------------------------------------------
 def test_mk_station_cabinet_in_every_engine(shared_data, tmp_path):
     from conftest import give_simple_collision
+
     from real2sim.engines import get_exporter
     from real2sim.pipeline import export_bundle
     from real2sim.pipeline.articulated import add_articulated_object

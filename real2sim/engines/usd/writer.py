@@ -48,7 +48,15 @@ from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import mesh_uv
 from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import articulated_setup, content_addressed_copy, require_ready
-from real2sim.engines.usd.scene import ARTICULATED_KEY, ID_KEY, RESERVED, ROBOT_DEFINITION_KEY, ROBOT_KEY, UsdScene, _pxr
+from real2sim.engines.usd.scene import (
+    ARTICULATED_KEY,
+    ID_KEY,
+    RESERVED,
+    ROBOT_DEFINITION_KEY,
+    ROBOT_KEY,
+    UsdScene,
+    _pxr,
+)
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR, write_robot_package
 from real2sim.robots.scene import link_poses, parse_urdf, robot_cameras, robot_setup
 from real2sim.robots.spec import is_file_robot
