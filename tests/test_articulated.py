@@ -272,3 +272,18 @@ def test_mk_station_cabinet_in_every_engine(shared_data, tmp_path):
         T = scene.object_link_pose("cabinet", "top_drawer")
         np.testing.assert_allclose(T[:3, 3], [0.8 + 0.2, -0.6, 0.668], atol=1e-5, err_msg=engine)
         scene.close()
+
+
+def test_alignment_places_a_masked_articulated_object_and_texturing_leaves_it(tmp_path):
+    """A masked cabinet is aligned as one mesh (its links at the stored joints) even though it is fixed; texturing
+    leaves it (its colours come from the URDF); a rigid fixed object (the table) is in neither."""
+    from real2sim.pipeline import _has_masked_aligned_objects
+    from real2sim.texture.stage import _targets
+
+    b = _bundle_with_drawer(tmp_path)
+    b.manifest.capture.masks = {"000000": {"cabinet": "masks/000000/cabinet.png", "table": "masks/000000/table.png",
+                                           "cube": "masks/000000/cube.png"}}
+    assert _targets(b, None, articulated=True) == ["cube", "cabinet"]
+    assert _targets(b, None) == ["cube"]
+    b.manifest.capture.masks = {"000000": {"cabinet": "masks/000000/cabinet.png"}}
+    assert _has_masked_aligned_objects(b)
