@@ -62,10 +62,11 @@ def drop_test(bundle: Bundle, engines=None, seconds: float = 1.0) -> DropResult:
     return res
 
 
-def joint_pull_test(bundle: Bundle, oid: str, joint: str, force: float, seconds: float, engines=("mjcf", "sapien"),
+def joint_pull_test(bundle: Bundle, oid: str, joint: str, force: float, seconds: float, engines=None,
                     start: float | None = None) -> dict[str, float]:
     """Pull joint ``joint`` of articulated object ``oid`` with a constant generalised ``force`` (N or N m) for
-    ``seconds`` from ``start`` (default: the bundle's position) at rest, in each physics engine; returns
+    ``seconds`` from ``start`` (default: the bundle's position) at rest, in each physics engine (default: every
+    engine that simulates); returns
     ``{engine: joint position}`` (m or rad). A drawer's travel under a known force checks that the engines agree on
     its mass, damping, friction and limits."""
     out = {}
