@@ -111,12 +111,15 @@ def test_cli_add_object_urdf_and_set_joints(tmp_path, recipe_bundle, capsys):
     assert not [f for f in check_bundle(b.root) if f.level == "error" and "cabinet" in f.field]
     capsys.readouterr()
     for argv, needle in ((["set-joints", root, "cabinet", "drawer=0.1"], "drawer"),
+                         (["add-task", root, "t", "--instruction", "x", "--success",
+                           '{"type": "joint_closed", "object": "cabinet", "joint": "drawer"}'], "did you mean 'drawer_joint'"),
                          (["set-joints", root, "cube", "x=0"], "rigid"),
                          (["add-object", root, "c2", "--urdf", str(urdf), "--joints", "drawer_joint"], "NAME=NUMBER"),
                          (["add-object", root, "c3", "--mesh", str(urdf), "--joints", "a=1"], "go with --urdf")):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], err
+    assert "t" not in Bundle.load(recipe_bundle.root).manifest.tasks  # the bundle still loads: nothing was saved
 
 
 def test_tasks_naming_unknown_joints_are_refused_by_the_manifest(tmp_path):

@@ -32,6 +32,7 @@ from real2sim.core.manifest import (
     CameraSpec,
     FieldReader,
     LightSpec,
+    Manifest,
     ObjectSpec,
     PhysicsSpec,
     Pose,
@@ -98,6 +99,7 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
             robot.definition = install_in_bundle(robot_def, bundle.root)
         m.robot = robot
         m.tasks = tasks
+        Manifest.from_dict(m.to_dict(), str(recipe_path))  # tasks naming joints the articulated objects lack
         bundle.save()
     except BaseException:
         # a refused recipe leaves no half-made bundle behind (it would block the corrected recipe: "already exists")

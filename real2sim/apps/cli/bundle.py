@@ -9,7 +9,7 @@ import numpy as np
 from real2sim.apps.cli.console import say
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import BundleError, ManifestError
-from real2sim.core.manifest import FieldReader, TaskSpec
+from real2sim.core.manifest import FieldReader, Manifest, TaskSpec
 from real2sim.pipeline.check import check_bundle
 from real2sim.pipeline.recipe import add_object
 
@@ -124,6 +124,7 @@ def cmd_add_task(args) -> int:
     for oid in _objects_named(success):
         bundle.object(oid)  # unknown object ids suggest close ones
     bundle.manifest.tasks[args.id] = spec
+    Manifest.from_dict(bundle.manifest.to_dict(), "add-task")  # joints of articulated objects: refused before saving
     bundle.save()
     say(f"task '{args.id}' added: {args.instruction!r}; evaluate with: real2sim eval {args.dir} --task {args.id} "
         "--policy scripted")
