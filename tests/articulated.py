@@ -19,10 +19,11 @@ def _box(name, xyz, size, material=None, collision=True, visual=True) -> str:
 
 
 def write_drawer_urdf(folder: Path, joint_type: str = "prismatic", extra: str = "", damping: float = 5.0,
-                      friction: float = 0.0, mesh: str | None = None) -> Path:
+                      friction: float = 0.0, mesh: str | None = None, axis: str = "1 0 0") -> Path:
     """``folder/drawer_box.urdf``: link ``body`` (a 0.3 x 0.3 x 0.2 m open-front box, bottom at z = 0) and link
     ``drawer`` (a tray 0.26 x 0.26 x 0.1 m with a front panel and handle) on joint ``drawer_joint`` along +x,
-    limits [0, 0.15] m, ``<dynamics damping friction>``. ``mesh``: a mesh file name for the handle (visual)."""
+    limits [0, 0.15] m, ``<dynamics damping friction>``. ``mesh``: a mesh file name for the handle (visual);
+    ``joint_type`` / ``axis``: e.g. a revolute joint about "0 0 1" (the tray turns in its box)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     body = (_box("bottom", "0 0 0.005", "0.3 0.3 0.01", "wood") + _box("top", "0 0 0.195", "0.3 0.3 0.01", "wood")
@@ -44,7 +45,7 @@ def write_drawer_urdf(folder: Path, joint_type: str = "prismatic", extra: str = 
 {drawer}  </link>
   <joint name="drawer_joint" type="{joint_type}">
     <parent link="body"/><child link="drawer"/>
-    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="1 0 0"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="{axis}"/>
     {limit}<dynamics damping="{damping}" friction="{friction}"/>
   </joint>
 {extra}</robot>

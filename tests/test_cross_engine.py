@@ -137,12 +137,11 @@ def test_side_by_side_picture(exported):
 # -- articulated objects: a drawer pulled by a known force ---------------------------------------------------------------
 def _drawer_bundle(root, friction: float, urdf=None, **kw):
     from articulated import write_drawer_urdf
-    from conftest import give_simple_collision
 
+    from real2sim.core.bundle import Bundle
     from real2sim.pipeline.articulated import add_articulated_object
-    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
 
-    b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), root / "scene"))
+    b = Bundle.create(root / "scene", name="drawer")  # the drawer alone: no robot to export
     urdf = urdf or write_drawer_urdf(root / "src", damping=5.0, friction=friction)
     add_articulated_object(b, "cabinet", urdf, **kw)
     from real2sim.engines import get_exporter
