@@ -387,6 +387,8 @@ class Real2SimEnv(_env_base()):
         info = self._info(success=False)
         info["object_bounds"] = {o: b.tolist() for o, b in self._bounds.items()}
         info["robot_base_pose"] = self.scene.robot_base_pose().tolist()
+        if self._joint_terms:
+            info["joints"] = self._joint_info()
         info["init"] = {o: [round(float(x), 6) for x in (*P[:3, 3], np.arctan2(P[1, 0], P[0, 0]))]
                         for o, P in placed.items()}
         info["variant"] = {k: np.round(np.asarray(v, float), 4).tolist() for k, v in self._episode_variant.items()
@@ -434,6 +436,26 @@ class Real2SimEnv(_env_base()):
         links = {(oid, link): (self.scene.object_link_pose(oid, link), self._link_bounds(oid, link))
                  for oid, link in self._link_terms}
         return T.evaluate(self.task.success, self._poses(), self._bounds, self._init_poses, joints, links)
+
+    def _joint_info(self) -> list[dict]:
+        """What an oracle needs to move each joint the task names (world frame): the joint's position and limits,
+        the unit direction its child link moves in as the joint opens (prismatic), the centre of that link's face on
+        that side (where to push it closed, or to pull it open from) and the height of the object's top (at the
+        bundle's joint positions) to pass over."""
+        out = []
+        for oid, name in sorted(self._joint_terms):
+            model = self._articulated[oid]
+            j = model.joint(name)
+            Tl = self.scene.object_link_pose(oid, j.child)
+            box = self._link_bounds(oid, j.child)
+            c, ext = (box[0] + box[1]) / 2, (box[1] - box[0]) / 2
+            face = c + j.axis * float(np.abs(j.axis) @ ext)
+            top = T.world_box(self.scene.object_pose(oid), self._bounds[oid])[1][2]
+            out.append({"object": oid, "joint": name, "type": j.type, "position": self.scene.object_joint_positions(oid)[name],
+                        "top": float(top),
+                        "lower": j.lower, "upper": j.upper, "axis": (Tl[:3, :3] @ j.axis).tolist(),
+                        "face": (Tl[:3, :3] @ face + Tl[:3, 3]).tolist()})
+        return out
 
     def _link_bounds(self, oid: str, link: str) -> np.ndarray:
         key = (oid, link)
