@@ -31,7 +31,7 @@ def compute_inertials(bundle: Bundle) -> dict:
     """Fill ``inertial`` for every dynamic object; returns {id: mass}."""
     out = {}
     for oid, obj in bundle.manifest.objects.items():
-        if obj.fixed:
+        if obj.fixed or obj.articulation is not None:  # links' mass properties: ArticulatedModel.link_inertials
             continue
         if obj.collision.kind == "pending":
             raise BundleError(f"object '{oid}' has no collision geometry yet; run the collision stage ('real2sim build') first")

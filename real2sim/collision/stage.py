@@ -33,7 +33,8 @@ def collision_stage(bundle: Bundle, config: CollisionConfig | None = None, cache
 
     config = config or CollisionConfig()
     cache_dir = Path(cache_dir or default_cache_dir())
-    objects = bundle.manifest.objects
+    # articulated objects bring each link's collision shapes in their URDF (collision.kind 'urdf')
+    objects = {k: o for k, o in bundle.manifest.objects.items() if o.articulation is None}
     cfg = dataclasses.asdict(config)
     cfg_hash = {k: v for k, v in cfg.items() if k != "workers"}
     input_hash = hash_jsonable([meshes_hash(bundle, [objects[k].visual.mesh for k in sorted(objects)]), cfg_hash, sorted(objects)])

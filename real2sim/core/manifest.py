@@ -33,7 +33,7 @@ CONVENTIONS = {
 STAGE_STATUSES = ("pending", "done", "stale", "failed", "poor")
 """'poor': the stage ran but its number missed its quality gate (:mod:`real2sim.core.gates`); its metrics say whether
 the result was applied anyway (``applied``)."""
-COLLISION_KINDS = ("pending", "none", "hulls", "box", "cylinder", "sphere")
+COLLISION_KINDS = ("pending", "none", "hulls", "box", "cylinder", "sphere", "urdf")
 
 
 # Bounds every field is held to (docs/bundle.md, "Guarantees"). A value past them is refused with the field path.
@@ -373,8 +373,47 @@ class InertialSpec:
 
 
 @dataclass
+class JointDynamics:
+    """Passive dynamics of one joint of an articulated object: viscous ``damping`` (N s/m or N m s/rad) and Coulomb
+    ``friction`` (N or N m), as URDF's ``<dynamics>``."""
+
+    damping: float = 0.0
+    friction: float = 0.0
+
+    @classmethod
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "JointDynamics":
+        r.obj(d, where, {"damping", "friction"})
+        return cls(r.number(d.get("damping", 0.0), f"{where}.damping", 0.0),
+                   r.number(d.get("friction", 0.0), f"{where}.friction", 0.0))
+
+
+@dataclass
+class ArticulationSpec:
+    """An articulated object: its URDF packaged in the bundle, the position of every movable joint (m or rad) and
+    each joint's dynamics. The object's ``visual.mesh`` is every link posed at ``joint_positions`` (what alignment,
+    masks and the review page see); exporters build the links and joints from ``urdf``."""
+
+    urdf: str
+    joint_positions: dict[str, float] = field(default_factory=dict)
+    joint_dynamics: dict[str, JointDynamics] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, r: FieldReader, d: Any, where: str) -> "ArticulationSpec":
+        r.obj(d, where, {"urdf", "joint_positions", "joint_dynamics"}, {"urdf"})
+        jp = r.mapping(d.get("joint_positions", {}), f"{where}.joint_positions", keys="name")
+        jd = r.mapping(d.get("joint_dynamics", {}), f"{where}.joint_dynamics", keys="name")
+        for k in jd:
+            if k not in jp:
+                r.fail(f"{where}.joint_dynamics.{k}", f"names a joint that is not in {where}.joint_positions"
+                       f"{did_you_mean(k, jp)}", f"use one of {', '.join(sorted(jp)) or '(none)'}")
+        return cls(r.relpath(d["urdf"], f"{where}.urdf"),
+                   {k: r.number(v, f"{where}.joint_positions.{k}", limit=1e3) for k, v in jp.items()},
+                   {k: JointDynamics.parse(r, v, f"{where}.joint_dynamics.{k}") for k, v in jd.items()})
+
+
+@dataclass
 class ObjectSpec:
-    """One object of the scene."""
+    """One object of the scene (``articulation`` set: an articulated object, links and joints from a URDF)."""
 
     pose: Pose
     visual: VisualSpec
@@ -386,13 +425,22 @@ class ObjectSpec:
     restitution: float = 0.0
     inertial: InertialSpec | None = None
     source: str = ""
+    articulation: ArticulationSpec | None = None
 
     @classmethod
     def parse(cls, r: FieldReader, d: Any, where: str) -> "ObjectSpec":
         names = {f.name for f in fields(cls)}
         r.obj(d, where, names, {"pose", "visual"})
         mass = d.get("mass")
+        art = (ArticulationSpec.parse(r, d["articulation"], f"{where}.articulation")
+               if d.get("articulation") is not None else None)
+        kind = d.get("collision", {}).get("kind") if isinstance(d.get("collision"), dict) else None
+        if (art is not None) != (kind == "urdf"):
+            r.fail(f"{where}.collision.kind", "must be 'urdf' exactly when the object has an 'articulation' (its links' "
+                   f"collision shapes come from the URDF), got {show(kind)}",
+                   "add the object again with 'real2sim add-object SCENE ID --urdf FILE'")
         return cls(
+            articulation=art,
             pose=Pose.parse(r, d["pose"], f"{where}.pose"),
             visual=VisualSpec.parse(r, d["visual"], f"{where}.visual"),
             collision=CollisionSpec.parse(r, d.get("collision", {"kind": "pending"}), f"{where}.collision"),
@@ -505,7 +553,7 @@ class RobotSpec:
         )
 
 
-SUCCESS_TYPES = ("lifted", "near", "on_top", "inside", "joint_opened", "all_of", "any_of")
+SUCCESS_TYPES = ("lifted", "near", "on_top", "inside", "joint_opened", "joint_closed", "all_of", "any_of")
 
 
 # Keys of each success predicate: (required, optional). Object references are checked against the manifest's
@@ -514,8 +562,9 @@ PREDICATE_KEYS = {
     "lifted": ({"object"}, {"height"}),
     "near": ({"object"}, {"target", "position", "distance", "xy_only"}),
     "on_top": ({"object", "support"}, {"z_tol", "margin"}),
-    "inside": ({"object", "container"}, {"margin"}),
+    "inside": ({"object", "container"}, {"margin", "link"}),
     "joint_opened": ({"object", "joint"}, {"fraction"}),
+    "joint_closed": ({"object", "joint"}, {"fraction"}),
     "all_of": ({"terms"}, set()),
     "any_of": ({"terms"}, set()),
 }
@@ -550,7 +599,32 @@ def parse_predicate(r: FieldReader, pred: Any, where: str) -> list[tuple[str, st
         r.boolean(pred["xy_only"], f"{where}.xy_only")
     if "joint" in pred:
         r.text(pred["joint"], f"{where}.joint", MAX_NAME)
+    if "link" in pred:
+        r.text(pred["link"], f"{where}.link", MAX_NAME)
+    if "fraction" in pred and pred["fraction"] > 1.0:
+        r.fail(f"{where}.fraction", f"is a fraction of the joint's range, in [0, 1]; got {show(pred['fraction'])}")
     return refs
+
+
+def _check_joint_refs(r: FieldReader, pred: dict, where: str, objects: dict) -> None:
+    """A joint predicate names an articulated object and one of its movable joints; ``inside`` with ``link`` an
+    articulated container."""
+    for i, t in enumerate(pred.get("terms", []) if pred.get("type") in ("all_of", "any_of") else []):
+        _check_joint_refs(r, t, f"{where}.terms[{i}]", objects)
+    kind = pred.get("type")
+    key = {"joint_opened": "object", "joint_closed": "object", "inside": "container"}.get(kind)
+    if key is None or (kind == "inside" and "link" not in pred):
+        return
+    oid = pred[key]
+    art = objects[oid].articulation
+    if art is None:
+        r.fail(f"{where}.{key}", f"names '{oid}', a rigid object; '{kind}'{' with a link' if kind == 'inside' else ''} "
+               "needs an articulated object (links and joints)",
+               "name an object added with 'real2sim add-object SCENE ID --urdf FILE'")
+    if kind != "inside" and pred["joint"] not in art.joint_positions:
+        r.fail(f"{where}.joint", f"'{pred['joint']}' is not a movable joint of '{oid}'"
+               f"{did_you_mean(pred['joint'], art.joint_positions)}",
+               f"use one of {', '.join(sorted(art.joint_positions)) or '(it has none)'}")
 
 
 @dataclass
@@ -673,6 +747,8 @@ class Manifest:
                 del obj["inertial"]
             if obj["mass"] is None:
                 del obj["mass"]
+            if obj["articulation"] is None:
+                del obj["articulation"]
         if d["robot"] is None:
             del d["robot"]
         elif not d["robot"]["definition"]:
@@ -709,10 +785,13 @@ class Manifest:
                 if oid not in ids:
                     r.fail(where, f"names the object '{oid}', which is not in 'objects'{did_you_mean(oid, ids)}",
                            f"use one of {', '.join(sorted(ids)) or '(no objects yet)'}")
+        parsed_objects = {k: ObjectSpec.parse(r, v, f"objects.{k}") for k, v in ids.items()}
+        for k, v in tasks.items():
+            _check_joint_refs(r, v["success"], f"tasks.{k}.success", parsed_objects)
         return cls(
             name=r.text(d["name"], "name", 255),
             table_height=r.number(d.get("table_height", 0.0), "table_height"),
-            objects={k: ObjectSpec.parse(r, v, f"objects.{k}") for k, v in ids.items()},
+            objects=parsed_objects,
             cameras={k: CameraSpec.parse(r, v, f"cameras.{k}") for k, v in cams.items()},
             lights=[LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(lights)],
             physics=PhysicsSpec.parse(r, d.get("physics", {}), "physics"),

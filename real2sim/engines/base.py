@@ -34,7 +34,7 @@ class LoadedScene(abc.ABC):
 
     engine: str = ""
     capabilities: frozenset[str] = frozenset()
-    """Subset of {"physics", "render", "depth", "project", "mass", "robot", "appearance"}."""
+    """Subset of {"physics", "render", "depth", "project", "mass", "robot", "appearance", "preview", "articulation"}."""
 
     def require(self, capability: str) -> None:
         if capability not in self.capabilities:
@@ -138,6 +138,32 @@ class LoadedScene(abc.ABC):
         """``(4, 4)`` world pose of the robot base link."""
         self.require("robot")
         raise UnsupportedCapability(f"{self.engine}: robot_base_pose not implemented")
+
+    # -- articulated objects (capability "articulation"; joint names are the URDF's, values m or rad) --
+    def object_joint_names(self, oid: str) -> list[str]:
+        """Movable joints of articulated object ``oid`` (empty for a rigid object)."""
+        return []
+
+    def object_joint_positions(self, oid: str) -> dict[str, float]:
+        """``{joint: position}`` of articulated object ``oid``."""
+        self.require("articulation")
+        raise UnsupportedCapability(f"{self.engine}: object_joint_positions not implemented")
+
+    def set_object_joint_positions(self, oid: str, positions: dict) -> None:
+        """Teleport the named joints of ``oid`` to ``positions`` at rest (other joints keep theirs)."""
+        self.require("articulation")
+        raise UnsupportedCapability(f"{self.engine}: set_object_joint_positions not implemented")
+
+    def set_object_joint_force(self, oid: str, joint: str, force: float) -> None:
+        """Apply a generalised force (N along a prismatic axis, N m about a revolute one) to joint ``joint`` of
+        ``oid`` at every physics step from now until changed (0 stops it) or :meth:`reset_state`."""
+        self.require("articulation")
+        raise UnsupportedCapability(f"{self.engine}: set_object_joint_force not implemented")
+
+    def object_link_pose(self, oid: str, link: str) -> np.ndarray:
+        """``(4, 4)`` world pose of link ``link`` (URDF name) of articulated object ``oid``."""
+        self.require("articulation")
+        raise UnsupportedCapability(f"{self.engine}: object_link_pose not implemented")
 
     def set_object_pose(self, oid: str, pose) -> None:
         """Teleport movable object ``oid`` to the world ``(4, 4)`` pose of its frame, at rest (capability ``"physics"``)."""

@@ -36,7 +36,7 @@ def require_ready(bundle: Bundle) -> None:
     for oid, obj in bundle.manifest.objects.items():
         if obj.collision.kind == "pending":
             raise ExportError(f"object '{oid}' has no collision geometry yet (collision.kind is 'pending'); run 'real2sim build {bundle.root}' first")
-        if not obj.fixed and obj.inertial is None:
+        if not obj.fixed and obj.inertial is None and obj.articulation is None:  # links: from the URDF
             raise ExportError(f"object '{oid}' has no mass properties (field objects.{oid}.inertial); run 'real2sim build {bundle.root}' first")
 
 
@@ -61,3 +61,27 @@ def srgb_to_linear(values) -> list[float]:
         out.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
     return out
 
+
+
+def articulated_setup(bundle: Bundle, oid: str):
+    """What every exporter needs of articulated object ``oid``: ``(model, joint positions {name: q}, dynamics
+    {name: (damping, friction)}, link inertials {link: (mass, com, inertia)})``. Joint names the manifest gives and
+    the URDF lacks are errors naming the field; dynamics the manifest lacks come from the URDF."""
+    from real2sim.core.articulation import ArticulatedModel, ArticulationError
+    from real2sim.core.errors import UnknownNameError
+
+    obj = bundle.object(oid)
+    art = obj.articulation
+    try:
+        model = ArticulatedModel.load(bundle.path(art.urdf))
+        model.check_joint_values(art.joint_positions, f"scene.json objects.{oid}.articulation.joint_positions")
+        model.check_joint_values({k: 0.0 for k in art.joint_dynamics if k not in art.joint_positions},
+                                 f"scene.json objects.{oid}.articulation.joint_dynamics")
+    except (ArticulationError, UnknownNameError) as exc:
+        raise ExportError(f"object '{oid}': {exc}") from exc
+    q = {j.name: float(art.joint_positions.get(j.name, 0.0)) for j in model.movable_joints}
+    dyn = {}
+    for j in model.movable_joints:
+        d = art.joint_dynamics.get(j.name)
+        dyn[j.name] = (d.damping, d.friction) if d is not None else (j.damping, j.friction)
+    return model, q, dyn, model.link_inertials(obj.density)

@@ -62,6 +62,24 @@ def drop_test(bundle: Bundle, engines=None, seconds: float = 1.0) -> DropResult:
     return res
 
 
+def joint_pull_test(bundle: Bundle, oid: str, joint: str, force: float, seconds: float, engines=None,
+                    start: float | None = None) -> dict[str, float]:
+    """Pull joint ``joint`` of articulated object ``oid`` with a constant generalised ``force`` (N or N m) for
+    ``seconds`` from ``start`` (default: the bundle's position) at rest, in each physics engine (default: every
+    engine that simulates); returns
+    ``{engine: joint position}`` (m or rad). A drawer's travel under a known force checks that the engines agree on
+    its mass, damping, friction and limits."""
+    out = {}
+    q0 = bundle.object(oid).articulation.joint_positions.get(joint, 0.0) if start is None else start
+    for name, sc in load_engines(bundle, engines).items():
+        with sc:
+            sc.set_object_joint_positions(oid, {joint: q0})
+            sc.set_object_joint_force(oid, joint, force)
+            sc.step(seconds)
+            out[name] = sc.object_joint_positions(oid)[joint]
+    return out
+
+
 def mass_table(bundle: Bundle, engines=None) -> dict[str, dict[str, tuple]]:
     """engine -> object -> (mass, com, inertia) as each engine (default: all that report mass) reports it."""
     out = {}

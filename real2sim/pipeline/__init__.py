@@ -73,6 +73,14 @@ def _has_masked_objects(bundle: Bundle) -> bool:
     return bool(m.cameras) and bool(masked & set(bundle.dynamic_objects()))
 
 
+def _has_masked_aligned_objects(bundle: Bundle) -> bool:
+    """Masked dynamic objects, or masked articulated ones (fixed or not): what alignment places."""
+    m = bundle.manifest
+    masked = {e for masks in m.capture.masks.values() for e in masks}
+    articulated = {k for k, o in m.objects.items() if o.articulation is not None}
+    return bool(m.cameras) and bool(masked & (set(bundle.dynamic_objects()) | articulated))
+
+
 def _always(bundle: Bundle) -> bool:
     return True
 
@@ -80,7 +88,7 @@ def _always(bundle: Bundle) -> bool:
 BUILD_STEPS: tuple[BuildStep, ...] = (
     BuildStep("plate", _has_frames, lambda b, o: plate_stage(b, force=o.force)),
     BuildStep("robot_fit", _robot_needs_fit, lambda b, o: robot_fit_stage(b, force=o.force, accept_poor=o.accept_poor)),
-    BuildStep("alignment", _has_masked_objects, lambda b, o: align_stage(b, force=o.force, accept_poor=o.accept_poor)),
+    BuildStep("alignment", _has_masked_aligned_objects, lambda b, o: align_stage(b, force=o.force, accept_poor=o.accept_poor)),
     BuildStep("texture", _has_masked_objects, lambda b, o: texture_stage(b, force=o.force, accept_poor=o.accept_poor)),
     BuildStep("collision", _always, lambda b, o: collision_stage(b, o.collision, o.cache_dir, o.force)),
     BuildStep("inertial", _always, lambda b, o: inertial_stage(b, o.force)),

@@ -158,17 +158,21 @@ def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Find
     out = []
     files = [("visual.mesh", obj.visual.mesh), ("visual.texture", obj.visual.texture)]
     files += [(f"collision.hulls[{i}]", h) for i, h in enumerate(obj.collision.hulls)]
+    if obj.articulation is not None:
+        files.append(("articulation.urdf", obj.articulation.urdf))
     for field, rel in files:
         if rel is None:
             continue
         problem = file_problem(bundle, rel)
         if problem:
             out.append(Finding("error", f"{where}.{field}", f"{problem}; restore it or re-run the stage that writes it"))
-    if obj.visual.texture is None:
+    if obj.articulation is not None and not out:
+        out += _check_articulation(bundle, where, obj)
+    elif obj.visual.texture is None:
         out.append(Finding("warning", f"{where}.visual.texture", f"no texture; rendered with flat colour {obj.visual.rgba}"))
     if obj.collision.kind == "pending":
         out.append(Finding("warning", f"{where}.collision", "not computed yet; run 'real2sim build'"))
-    if not obj.fixed and obj.inertial is None and obj.collision.kind != "pending":
+    if not obj.fixed and obj.inertial is None and obj.collision.kind not in ("pending", "urdf"):
         out.append(Finding("error", f"{where}.inertial", "missing for a dynamic object; run 'real2sim build'"))
     if obj.inertial is not None:
         ev = np.linalg.eigvalsh(np.array(obj.inertial.inertia))
@@ -177,6 +181,23 @@ def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Find
     if load_meshes and not any(f.level == "error" for f in out):
         out += _check_meshes(bundle, where, obj)
     return out
+
+
+def _check_articulation(bundle, where, obj) -> list[Finding]:
+    """The packaged URDF parses, its meshes are there, and the manifest's joint names and values fit it."""
+    from real2sim.core.articulation import ArticulatedModel
+
+    art = obj.articulation
+    try:
+        model = ArticulatedModel.load(bundle.path(art.urdf))
+        model.check_joint_values(art.joint_positions, f"{where}.articulation.joint_positions")
+    except Real2SimError as exc:
+        return [Finding("error", f"{where}.articulation", str(exc))]
+    missing = sorted({j.name for j in model.movable_joints} - set(art.joint_positions))
+    if missing:
+        return [Finding("warning", f"{where}.articulation.joint_positions", f"has no position for {', '.join(missing)}; "
+                        "they start at 0")]
+    return []
 
 
 def _check_meshes(bundle, where, obj) -> list[Finding]:

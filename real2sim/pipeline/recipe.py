@@ -6,7 +6,8 @@ Recipe format::
      "cameras": {name: {"width", "height", "fx", "fy", "cx", "cy", "eye": [3], "target": [3]}},
      "lights": [...],
      "objects": {id: {"mesh": path, "texture": path?, "rgba": [4]?, "pose": {...}, "fixed": bool?,
-                      "density": float?, "mass": float?, "friction": float?}},
+                      "density": float?, "mass": float?, "friction": float?}
+                 | {"urdf": path, "joints": {name: q}?, "joint_damping": ..?, "joint_friction": ..?, "pose"?, ...}},
      "robot": {"name": registry name, "base_pose": {...}?, "joint_positions": [...]?,
                "stiffness": [...]?, "damping": [...]?, "appearance": {link: rgba}?}?}
 
@@ -31,8 +32,10 @@ from real2sim.core.manifest import (
     CameraSpec,
     FieldReader,
     LightSpec,
+    Manifest,
     ObjectSpec,
     PhysicsSpec,
+    Pose,
     RobotSpec,
     TaskSpec,
 )
@@ -88,11 +91,15 @@ def bundle_from_recipe(recipe_path: Path, out_dir: Path, overwrite: bool = False
         if "lights" in data:
             m.lights = [LightSpec.parse(r, v, f"lights[{i}]") for i, v in enumerate(data["lights"])]
         for oid, od in data["objects"].items():
+            if isinstance(od, dict) and "urdf" in od:  # an articulated object (docs/bundle.md#articulated-objects)
+                _import_articulated(bundle, r, base, oid, od)
+                continue
             m.objects[oid] = _import_object(bundle, r, base, oid, od)
         if robot is not None:  # a robot from a definition file is copied into the bundle (robot/)
             robot.definition = install_in_bundle(robot_def, bundle.root)
         m.robot = robot
         m.tasks = tasks
+        Manifest.from_dict(m.to_dict(), str(recipe_path))  # tasks naming joints the articulated objects lack
         bundle.save()
     except BaseException:
         # a refused recipe leaves no half-made bundle behind (it would block the corrected recipe: "already exists")
@@ -140,6 +147,36 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
         "source": str(src.name),
     }, where)
     return spec
+
+
+ARTICULATED_KEYS = {"urdf", "joints", "joint_damping", "joint_friction", "pose", "fixed", "density", "friction",
+                    "restitution"}
+
+
+def _import_articulated(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dict) -> None:
+    """A recipe object ``{"urdf": path, "joints": {name: q}?, "joint_damping": number | {name: d}?,
+    "joint_friction": number | {name: f}?, "pose"?, "fixed"? (default true), "density"?, "friction"?,
+    "restitution"?}``."""
+    from real2sim.pipeline.articulated import add_articulated_object
+
+    where = f"objects.{oid}"
+    r.obj(od, where, ARTICULATED_KEYS, {"urdf"})
+    urdf = base / r.string(od["urdf"], f"{where}.urdf", max_len=4096)
+    joints = r.mapping(od.get("joints", {}), f"{where}.joints", keys="name")
+    joints = {k: r.number(v, f"{where}.joints.{k}", limit=1e3) for k, v in joints.items()}
+
+    def per_joint(key):
+        v = od.get(key)
+        if v is None or not isinstance(v, dict):
+            return None if v is None else r.number(v, f"{where}.{key}", 0.0)
+        return {k: r.number(x, f"{where}.{key}.{k}", 0.0) for k, x in r.mapping(v, f"{where}.{key}", keys="name").items()}
+
+    pose = Pose.parse(r, od["pose"], f"{where}.pose") if "pose" in od else None
+    props = {k: od[k] for k in ("density", "friction", "restitution") if k in od}
+    add_articulated_object(bundle, oid, urdf, joints, pose.position if pose else None,
+                           pose.quaternion_wxyz if pose else (1.0, 0.0, 0.0, 0.0), damping=per_joint("joint_damping"),
+                           joint_friction=per_joint("joint_friction"),
+                           fixed=r.boolean(od.get("fixed", True), f"{where}.fixed"), **props)
 
 
 def _import_robot(r: FieldReader, d: dict, base: Path):

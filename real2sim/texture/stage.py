@@ -31,13 +31,17 @@ def _mask_files(bundle: Bundle, oids) -> list[str]:
     return sorted(p for m in bundle.manifest.capture.masks.values() for e, p in m.items() if e in oids)
 
 
-def _targets(bundle: Bundle, object_ids) -> list[str]:
+def _targets(bundle: Bundle, object_ids, articulated: bool = False) -> list[str]:
+    """Masked dynamic objects (or ``object_ids``); ``articulated``: also masked articulated objects, fixed or not
+    (alignment places them as one mesh, their links posed at the stored joints; texturing leaves them: their
+    colours come from their URDF)."""
     if object_ids:
         for oid in object_ids:
             bundle.object(oid)  # UnknownNameError with suggestions
         return list(object_ids)
     masked = {e for m in bundle.manifest.capture.masks.values() for e in m}
-    return [oid for oid, o in bundle.manifest.objects.items() if not o.fixed and oid in masked]
+    return [oid for oid, o in bundle.manifest.objects.items() if oid in masked
+            and ((not o.fixed and o.articulation is None) or (articulated and o.articulation is not None))]
 
 
 def shaded_render(camera, mesh: TexMesh, pose: np.ndarray, texture: np.ndarray | None, rgba) -> tuple[np.ndarray, np.ndarray]:
@@ -72,7 +76,7 @@ def align_stage(bundle: Bundle, object_ids=None, config: AlignConfig | None = No
     Quality gate (:mod:`real2sim.core.gates`, ``alignment``): an object whose silhouette IoU misses the bar keeps
     its previous pose unless ``accept_poor``; the record is then 'poor'."""
     cfg = config or AlignConfig()
-    oids = _targets(bundle, object_ids)
+    oids = _targets(bundle, object_ids, articulated=True)
     m = bundle.manifest
     input_hash = hash_jsonable([
         meshes_hash(bundle, [m.objects[o].visual.mesh for o in oids]), files_hash(bundle, _mask_files(bundle, oids)),

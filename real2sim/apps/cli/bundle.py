@@ -9,7 +9,7 @@ import numpy as np
 from real2sim.apps.cli.console import say
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import BundleError, ManifestError
-from real2sim.core.manifest import FieldReader, TaskSpec
+from real2sim.core.manifest import FieldReader, Manifest, TaskSpec
 from real2sim.pipeline.check import check_bundle
 from real2sim.pipeline.recipe import add_object
 
@@ -60,8 +60,34 @@ def cmd_add_object(args) -> int:
         props["fixed"] = True
     position = _numbers(args.position, "--position", (3,), "0.1,-0.05,0.02") if args.position else None
     quat = orientation_wxyz(args.orientation) if args.orientation else (1.0, 0.0, 0.0, 0.0)
-    if bool(args.mesh) == bool(args.scan):
-        raise BundleError("add-object: give exactly one of --mesh FILE or --scan OBJECT_DIR (from 'real2sim scan')")
+    if sum(bool(x) for x in (args.mesh, args.scan, args.urdf)) != 1:
+        raise BundleError("add-object: give exactly one of --mesh FILE, --scan OBJECT_DIR (from 'real2sim scan') or "
+                          "--urdf FILE (an articulated object)")
+    if not args.urdf and (args.joints or args.joint_damping or args.joint_friction or args.free):
+        raise BundleError("add-object: --joints, --joint-damping, --joint-friction and --free go with --urdf")
+    if args.urdf:
+        from real2sim.pipeline.articulated import add_articulated_object, parse_joint_values
+
+        if args.texture or args.mass is not None:
+            raise BundleError("add-object --urdf: --texture and --mass do not apply (colours and link masses come from "
+                              "the URDF, or from its geometry at --density)")
+        props.pop("fixed", None)
+
+        def per_joint(text, flag):
+            if not text:
+                return None
+            try:
+                return float(text)
+            except ValueError:
+                return parse_joint_values(text, flag)
+
+        obj = add_articulated_object(bundle, args.id, Path(args.urdf), parse_joint_values(args.joints or ""), position,
+                                     quat, damping=per_joint(args.joint_damping, "--joint-damping"),
+                                     joint_friction=per_joint(args.joint_friction, "--joint-friction"),
+                                     fixed=not args.free, **props)
+        say(f"added articulated '{args.id}' at {obj.pose.position}: joints {obj.articulation.joint_positions}; "
+            f"next: real2sim export {args.dir}")
+        return 0
     if args.scan:
         from real2sim.pipeline.scan import add_scanned_object
 
@@ -73,6 +99,15 @@ def cmd_add_object(args) -> int:
                          quat, **props)
     say(f"added '{args.id}' at {obj.pose.position} ({obj.visual.mesh}); "
         f"next: real2sim masks {args.dir} --entity {args.id} --point X,Y, then real2sim build {args.dir}")
+    return 0
+
+
+def cmd_set_joints(args) -> int:
+    from real2sim.pipeline.articulated import parse_joint_values, set_object_joints
+
+    bundle = Bundle.load(Path(args.dir))
+    q = set_object_joints(bundle, args.id, parse_joint_values(args.joints, "joints"))
+    say(f"'{args.id}' joints: {q}; next: real2sim export {args.dir}")
     return 0
 
 
@@ -89,6 +124,7 @@ def cmd_add_task(args) -> int:
     for oid in _objects_named(success):
         bundle.object(oid)  # unknown object ids suggest close ones
     bundle.manifest.tasks[args.id] = spec
+    Manifest.from_dict(bundle.manifest.to_dict(), "add-task")  # joints of articulated objects: refused before saving
     bundle.save()
     say(f"task '{args.id}' added: {args.instruction!r}; evaluate with: real2sim eval {args.dir} --task {args.id} "
         "--policy scripted")
@@ -124,7 +160,23 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--mass", type=float, help="kg (overrides density)")
     p.add_argument("--friction", type=float)
     p.add_argument("--fixed", action="store_true", help="static (e.g. a shelf)")
+    p.add_argument("--urdf", help="an articulated object: a URDF whose links are joined by prismatic, revolute, "
+                   "continuous or fixed joints (e.g. a cabinet with drawers); its root link is fixed to the world "
+                   "unless --free")
+    p.add_argument("--joints", help="with --urdf: start joint positions NAME=VALUE,... (m or rad; default 0), e.g. "
+                   "--joints top_drawer_joint=0.2")
+    p.add_argument("--joint-damping", help="with --urdf: viscous damping, one number for every joint or NAME=VALUE,... "
+                   "(N s/m or N m s/rad; default: the URDF's <dynamics damping>)")
+    p.add_argument("--joint-friction", help="with --urdf: Coulomb friction, one number or NAME=VALUE,... (N or N m; "
+                   "default: the URDF's <dynamics friction>)")
+    p.add_argument("--free", action="store_true", help="with --urdf: the root link is not fixed to the world")
     p.set_defaults(fn=cmd_add_object)
+
+    p = subparsers.add_parser("set-joints", help="set joint positions of an articulated object (its posed mesh follows)")
+    p.add_argument("dir")
+    p.add_argument("id", help="an object added with --urdf")
+    p.add_argument("joints", help="NAME=VALUE,... (m or rad), e.g. top_drawer_joint=0.25")
+    p.set_defaults(fn=cmd_set_joints)
 
     p = subparsers.add_parser("add-task", help="add an evaluation task (instruction, success predicate, init)")
     p.add_argument("dir")

@@ -50,8 +50,89 @@ class MujocoScene(LoadedScene):
         if self._robot is not None:
             caps.add("robot")
         self.capabilities = frozenset(caps)
-        self._ids = [self.model.body(i).name for i in range(1, self.model.nbody)
-                     if not self.model.body(i).name.startswith("robot/")]
+        # object links and robot bodies carry a '/' (ids cannot): an object is its top body
+        self._ids = [self.model.body(i).name for i in range(1, self.model.nbody) if "/" not in self.model.body(i).name]
+        self._init_articulated()
+        if self._art:
+            self.capabilities = self.capabilities | {"articulation"}
+
+    # -- articulated objects -----------------------------------------------------------------
+    def _init_articulated(self) -> None:
+        """``self._art[oid] = {joint: (joint id, qpos adr, dof adr)}`` for objects whose bodies ``oid/<link>`` carry
+        joints ``oid/<joint>``; their start positions (custom numeric ``real2sim:qpos:<oid>``) are applied."""
+        mj, m = self._mj, self.model
+        self._art: dict[str, dict] = {}
+        self._art_q0: dict[str, np.ndarray] = {}
+        self._bodies = {oid: [oid_b] for oid, oid_b in ((o, self._body(o)) for o in self._ids)}
+        for b in range(1, m.nbody):
+            name = m.body(b).name
+            head = name.split("/", 1)[0]
+            if "/" in name and head in self._bodies and head != "robot":
+                self._bodies[head].append(b)
+        for oid in self._ids:
+            joints = {}
+            for j in range(m.njnt):
+                name = m.joint(j).name
+                if name.startswith(oid + "/"):
+                    joints[name[len(oid) + 1:]] = (j, int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j]))
+            if not joints:
+                continue
+            self._art[oid] = joints
+            nid = mj.mj_name2id(m, mj.mjtObj.mjOBJ_NUMERIC, f"real2sim:qpos:{oid}")
+            q0 = (np.array(m.numeric_data[m.numeric_adr[nid]:m.numeric_adr[nid] + m.numeric_size[nid]])
+                  if nid >= 0 else np.zeros(len(joints)))
+            self._art_q0[oid] = q0
+            self.set_object_joint_positions(oid, dict(zip(joints, q0)))
+
+    def _joints_of(self, oid: str) -> dict:
+        self._body(oid)
+        if oid not in self._art:
+            raise UnsupportedCapability(f"object '{oid}' is rigid (no joints); joint queries need an articulated "
+                                        "object (real2sim add-object SCENE ID --urdf FILE)")
+        return self._art[oid]
+
+    def _joint_of(self, oid: str, joint: str):
+        joints = self._joints_of(oid)
+        if joint not in joints:
+            raise UnknownNameError(f"joint of object '{oid}'", joint, joints)
+        return joints[joint]
+
+    def object_joint_names(self, oid: str) -> list[str]:
+        self._body(oid)
+        return list(self._art.get(oid, {}))
+
+    def object_joint_positions(self, oid: str) -> dict[str, float]:
+        return {n: float(self.data.qpos[qa]) for n, (_, qa, _) in self._joints_of(oid).items()}
+
+    def set_object_joint_positions(self, oid: str, positions: dict) -> None:
+        for name, v in positions.items():
+            _, qa, da = self._joint_of(oid, name)
+            self.data.qpos[qa] = float(v)
+            self.data.qvel[da] = 0.0
+        self._mj.mj_forward(self.model, self.data)
+
+    def set_object_joint_force(self, oid: str, joint: str, force: float) -> None:
+        _, _, da = self._joint_of(oid, joint)
+        self.data.qfrc_applied[da] = float(force)  # MuJoCo keeps it until changed; mj_resetData clears it
+
+    def object_link_pose(self, oid: str, link: str) -> np.ndarray:
+        self._joints_of(oid)
+        root = self._root_link(oid)
+        b = self._mj.mj_name2id(self.model, self._mj.mjtObj.mjOBJ_BODY, oid if link == root else f"{oid}/{link}")
+        if b < 0 or (link != root and "/" not in self.model.body(b).name):
+            links = [root] + [self.model.body(x).name.split("/", 1)[1] for x in self._bodies[oid][1:]]
+            raise UnknownNameError(f"link of object '{oid}'", link, links)
+        T = np.eye(4)
+        T[:3, :3] = self.data.xmat[b].reshape(3, 3)
+        T[:3, 3] = self.data.xpos[b]
+        return T
+
+    def _root_link(self, oid: str) -> str:
+        tid = self._mj.mj_name2id(self.model, self._mj.mjtObj.mjOBJ_TEXT, f"real2sim:root_link:{oid}")
+        if tid < 0:
+            return ""
+        adr, n = self.model.text_adr[tid], self.model.text_size[tid]
+        return bytes(self.model.text_data[adr:adr + n - 1]).decode()
 
     # -- robot ------------------------------------------------------------------------
     def _init_robot(self) -> None:
@@ -202,7 +283,9 @@ class MujocoScene(LoadedScene):
             flags[f] = 0 if self._fast else 1
 
     def reset_state(self) -> None:
-        self._mj.mj_resetData(self.model, self.data)  # qpos0 = exported poses; clears warm starts
+        self._mj.mj_resetData(self.model, self.data)  # qpos0 = exported poses; clears warm starts and applied forces
+        for oid, q0 in self._art_q0.items():
+            self.set_object_joint_positions(oid, dict(zip(self._art[oid], q0)))
         if self._robot is not None:
             self.set_robot_qpos(self._q0)
         self._mj.mj_forward(self.model, self.data)
@@ -231,7 +314,8 @@ class MujocoScene(LoadedScene):
         if target == "robot":
             self.require("robot")
             return [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
-        return [self._body(target)]
+        self._body(target)
+        return list(self._bodies[target])
 
     def set_tint(self, target: str, rgb) -> None:
         self.require("appearance")
@@ -332,7 +416,7 @@ class MujocoScene(LoadedScene):
         key = (tuple(oids), bool(robot))
         table = self._mask_tables.get(key)
         if table is None:
-            bodies = [self._body(o) for o in oids]
+            bodies = [b for o in oids for b in (self._body(o), *self._bodies[o][1:])]
             if robot and self._robot is not None:
                 bodies += [i for i in range(self.model.nbody) if self.model.body(i).name.startswith("robot/")]
             table = np.zeros(self.model.ngeom + 1, bool)
@@ -348,8 +432,8 @@ class MujocoScene(LoadedScene):
 
     def object_mask(self, camera: str, oid: str) -> np.ndarray:
         seg = self.render(camera, segmentation=True)
-        bid = self._body(oid)
-        geoms = np.flatnonzero(self.model.geom_bodyid == bid)
+        self._body(oid)
+        geoms = np.flatnonzero(np.isin(self.model.geom_bodyid, self._bodies[oid]))
         return np.isin(seg[..., 0], geoms) & (seg[..., 1] == int(self._mj.mjtObj.mjOBJ_GEOM))
 
     def close(self) -> None:

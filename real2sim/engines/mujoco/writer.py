@@ -20,7 +20,7 @@ from real2sim.core.errors import (
 )
 from real2sim.core.geometry import matrix_to_quat_wxyz
 from real2sim.engines.base import Exporter, ExportResult
-from real2sim.engines.common import content_addressed_copy, fmt, require_ready
+from real2sim.engines.common import articulated_setup, content_addressed_copy, fmt, require_ready
 from real2sim.engines.mujoco.scene import MujocoScene
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR as ROBOT_PACKAGE_DIR
 from real2sim.robots.robotfile import write_robot_package
@@ -56,6 +56,7 @@ class MjcfExporter(Exporter):
     def _build(self, bundle: Bundle, out: Path) -> ET.Element:
         m = bundle.manifest
         root = ET.Element("mujoco", model=m.name)
+        self._root = root
         _sub(root, "compiler", angle="radian", meshdir="meshes", texturedir="textures", autolimits="true",
              inertiafromgeom="false")
         _sub(root, "option", timestep=fmt([m.physics.timestep]), gravity=fmt(m.physics.gravity), cone="elliptic",
@@ -98,6 +99,9 @@ class MjcfExporter(Exporter):
              focalpixel=fmt([cam.fx, cam.fy]), principalpixel=fmt([-dx, -dy]))
 
     def _object(self, bundle, world, asset, out, oid, obj, seen) -> None:
+        if obj.articulation is not None:
+            _articulated(bundle, world, asset, out, oid, obj, seen, self._root)
+            return
         p, q = obj.pose.position, obj.pose.quaternion_wxyz
         body = _sub(world, "body", name=oid, pos=fmt(p), quat=fmt(q))
         if not obj.fixed:
@@ -145,6 +149,87 @@ class MjcfExporter(Exporter):
 
     def load(self, out_dir: Path) -> "MujocoScene":
         return MujocoScene(Path(out_dir) / MAIN_FILE)
+
+
+def _articulated(bundle, world, asset, out, oid, obj, seen, root) -> None:
+    """An articulated object: one body per URDF link (the root link is body ``oid``, the others ``oid/link``), nested
+    along the joints (``oid/joint``: slide or hinge, limits, damping, frictionloss), explicit inertials from
+    :meth:`ArticulatedModel.link_inertials`, visual geoms coloured from the URDF, collision geoms with the object's
+    friction. The joints' start positions travel as the custom numeric ``real2sim:qpos:<oid>`` (MuJoCo's ``qpos0``
+    of a slide/hinge joint is always 0)."""
+    import hashlib
+
+    model, q, dyn, inertials = articulated_setup(bundle, oid)
+    friction = f"{obj.friction:g} 0.005 0.0001"
+
+    def mesh_asset(shape) -> str:
+        g = shape.geometry
+        fname = content_addressed_copy(g.mesh, out / "meshes")
+        scale = fmt(g.scale)
+        name = f"mesh_{Path(fname).stem}" + ("" if scale == "1 1 1" else "_" + hashlib.sha256(scale.encode()).hexdigest()[:8])
+        if name not in seen:
+            seen.add(name)
+            _sub(asset, "mesh", name=name, file=fname, scale=None if scale == "1 1 1" else scale)
+        return name
+
+    def geom(body, shape, name, cls, **extra):
+        g = shape.geometry
+        T = shape.origin
+        kw = {"pos": fmt(T[:3, 3]), "quat": fmt(matrix_to_quat_wxyz(T[:3, :3]))}
+        if g.kind == "box":
+            kw.update(type="box", size=fmt(np.asarray(g.size) / 2))
+        elif g.kind == "cylinder":
+            kw.update(type="cylinder", size=fmt([g.size[0], g.size[1] / 2]))
+        elif g.kind == "sphere":
+            kw.update(type="sphere", size=fmt(g.size))
+        else:
+            kw.update(type="mesh", mesh=mesh_asset(shape))
+        _sub(body, "geom", name=name, class_=cls, **kw, **extra)
+
+    def link_body(parent_el, lname, T, joint=None):
+        body = _sub(parent_el, "body", name=oid if lname == model.root else f"{oid}/{lname}", pos=fmt(T[:3, 3]),
+                    quat=fmt(matrix_to_quat_wxyz(T[:3, :3])))
+        if lname == model.root and not obj.fixed:
+            _sub(body, "freejoint", name=oid)
+        if joint is not None and joint.movable:
+            d, f = dyn[joint.name]
+            kind = "slide" if joint.type == "prismatic" else "hinge"
+            order.append(joint.name)  # MuJoCo numbers joints depth-first, as written
+            _sub(body, "joint", name=f"{oid}/{joint.name}", type=kind, axis=fmt(joint.axis),
+                 range=fmt([joint.lower, joint.upper]) if joint.limited else None,
+                 limited="true" if joint.limited else "false", damping=fmt([d]), frictionloss=fmt([f]),
+                 solreflimit="0.004 1", solimplimit="0.95 0.99 0.001")
+        if lname != model.root or not obj.fixed:
+            mass, com, I = inertials[lname]
+            _sub(body, "inertial", pos=fmt(com), mass=fmt([mass], 12),
+                 fullinertia=fmt([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]], 15))
+        link = model.links[lname]
+        for i, s in enumerate(link.visuals):
+            mat = f"mat_{oid}/{lname}/{i}"
+            _sub(asset, "material", name=mat, rgba=fmt(s.rgba), specular="0.1", shininess="0.1")
+            geom(body, s, f"{oid}/{lname}/visual_{i:03d}", "visual", material=mat)
+        for i, s in enumerate(link.collisions):
+            geom(body, s, f"{oid}/{lname}/collision_{i:03d}", "collision", friction=friction)
+        for j in model.joints:
+            if j.parent == lname:
+                link_body(body, j.child, j.origin, j)
+
+    order: list[str] = []
+    link_body(world, model.root, obj.pose.matrix())
+    # a link never touches the link it hangs from (as in PhysX articulations); MuJoCo's own parent filter skips
+    # bodies welded to the world, i.e. the root of a fixed object
+    contact = root.find("contact")
+    if contact is None:
+        contact = _sub(root, "contact")
+    body = {model.root: oid, **{lk: f"{oid}/{lk}" for lk in model.links if lk != model.root}}
+    for j in model.joints:
+        _sub(contact, "exclude", body1=body[j.parent], body2=body[j.child])
+    custom = root.find("custom")
+    if custom is None:
+        custom = _sub(root, "custom")
+    _sub(custom, "text", name=f"real2sim:root_link:{oid}", data=model.root)
+    if q:
+        _sub(custom, "numeric", name=f"real2sim:qpos:{oid}", data=fmt([q[n] for n in order]))
 
 
 def _robot_urdf_mjcf(urdf: Path) -> ET.Element:
@@ -265,7 +350,9 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
         kv_act = 0.0 if np.isfinite(fmax) else kv  # force-limited: the damping is the joint's (above)
         _sub(act, "general", name=P + name, joint=P + name, gaintype="fixed", gainprm=fmt([kp]), biastype="affine",
              biasprm=fmt([0.0, -kp, -kv_act]), **limit)
-    custom = _sub(root, "custom")
+    custom = root.find("custom")
+    if custom is None:
+        custom = _sub(root, "custom")
     _sub(custom, "text", name="real2sim:robot", data=r.name)
     if is_file_robot(r):  # the robot travels with the export (a new process reads it from here, not the user's file)
         _sub(custom, "text", name="real2sim:robot_definition",

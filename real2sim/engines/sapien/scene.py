@@ -183,10 +183,15 @@ def load_sapien_scene(scene_json_path, render: bool = True) -> "SapienScene":
     has_render = why_no_render is None
 
     entities = {}
+    arts = {}
     for oid, od in data["objects"].items():
         urdf = root / od["urdf"]
         if not urdf.is_file():
             raise ExportError(f"{urdf}: URDF of object '{oid}' is missing. Fix: export the scene again")
+        if "articulation" in od:
+            arts[oid] = _load_articulated(sapien, scene, urdf, oid, od, has_render)
+            entities[oid] = arts[oid][0].links[0].entity
+            continue
         n_collisions = _check_referenced_files(urdf)
         loader = scene.create_urdf_loader()
         loader.set_material(float(od["static_friction"]), float(od["dynamic_friction"]), float(od["restitution"]))
@@ -243,9 +248,62 @@ def load_sapien_scene(scene_json_path, render: bool = True) -> "SapienScene":
     log.info("sapien: loaded %s (%d objects, robot=%s, render=%s) in %.2f s", path, len(entities),
              data.get("robot", {}).get("name"), has_render, time.perf_counter() - t0)
     sc = SapienScene(scene, entities, cameras, data, path, why_no_render)
+    if arts:
+        sc._attach_articulated(arts)
     if robot is not None:
         sc._attach_robot(*robot)
     return sc
+
+
+def _load_articulated(sapien, scene, urdf: Path, oid: str, od: dict, has_render: bool):
+    """Build articulated object ``oid`` (root fixed unless ``fixed`` is false); returns (articulation, {joint name:
+    index in qpos}). Joint damping becomes a drive with zero stiffness (force = -damping * velocity, integrated
+    implicitly like MuJoCo's joint damping); PhysX's own joint friction is switched off (its coefficient scales with
+    the constraint force, not a force): the scene applies the bundle's Coulomb friction itself (``_before_step``)."""
+    try:
+        root = ElementTree.parse(urdf).getroot()
+    except ElementTree.ParseError as exc:
+        raise ExportError(f"{urdf}: SAPIEN cannot read this URDF ({exc}). Fix: export the scene again") from exc
+    n_collisions = len(root.findall("link/collision"))
+    for el in root.iter("mesh"):
+        mp = Path(os.path.normpath(urdf.parent / el.get("filename", "")))
+        if not mp.is_file():
+            raise ExportError(f"{mp}: mesh file referenced by {urdf} is missing. Fix: export the scene again")
+    loader = scene.create_urdf_loader()
+    loader.fix_root_link = bool(od["fixed"])
+    loader.set_material(float(od["static_friction"]), float(od["dynamic_friction"]), float(od["restitution"]))
+    loader.set_density(float(od.get("density", 1000.0)))
+    try:
+        if has_render:
+            builders, _, _ = loader.parse(str(urdf))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                builders, _, _ = loader.parse(str(_urdf_without_visuals(urdf, Path(tmp))))
+        if len(builders) != 1:
+            raise ExportError(f"{urdf}: expected one articulation, SAPIEN's loader found {len(builders)}. Fix: export again")
+        builder = builders[0]
+        builder.initial_pose = sapien.Pose(od["pose"]["position"], od["pose"]["quaternion_wxyz"])
+        art = builder.build()
+    except ExportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - SAPIEN raises many types
+        raise ExportError(f"{urdf}: SAPIEN refused the articulated object '{oid}' ({type(exc).__name__}: {exc})") from exc
+    art.name = oid
+    built = sum(len(link.collision_shapes) for link in art.links)
+    if built != n_collisions:
+        raise ExportError(f"{urdf}: SAPIEN built {built} of {n_collisions} collision shapes. Fix: export again")
+    a = od["articulation"]
+    if art.links[0].name != a["root_link"]:  # pragma: no cover - SAPIEN orders links from the root
+        raise ExportError(f"{urdf}: SAPIEN's first link is '{art.links[0].name}', not the root '{a['root_link']}'")
+    index = {j.name: i for i, j in enumerate(art.active_joints)}
+    missing = sorted(set(a["joint_positions"]) - set(index))
+    if missing:
+        raise ExportError(f"{urdf}: joints {missing} not found in the SAPIEN articulation. Fix: export again")
+    for name, i in index.items():
+        j = art.active_joints[i]
+        j.set_drive_properties(0.0, float(a["damping"].get(name, 0.0)), UNLIMITED_FORCE, "force")
+        j.set_friction(0.0)
+    return art, index
 
 
 def _physx_body(sapien, entity):
@@ -283,6 +341,99 @@ class SapienScene(LoadedScene):
         self._mask_tables: dict = {}
         self._color_buffers: dict = {}
         self._lights0 = self._light_state() if why_no_render is None else None
+
+    # -- articulated objects --------------------------------------------------------------
+    def _attach_articulated(self, arts: dict) -> None:
+        self._arts = arts
+        self._art_force: dict[str, dict[str, float]] = {oid: {} for oid in arts}
+        self._art_links = {oid: {l.name: l for l in art.links} for oid, (art, _) in arts.items()}
+        self._qf_dirty = True
+        self.capabilities = self.capabilities | {"articulation"}
+        for oid in arts:
+            self._art_reset(oid)
+
+    def _art(self, oid: str):
+        self.entity(oid)
+        arts = getattr(self, "_arts", {})
+        if oid not in arts:
+            raise UnsupportedCapability(f"object '{oid}' is rigid (no joints); joint queries need an articulated "
+                                        "object (real2sim add-object SCENE ID --urdf FILE)")
+        return arts[oid]
+
+    def _art_index(self, oid: str, joint: str) -> int:
+        _, index = self._art(oid)
+        if joint not in index:
+            raise UnknownNameError(f"joint of object '{oid}'", joint, index)
+        return index[joint]
+
+    def _art_reset(self, oid: str) -> None:
+        art, _ = self._arts[oid]
+        od = self.data["objects"][oid]
+        if not od["fixed"]:
+            art.set_root_pose(self._sapien.Pose(od["pose"]["position"], od["pose"]["quaternion_wxyz"]))
+            art.set_root_linear_velocity(np.zeros(3, np.float32))
+            art.set_root_angular_velocity(np.zeros(3, np.float32))
+        self._art_force[oid] = {}
+        self._qf_dirty = True
+        self.set_object_joint_positions(oid, od["articulation"]["joint_positions"])
+
+    def object_joint_names(self, oid: str) -> list[str]:
+        self.entity(oid)
+        return list(getattr(self, "_arts", {}).get(oid, (None, {}))[1])
+
+    def object_joint_positions(self, oid: str) -> dict[str, float]:
+        art, index = self._art(oid)
+        q = np.asarray(art.get_qpos(), float)
+        return {n: float(q[i]) for n, i in index.items()}
+
+    def set_object_joint_positions(self, oid: str, positions: dict) -> None:
+        art, _ = self._art(oid)
+        q = np.asarray(art.get_qpos(), np.float32)
+        qd = np.asarray(art.get_qvel(), np.float32)
+        for name, v in positions.items():
+            i = self._art_index(oid, name)
+            q[i], qd[i] = float(v), 0.0
+        art.set_qpos(q)
+        art.set_qvel(qd)
+
+    def set_object_joint_force(self, oid: str, joint: str, force: float) -> None:
+        self._art_index(oid, joint)
+        self._art_force[oid][joint] = float(force)
+        self._qf_dirty = True
+
+    def object_link_pose(self, oid: str, link: str) -> np.ndarray:
+        self._art(oid)
+        links = self._art_links[oid]
+        if link not in links:
+            raise UnknownNameError(f"link of object '{oid}'", link, links)
+        return np.asarray(links[link].entity_pose.to_transformation_matrix(), float)
+
+    def _before_step(self) -> None:
+        """Joint forces of articulated objects for the next PhysX step: the applied ones plus the bundle's Coulomb
+        friction, chosen (up to its bound) to stop the joint within the step when it can: f = -clip(m v' / dt,
+        -F, F) with v' = v + f_applied dt / m and m the joint's effective mass from the export (a drawer held by
+        friction stays, one pushed harder slides against F), as MuJoCo's frictionloss behaves."""
+        arts = getattr(self, "_arts", None)
+        if not arts:
+            return
+        dt = float(self.scene.timestep)
+        for oid, (art, index) in arts.items():
+            a = self.data["objects"][oid]["articulation"]
+            fric = {n: float(a["friction"].get(n, 0.0)) for n in index}
+            forces = self._art_force[oid]
+            if not self._qf_dirty and not any(fric.values()):
+                continue
+            qf = np.zeros(len(index), np.float32)
+            qv = np.asarray(art.get_qvel(), float) if any(fric.values()) else None
+            for n, i in index.items():
+                f = forces.get(n, 0.0)
+                if fric[n] > 0:
+                    m = max(float(a["effective_mass"].get(n, 1.0)), 1e-9)
+                    v_next = qv[i] + f * dt / m
+                    f -= float(np.clip(m * v_next / dt, -fric[n], fric[n]))
+                qf[i] = f
+            art.set_qf(qf)
+        self._qf_dirty = False
 
     # -- robot ----------------------------------------------------------------------
     def _attach_robot(self, art, joints, idx) -> None:
@@ -355,6 +506,7 @@ class SapienScene(LoadedScene):
 
     def step_physics(self, n: int) -> None:
         for _ in range(int(n)):
+            self._before_step()
             self.scene.step()
 
     # -- lookup ---------------------------------------------------------------------
@@ -383,7 +535,7 @@ class SapienScene(LoadedScene):
             self.require("robot")
             entities = [link.entity for link in self._links.values()]
         else:
-            entities = [self.entity(target)]
+            entities = self._object_entities(target)
         mats = []
         for e in entities:
             for c in e.components:
@@ -422,6 +574,16 @@ class SapienScene(LoadedScene):
             if top > 1.0:
                 t = np.rint(t)
             mat.base_color_texture.upload(np.clip(t, 0, top).astype(texels.dtype))
+
+    def _object_entities(self, oid: str) -> list:
+        """The entities of object ``oid``: its one body, or every link of an articulated object."""
+        e = self.entity(oid)
+        if oid in getattr(self, "_arts", {}):
+            return [link.entity for link in self._arts[oid][0].links]
+        return [e]
+
+    def _seg_ids(self, oid: str) -> list[int]:
+        return [int(e.per_scene_id) for e in self._object_entities(oid)]
 
     def entity(self, oid: str):
         try:
@@ -466,6 +628,14 @@ class SapienScene(LoadedScene):
 
     def set_object_pose(self, oid: str, pose) -> None:
         self.require("physics")
+        if oid in getattr(self, "_arts", {}):
+            if self.data["objects"][oid]["fixed"]:
+                raise UnsupportedCapability(f"object '{oid}' is fixed; it cannot be moved")
+            art = self._arts[oid][0]
+            art.set_root_pose(self._sapien.Pose(np.asarray(pose, np.float32)))
+            art.set_root_linear_velocity(np.zeros(3, np.float32))
+            art.set_root_angular_velocity(np.zeros(3, np.float32))
+            return
         b = self.body(oid)
         if not isinstance(b, self._sapien.physx.PhysxRigidDynamicComponent):
             raise UnsupportedCapability(f"object '{oid}' is fixed; it cannot be moved")
@@ -476,7 +646,9 @@ class SapienScene(LoadedScene):
     def reset_state(self) -> None:
         self.require("physics")
         for oid, od in self.data["objects"].items():
-            if not od["fixed"]:
+            if "articulation" in od:
+                self._art_reset(oid)
+            elif not od["fixed"]:
                 self.set_object_pose(oid, make_pose(od["pose"]["position"], od["pose"]["quaternion_wxyz"]))
         if "robot" in self.capabilities:
             self.set_robot_qpos(self.data["robot"]["qpos"])
@@ -501,6 +673,7 @@ class SapienScene(LoadedScene):
     def step(self, seconds: float) -> None:
         self.require("physics")
         for _ in range(max(1, int(round(seconds / self.timestep)))):
+            self._before_step()
             self.scene.step()
 
     # -- cameras --------------------------------------------------------------------
@@ -561,7 +734,7 @@ class SapienScene(LoadedScene):
         key = (tuple(oids), bool(robot))
         table = self._mask_tables.get(key)
         if table is None:
-            want = [int(self.entity(o).per_scene_id) for o in oids]
+            want = [i for o in oids for i in self._seg_ids(o)]
             if robot and "robot" in self.capabilities:
                 want += [int(l.entity.per_scene_id) for l in self._links.values()]
             table = np.zeros(max(want, default=0) + 2, bool)
@@ -586,9 +759,9 @@ class SapienScene(LoadedScene):
 
     def object_mask(self, camera: str, oid: str) -> np.ndarray:
         """``(h, w) bool`` pixels where object ``oid`` is visible."""
-        self.entity(oid)
+        want = self._seg_ids(oid)
         seg, ids = self.segmentation(camera)
-        return seg == ids[oid]
+        return np.isin(seg, want)
 
     def close(self) -> None:
         self._entities = {}

@@ -276,6 +276,83 @@ def _urdf_text(oid: str, visual_rel: str, collisions: list[str], inertial: str) 
     return "\n".join(parts) + "\n"
 
 
+def _articulated_entry(w: _Writer, bundle: Bundle, oid: str, obj: ObjectSpec) -> dict:
+    """An articulated object: ``objects/<id>.urdf`` with every link (visuals coloured from the URDF in linear RGB,
+    collisions, explicit inertials from :meth:`ArticulatedModel.link_inertials`) and joint (limits); its scene entry
+    carries the joint positions, damping, friction and each joint's effective mass (for the loader's Coulomb
+    friction, see :mod:`real2sim.engines.sapien.scene`)."""
+    from real2sim.engines.common import articulated_setup
+
+    model, q, dyn, inertials = articulated_setup(bundle, oid)
+
+    def geom(shape) -> str:
+        g = shape.geometry
+        if g.kind == "box":
+            return f'<box size="{_vec(g.size)}"/>'
+        if g.kind == "cylinder":
+            return f'<cylinder radius="{_num(g.size[0])}" length="{_num(g.size[1])}"/>'
+        if g.kind == "sphere":
+            return f'<sphere radius="{_num(g.size[0])}"/>'
+        data = _read_required(g.mesh, f"mesh of object '{oid}'", "add the object again ('real2sim add-object --urdf')")
+        rel = w.add(f"meshes/{hash_bytes(data)}.obj", data)
+        return f'<mesh filename="../{rel}" scale="{_vec(g.scale)}"/>'
+
+    parts = ['<?xml version="1.0"?>', "<!-- written by real2sim (engines/sapien/writer.py): an articulated object; its "
+             "world pose, joint positions and dynamics live in ../scene.sapien.json -->", f'<robot name="{oid}">']
+    n_collisions = 0
+    for lname, link in model.links.items():
+        parts.append(f'  <link name="{lname}">')
+        if lname != model.root or not obj.fixed:
+            m, com, I = inertials[lname]
+            parts.append(f'    <inertial>\n      <origin xyz="{_vec(com)}" rpy="0 0 0"/>\n      <mass value="{_num(m)}"/>\n'
+                         f'      <inertia ixx="{_num(I[0, 0])}" ixy="{_num(I[0, 1])}" ixz="{_num(I[0, 2])}" '
+                         f'iyy="{_num(I[1, 1])}" iyz="{_num(I[1, 2])}" izz="{_num(I[2, 2])}"/>\n    </inertial>')
+        for i, sh in enumerate(link.visuals):
+            rgba = [*srgb_to_linear(sh.rgba[:3]), sh.rgba[3]]
+            parts.append(f'    <visual name="{lname}_visual_{i:03d}">{_origin(sh.origin)}<geometry>{geom(sh)}</geometry>'
+                         f'<material name="{lname}_{i}"><color rgba="{_vec(rgba)}"/></material></visual>')
+        for i, sh in enumerate(link.collisions):
+            parts.append(f'    <collision name="{lname}_collision_{i:03d}">{_origin(sh.origin)}'
+                         f'<geometry>{geom(sh)}</geometry></collision>')
+            n_collisions += 1
+        parts.append("  </link>")
+    for j in model.joints:
+        jt = j.type
+        lim = f'<limit lower="{_num(j.lower)}" upper="{_num(j.upper)}" effort="0" velocity="0"/>' if j.limited else ""
+        parts.append(f'  <joint name="{j.name}" type="{jt}"><parent link="{j.parent}"/><child link="{j.child}"/>'
+                     f'{_origin(j.origin)}<axis xyz="{_vec(j.axis)}"/>{lim}</joint>')
+    parts.append("</robot>")
+    urdf_rel = w.add(f"objects/{oid}.urdf", ("\n".join(parts) + "\n").encode())
+    eff = {}
+    for j in model.movable_joints:  # the subtree's mass along a prismatic axis, its inertia about a revolute one
+        poses = model.link_poses(q)
+        Tj = poses[j.parent] @ j.origin
+        a = Tj[:3, :3] @ j.axis
+        total = 0.0
+        for lname in model.subtree(j.child):
+            m, com, I = inertials[lname]
+            if j.type == "prismatic":
+                total += m
+            else:
+                R = poses[lname][:3, :3]
+                c = poses[lname][:3, :3] @ com + poses[lname][:3, 3] - Tj[:3, 3]
+                r = c - a * (c @ a)
+                total += float(a @ (R @ I @ R.T) @ a) + m * float(r @ r)
+        eff[j.name] = _r(total)
+    return {
+        "urdf": urdf_rel,
+        "pose": _pose_json(obj.pose.position, obj.pose.quaternion_wxyz),
+        "fixed": bool(obj.fixed),
+        "static_friction": _r(obj.friction), "dynamic_friction": _r(obj.friction),
+        "restitution": _r(obj.restitution),
+        "density": _r(obj.density),
+        "collision_shapes": n_collisions,
+        "articulation": {"root_link": model.root, "joint_positions": {k: _r(v) for k, v in q.items()},
+                         "damping": {k: _r(v[0]) for k, v in dyn.items()},
+                         "friction": {k: _r(v[1]) for k, v in dyn.items()}, "effective_mass": eff},
+    }
+
+
 def _pose_json(position, quat_wxyz) -> dict:
     return {"position": [_r(x) for x in position], "quaternion_wxyz": [_r(x) for x in quat_wxyz]}
 
@@ -308,6 +385,9 @@ def build_sapien_files(bundle: Bundle) -> tuple[dict[str, bytes], list[str]]:
     warnings: list[str] = []
     objects = {}
     for oid, obj in bundle.manifest.objects.items():
+        if obj.articulation is not None:
+            objects[oid] = _articulated_entry(w, bundle, oid, obj)
+            continue
         visual_rel = _visual_assets(w, bundle, oid, obj)
         collisions = _collision_xml(w, bundle, oid, obj, warnings)
         urdf_rel = w.add(f"objects/{oid}.urdf", _urdf_text(oid, visual_rel, collisions,

@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 ID_KEY = "real2sim:id"
 RESERVED = ("PhysicsScene", "Looks", "PhysicsMaterials", "Cameras", "Lights", "Robot")
 ROBOT_KEY = "real2sim:robot"
+ARTICULATED_KEY = "real2sim:articulated"
+"""customData flag of an articulated object's prim (links as child prims, joints under ``Joints``)."""
 ROBOT_DEFINITION_KEY = "real2sim:robot_definition"
 """Export-relative path of the packaged definition of a robot read from a definition file."""
 
@@ -61,13 +63,24 @@ class UsdScene(LoadedScene):
         if not self.stage.GetPrimAtPath("/World/PhysicsScene").IsValid():
             raise ExportError(f"{self.path}: prim /World/PhysicsScene is missing; re-export the scene")
         self._objects: dict[str, object] = {}
+        self._arts: dict[str, tuple[dict, dict]] = {}
         for child in world.GetChildren():
             oid = child.GetCustomDataByKey(ID_KEY)
             if oid is None or child.GetName() in RESERVED:
                 continue
+            if child.GetCustomDataByKey(ARTICULATED_KEY):
+                joints = child.GetChild("Joints")
+                self._arts[str(oid)] = (
+                    {str(c.GetCustomDataByKey(ID_KEY)): c for c in child.GetChildren() if c.GetName() != "Joints"},
+                    {str(c.GetCustomDataByKey(ID_KEY)): c for c in (joints.GetChildren() if joints.IsValid() else [])
+                     if c.GetAttribute("real2sim:position").IsValid()})
+                self._objects[str(oid)] = child
+                continue
             if not child.GetChild("Visual").IsValid():
                 raise ExportError(f"{self.path}: object prim {child.GetPath()} has no Visual mesh; re-export the scene")
             self._objects[str(oid)] = child
+        if self._arts:
+            self.capabilities = frozenset(self.capabilities | {"articulation"})
         self._robot_prim = None
         rp = self.stage.GetPrimAtPath("/World/Robot")
         if rp.IsValid() and rp.GetCustomDataByKey(ROBOT_KEY):
@@ -97,6 +110,33 @@ class UsdScene(LoadedScene):
 
     def object_ids(self) -> list[str]:
         return list(self._objects)
+
+    # -- articulated objects (static: the authored joint positions and link poses) ---------------------
+    def _art(self, oid: str):
+        self._object(oid)
+        if oid not in self._arts:
+            from real2sim.core.errors import UnsupportedCapability
+
+            raise UnsupportedCapability(f"object '{oid}' is rigid (no joints); joint queries need an articulated object")
+        return self._arts[oid]
+
+    def object_joint_names(self, oid: str) -> list[str]:
+        self._object(oid)
+        return list(self._arts.get(oid, ({}, {}))[1])
+
+    def object_joint_positions(self, oid: str) -> dict[str, float]:
+        return {n: float(p.GetAttribute("real2sim:position").Get()) for n, p in self._art(oid)[1].items()}
+
+    def object_joint_dynamics(self, oid: str) -> dict[str, tuple[float, float]]:
+        """``{joint: (damping, friction)}`` as authored (SI units)."""
+        return {n: (float(p.GetAttribute("real2sim:damping").Get()), float(p.GetAttribute("real2sim:friction").Get()))
+                for n, p in self._art(oid)[1].items()}
+
+    def object_link_pose(self, oid: str, link: str) -> np.ndarray:
+        links = self._art(oid)[0]
+        if link not in links:
+            raise UnknownNameError(f"link of object '{oid}'", link, links)
+        return _world_matrix(links[link])
 
     # -- robot (static: the authored configuration) ------------------------------------------
     def robot_name(self) -> str:

@@ -47,8 +47,16 @@ from real2sim.core.geometry import matrix_to_quat_wxyz, transform_points
 from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import mesh_uv
 from real2sim.engines.base import Exporter, ExportResult
-from real2sim.engines.common import content_addressed_copy, require_ready
-from real2sim.engines.usd.scene import ID_KEY, RESERVED, ROBOT_DEFINITION_KEY, ROBOT_KEY, UsdScene, _pxr
+from real2sim.engines.common import articulated_setup, content_addressed_copy, require_ready
+from real2sim.engines.usd.scene import (
+    ARTICULATED_KEY,
+    ID_KEY,
+    RESERVED,
+    ROBOT_DEFINITION_KEY,
+    ROBOT_KEY,
+    UsdScene,
+    _pxr,
+)
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR, write_robot_package
 from real2sim.robots.scene import link_poses, parse_urdf, robot_cameras, robot_setup
 from real2sim.robots.spec import is_file_robot
@@ -219,6 +227,9 @@ class UsdExporter(Exporter):
         prim = xf.GetPrim()
         prim.SetCustomDataByKey(ID_KEY, oid)
         _set_pose(UsdGeom, Gf, xf, obj.pose.position, obj.pose.quaternion_wxyz)
+        if obj.articulation is not None:
+            self._articulated(bundle, stage, root, oid, obj)
+            return
 
         # -- visual ---------------------------------------------------------------------
         mesh_path = bundle.path(obj.visual.mesh)
@@ -316,6 +327,104 @@ class UsdExporter(Exporter):
         mass.CreateCenterOfMassAttr(Gf.Vec3f(*map(float, inertial.com)))
         mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, d)))
         mass.CreatePrincipalAxesAttr(Gf.Quatf(float(q[0]), Gf.Vec3f(*map(float, q[1:]))))
+
+    def _articulated(self, bundle, stage, root: str, oid: str, obj) -> None:
+        """An articulated object under its object prim (ArticulationRootAPI): one rigid-body Xform per link posed at
+        the bundle's joint positions (object frame), visual meshes with displayColor, collision meshes (convexHull;
+        primitives meshed), and ``Joints/``: Prismatic / Revolute (continuous: no limits) / Fixed joints whose frame
+        X axis is the URDF axis, a damping-only DriveAPI (stiffness 0; angular damping per degree as UsdPhysics
+        specifies), and the SI values as ``real2sim:position``, ``real2sim:damping``, ``real2sim:friction``
+        (UsdPhysics has no joint friction). A fixed object's root link is held by a FixedJoint to the world."""
+        Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
+        model, q, dyn, inertials = articulated_setup(bundle, oid)
+        prim = stage.GetPrimAtPath(root)
+        prim.SetCustomDataByKey(ARTICULATED_KEY, True)
+        prim.CreateAttribute("real2sim:root_link", Sdf.ValueTypeNames.String, custom=True).Set(model.root)
+        UsdPhysics.ArticulationRootAPI.Apply(prim)
+        poses = model.link_poses(q)
+        pm = UsdShade.Material.Define(stage, f"/World/PhysicsMaterials/{root.rsplit('/', 1)[1]}")
+        api = UsdPhysics.MaterialAPI.Apply(pm.GetPrim())
+        api.CreateStaticFrictionAttr(float(obj.friction))
+        api.CreateDynamicFrictionAttr(float(obj.friction))
+        api.CreateRestitutionAttr(float(obj.restitution))
+        used = {"Joints"}
+        names = {}
+        for lname, link in model.links.items():
+            names[lname] = f"{root}/{_prim_name(lname, used)}"
+            xf = UsdGeom.Xform.Define(stage, names[lname])
+            xf.GetPrim().SetCustomDataByKey(ID_KEY, lname)
+            T = poses[lname]
+            _set_pose(UsdGeom, Gf, xf, T[:3, 3], matrix_to_quat_wxyz(T[:3, :3]))
+            UsdPhysics.RigidBodyAPI.Apply(xf.GetPrim())
+            m, com, I = inertials[lname]
+            d, R = _principal_axes(I)
+            qa = matrix_to_quat_wxyz(R)
+            mass = UsdPhysics.MassAPI.Apply(xf.GetPrim())
+            mass.CreateMassAttr(float(m))
+            mass.CreateCenterOfMassAttr(Gf.Vec3f(*map(float, com)))
+            mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, d)))
+            mass.CreatePrincipalAxesAttr(Gf.Quatf(float(qa[0]), Gf.Vec3f(*map(float, qa[1:]))))
+            for i, sh in enumerate(link.visuals):
+                mm = model.shape_mesh(sh)
+                mesh = self._mesh(stage, f"{names[lname]}/Visual_{i}", mm.vertices, mm.faces)
+                mesh.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*map(float, sh.rgba[:3]))]))
+                mesh.CreateDisplayOpacityAttr(Vt.FloatArray([float(sh.rgba[3])]))
+            for i, sh in enumerate(link.collisions):
+                mm = model.shape_mesh(sh)
+                mesh = self._mesh(stage, f"{names[lname]}/Collision_{i}", mm.vertices, mm.faces)
+                mesh.CreatePurposeAttr(UsdGeom.Tokens.guide)
+                UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+                approx = UsdPhysics.Tokens.convexHull if sh.geometry.kind != "mesh" else UsdPhysics.Tokens.convexDecomposition
+                UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr(approx)
+                UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim()).Bind(pm, UsdShade.Tokens.weakerThanDescendants, "physics")
+        UsdGeom.Scope.Define(stage, f"{root}/Joints")
+        jused: set[str] = set()
+        if obj.fixed:
+            jt = UsdPhysics.FixedJoint.Define(stage, f"{root}/Joints/{_prim_name('root_to_world', jused)}")
+            jt.CreateBody1Rel().SetTargets([names[model.root]])
+        for j in model.joints:
+            path = f"{root}/Joints/{_prim_name(j.name, jused)}"
+            a = j.axis
+            helper = np.array([0.0, 0.0, 1.0]) if abs(a[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+            y = np.cross(helper, a)
+            y /= np.linalg.norm(y)
+            R_align = np.column_stack([a, y, np.cross(a, y)])
+            J0 = j.origin.copy()
+            J0[:3, :3] = J0[:3, :3] @ R_align
+            kind = None
+            if j.type in ("revolute", "continuous"):
+                jt = UsdPhysics.RevoluteJoint.Define(stage, path)
+                jt.CreateAxisAttr("X")
+                if j.limited:
+                    jt.CreateLowerLimitAttr(float(np.degrees(j.lower)))
+                    jt.CreateUpperLimitAttr(float(np.degrees(j.upper)))
+                kind, unit = "angular", np.pi / 180.0
+            elif j.type == "prismatic":
+                jt = UsdPhysics.PrismaticJoint.Define(stage, path)
+                jt.CreateAxisAttr("X")
+                jt.CreateLowerLimitAttr(float(j.lower))
+                jt.CreateUpperLimitAttr(float(j.upper))
+                kind, unit = "linear", 1.0
+            else:
+                jt = UsdPhysics.FixedJoint.Define(stage, path)
+            jt.GetPrim().SetCustomDataByKey(ID_KEY, j.name)
+            jt.CreateBody0Rel().SetTargets([names[j.parent]])
+            jt.CreateBody1Rel().SetTargets([names[j.child]])
+            q0r = matrix_to_quat_wxyz(J0[:3, :3])
+            q1r = matrix_to_quat_wxyz(R_align if kind else np.eye(3))
+            jt.CreateLocalPos0Attr(Gf.Vec3f(*map(float, J0[:3, 3])))
+            jt.CreateLocalRot0Attr(Gf.Quatf(float(q0r[0]), Gf.Vec3f(*map(float, q0r[1:]))))
+            jt.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
+            jt.CreateLocalRot1Attr(Gf.Quatf(float(q1r[0]), Gf.Vec3f(*map(float, q1r[1:]))))
+            if kind:
+                damping, friction = dyn[j.name]
+                drive = UsdPhysics.DriveAPI.Apply(jt.GetPrim(), kind)
+                drive.CreateTypeAttr("force")
+                drive.CreateStiffnessAttr(0.0)
+                drive.CreateDampingAttr(float(damping * unit))
+                jp = jt.GetPrim()
+                for attr, v in (("position", q[j.name]), ("damping", damping), ("friction", friction)):
+                    jp.CreateAttribute(f"real2sim:{attr}", Sdf.ValueTypeNames.Double, custom=True).Set(float(v))
 
     def _robot(self, stage, spec, bundle_root: Path, out_dir: Path, bundle_cameras=(), warnings=None) -> None:
         """``/World/Robot``: ArticulationRootAPI; one rigid-body Xform per URDF link (posed at the bundle's joint

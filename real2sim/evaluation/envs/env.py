@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.core.articulation import ArticulatedModel
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import (
     ExportError,
@@ -163,6 +164,12 @@ class Real2SimEnv(_env_base()):
         self.task_id, self.task = resolve_task(m, task)
         self.movable = observed_objects(self.scene, m)
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
+        self._articulated = {oid: ArticulatedModel.load(self.bundle.path(o.articulation.urdf))
+                             for oid, o in m.objects.items() if o.articulation is not None}
+        T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success", self._articulated)
+        self._joint_terms, self._link_terms = T.joint_terms(self.task.success)
+        if self._joint_terms or self._link_terms:
+            self.scene.require("articulation")
         self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
         self.variants: dict = {}
         self._bind_task(task)
@@ -423,6 +430,8 @@ class Real2SimEnv(_env_base()):
         info = self._info(success=False)
         info["object_bounds"] = {o: b.tolist() for o, b in self._bounds.items()}
         info["robot_base_pose"] = self.scene.robot_base_pose().tolist()
+        if self._joint_terms:
+            info["joints"] = self._joint_info()
         info["init"] = {o: [round(float(x), 6) for x in (*P[:3, 3], np.arctan2(P[1, 0], P[0, 0]))]
                         for o, P in placed.items()}
         info["variant"] = {k: np.round(np.asarray(v, float), 4).tolist() for k, v in self._episode_variant.items()
@@ -463,10 +472,45 @@ class Real2SimEnv(_env_base()):
 
     def success(self) -> bool:
         """Whether the task's success predicate holds now."""
-        return T.evaluate(self.task.success, self._poses(), self._bounds, self._init_poses)
+        joints = {}
+        for oid, name in self._joint_terms:
+            j = self._articulated[oid].joint(name)
+            joints[(oid, name)] = (self.scene.object_joint_positions(oid)[name], j.lower, j.upper)
+        links = {(oid, link): (self.scene.object_link_pose(oid, link), self._link_bounds(oid, link))
+                 for oid, link in self._link_terms}
+        return T.evaluate(self.task.success, self._poses(), self._bounds, self._init_poses, joints, links)
+
+    def _joint_info(self) -> list[dict]:
+        """What an oracle needs to move each joint the task names (world frame): the joint's position and limits,
+        the unit direction its child link moves in as the joint opens (prismatic), the centre of that link's face on
+        that side (where to push it closed, or to pull it open from) and the height of the object's top (at the
+        bundle's joint positions) to pass over."""
+        out = []
+        for oid, name in sorted(self._joint_terms):
+            model = self._articulated[oid]
+            j = model.joint(name)
+            Tl = self.scene.object_link_pose(oid, j.child)
+            box = self._link_bounds(oid, j.child)
+            c, ext = (box[0] + box[1]) / 2, (box[1] - box[0]) / 2
+            face = c + j.axis * float(np.abs(j.axis) @ ext)
+            top = T.world_box(self.scene.object_pose(oid), self._bounds[oid])[1][2]
+            out.append({"object": oid, "joint": name, "type": j.type, "position": self.scene.object_joint_positions(oid)[name],
+                        "top": float(top),
+                        "lower": j.lower, "upper": j.upper, "axis": (Tl[:3, :3] @ j.axis).tolist(),
+                        "face": (Tl[:3, :3] @ face + Tl[:3, 3]).tolist()})
+        return out
+
+    def _link_bounds(self, oid: str, link: str) -> np.ndarray:
+        key = (oid, link)
+        cache = self.__dict__.setdefault("_link_bounds_cache", {})
+        if key not in cache:
+            cache[key] = self._articulated[oid].link_bounds(link)
+        return cache[key]
 
     def _info(self, success: bool) -> dict:
-        return {"success": bool(success), "instruction": self.task.instruction, "task_id": self.task_id,
+        extra = {"object_joints": {o: self.scene.object_joint_positions(o) for o in self._articulated
+                                   if o in self.scene.object_ids()}} if self._articulated else {}
+        return {**extra, "success": bool(success), "instruction": self.task.instruction, "task_id": self.task_id,
                 "task": copy.deepcopy({"success": self.task.success, "instruction": self.task.instruction}),
                 "object_ids": list(self.movable), "elapsed_steps": self._steps, "max_steps": self.max_steps}
 

@@ -14,10 +14,14 @@ object frame, moved with the object's pose):
 ``on_top``        ``{"object", "support", "z_tol"=0.02, "margin"=0.0}``: the object's box centre
                   lies inside the support's box footprint (xy, shrunk by ``margin``) and the
                   object's box bottom is within ``z_tol`` of the support's box top.
-``inside``        ``{"object", "container", "margin"=0.0}``: the object's box centre lies inside
-                  the container's box (shrunk by ``margin``).
-``joint_opened``  ``{"object", "joint", "fraction"}``: needs an articulated object; bundles have
-                  none yet, so this raises :class:`UnsupportedCapability` when the env is built.
+``inside``        ``{"object", "container", "margin"=0.0, "link"}``: the object's box centre lies inside
+                  the container's box (shrunk by ``margin``); with ``link`` (an articulated container)
+                  the box of that link's collision shapes, moved with the link (the apple in the drawer).
+``joint_opened``  ``{"object", "joint", "fraction"=0.3}``: joint ``joint`` of articulated object
+                  ``object`` is at least ``fraction`` of its range from its lower limit (SIMPLER's
+                  drawer: open at >= 0.15 m of 0.5 m).
+``joint_closed``  ``{"object", "joint", "fraction"=0.1}``: the joint is at most ``fraction`` of its
+                  range from its lower limit (SIMPLER's drawer: closed at <= 0.05 m).
 ``all_of`` / ``any_of``  ``{"terms": [...]}``.
 
 Initial state (``TaskSpec.init``)::
@@ -46,7 +50,9 @@ import numpy as np
 from real2sim.core.errors import Real2SimError, UnknownNameError, UnsupportedCapability
 
 log = logging.getLogger(__name__)
-PREDICATES = ("lifted", "near", "on_top", "inside", "joint_opened", "all_of", "any_of")
+PREDICATES = ("lifted", "near", "on_top", "inside", "joint_opened", "joint_closed", "all_of", "any_of")
+JOINT_FRACTION = {"joint_opened": 0.3, "joint_closed": 0.1}
+"""Default ``fraction`` of the joint predicates (SIMPLER's drawer thresholds: 0.15 m and 0.05 m of 0.5 m)."""
 INIT_KEYS = {"mode", "objects", "grid", "grid_yaw", "min_separation", "robot_qpos", "robot_qpos_noise", "settle_s"}
 
 
@@ -63,18 +69,49 @@ def referenced_objects(pred: dict) -> list[str]:
     return out
 
 
-def validate_predicate(pred: dict, known_objects, where: str = "success") -> None:
-    """Raise TaskError / UnknownNameError / UnsupportedCapability for a predicate this env cannot evaluate."""
+def validate_predicate(pred: dict, known_objects, where: str = "success", articulated: dict | None = None) -> None:
+    """Raise TaskError / UnknownNameError / UnsupportedCapability for a predicate this env cannot evaluate.
+
+    ``articulated``: ``{object id: ArticulatedModel}`` of the bundle's articulated objects (joint and link names)."""
     t = pred.get("type")
+    articulated = articulated or {}
     if t not in PREDICATES:
         raise TaskError(f"{where}.type: unknown predicate '{t}'; use one of {', '.join(PREDICATES)}")
     if t in ("all_of", "any_of"):
         for i, term in enumerate(pred.get("terms") or []):
-            validate_predicate(term, known_objects, f"{where}.terms[{i}]")
+            validate_predicate(term, known_objects, f"{where}.terms[{i}]", articulated)
         return
-    if t == "joint_opened":
-        raise UnsupportedCapability(f"{where}: 'joint_opened' needs an articulated object; this bundle's objects are rigid "
-                                    "(articulated objects are not supported by the bundle format yet)")
+    if t in ("joint_opened", "joint_closed"):
+        for k in ("object", "joint"):
+            if k not in pred:
+                raise TaskError(f"{where}: predicate '{t}' needs key '{k}'")
+        oid = pred["object"]
+        if oid not in known_objects:
+            raise UnknownNameError(f"object in {where}", oid, known_objects)
+        if oid not in articulated:
+            have = ", ".join(sorted(articulated)) or "none in this bundle; add one with real2sim add-object SCENE ID --urdf FILE"
+            raise UnsupportedCapability(f"{where}: '{t}' needs an articulated object; '{oid}' is rigid (no joints). "
+                                        f"Fix: name an articulated object ({have})")
+        model = articulated[oid]
+        j = model.joint(pred["joint"]) if pred["joint"] in [x.name for x in model.movable_joints] else None
+        if j is None:
+            raise UnknownNameError(f"movable joint of object '{oid}' in {where}.joint", pred["joint"],
+                                   [x.name for x in model.movable_joints])
+        if not j.limited or j.upper - j.lower <= 0:
+            raise TaskError(f"{where}: joint '{j.name}' of '{oid}' has no range (type {j.type}, limits [{j.lower}, "
+                            f"{j.upper}]), so a fraction of it means nothing. Fix: name a prismatic or revolute joint "
+                            "with limits")
+        f = float(pred.get("fraction", JOINT_FRACTION[t]))
+        if not 0.0 <= f <= 1.0:
+            raise TaskError(f"{where}.fraction must be in [0, 1] (a fraction of the joint's range), got {f}")
+        return
+    if t == "inside" and "link" in pred:
+        c = pred.get("container")
+        if c not in articulated:
+            raise UnsupportedCapability(f"{where}: 'inside' with a 'link' needs an articulated container; "
+                                        f"'{c}' is {'rigid' if c in known_objects else 'not an object'}")
+        if pred["link"] not in articulated[c].links:
+            raise UnknownNameError(f"link of object '{c}' in {where}.link", pred["link"], articulated[c].links)
     need = {"lifted": ["object"], "near": ["object"], "on_top": ["object", "support"], "inside": ["object", "container"]}[t]
     for k in need:
         if k not in pred:
@@ -93,19 +130,41 @@ def world_box(T: np.ndarray, local_bounds: np.ndarray) -> tuple[np.ndarray, np.n
     return w.min(0), w.max(0)
 
 
-def evaluate(pred: dict, poses: dict, bounds: dict, init_poses: dict) -> bool:
+def joint_terms(pred: dict) -> tuple[set, set]:
+    """``({(object, joint)}, {(container, link)})`` a predicate reads from articulated objects."""
+    t = pred.get("type")
+    if t in ("all_of", "any_of"):
+        js, ls = set(), set()
+        for term in pred.get("terms", []):
+            a, b = joint_terms(term)
+            js |= a
+            ls |= b
+        return js, ls
+    if t in ("joint_opened", "joint_closed"):
+        return {(pred["object"], pred["joint"])}, set()
+    if t == "inside" and "link" in pred:
+        return set(), {(pred["container"], pred["link"])}
+    return set(), set()
+
+
+def evaluate(pred: dict, poses: dict, bounds: dict, init_poses: dict, joints: dict | None = None,
+             links: dict | None = None) -> bool:
     """Whether predicate ``pred`` holds.
 
     ``poses``/``init_poses``: {oid: (4, 4) world pose now / at episode start};
-    ``bounds``: {oid: (2, 3) local box (min, max) in the object frame}.
+    ``bounds``: {oid: (2, 3) local box (min, max) in the object frame};
+    ``joints``: {(oid, joint): (position, lower, upper)}; ``links``: {(oid, link): ((4, 4) world pose, (2, 3) box in
+    the link frame)} for the terms :func:`joint_terms` names.
     """
     t = pred["type"]
     if t == "all_of":
-        return all(evaluate(p, poses, bounds, init_poses) for p in pred["terms"])
+        return all(evaluate(p, poses, bounds, init_poses, joints, links) for p in pred["terms"])
     if t == "any_of":
-        return any(evaluate(p, poses, bounds, init_poses) for p in pred["terms"])
-    if t == "joint_opened":
-        raise UnsupportedCapability("'joint_opened' needs an articulated object")
+        return any(evaluate(p, poses, bounds, init_poses, joints, links) for p in pred["terms"])
+    if t in ("joint_opened", "joint_closed"):
+        q, lo, hi = joints[(pred["object"], pred["joint"])]
+        level = lo + float(pred.get("fraction", JOINT_FRACTION[t])) * (hi - lo)
+        return bool(q >= level) if t == "joint_opened" else bool(q <= level)
     oid = pred["object"]
     T = poses[oid]
     if t == "lifted":
@@ -124,7 +183,11 @@ def evaluate(pred: dict, poses: dict, bounds: dict, init_poses: dict) -> bool:
         inside_xy = np.all(centre[:2] >= slo[:2] + m) and np.all(centre[:2] <= shi[:2] - m)
         return bool(inside_xy and abs(lo[2] - shi[2]) <= float(pred.get("z_tol", 0.02)))
     if t == "inside":
-        clo, chi = world_box(poses[pred["container"]], bounds[pred["container"]])
+        if "link" in pred:
+            T_link, box = links[(pred["container"], pred["link"])]
+            clo, chi = world_box(T_link, box)
+        else:
+            clo, chi = world_box(poses[pred["container"]], bounds[pred["container"]])
         m = float(pred.get("margin", 0.0))
         return bool(np.all(centre >= clo + m) and np.all(centre <= chi - m))
     raise TaskError(f"unknown predicate '{t}'")  # pragma: no cover (validated before)

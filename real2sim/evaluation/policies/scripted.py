@@ -3,7 +3,9 @@
 It reads ``observation["objects"]`` (object poses in the robot base frame; the env must be built
 with ``privileged=True``) and the task predicate from the reset ``info``, and moves the end effector
 through waypoints with a proportional ee_delta step (one action per call). Strategy ``"auto"``:
-``lifted`` -> pick, ``on_top`` / ``inside`` -> pick and place, ``near`` -> push.
+``lifted`` -> pick, ``on_top`` / ``inside`` -> pick and place, ``near`` -> push, ``joint_closed`` (a
+drawer) -> close: push the drawer's front face (from the env's ``joints`` reset info) along its axis with the
+gripper closed until the joint is well inside its closed fraction.
 
 ``noise`` (m) grades its quality: a per-episode error of the perceived object position drawn from
 N(0, noise^2) in x and y (a calibration error the oracle cannot see), seeded by the episode seed.
@@ -20,7 +22,7 @@ from real2sim.core.geometry import quat_wxyz_to_matrix
 from real2sim.robots.kinematics import _so3_log, so3_exp
 
 log = logging.getLogger(__name__)
-STRATEGIES = ("auto", "pick", "place", "push")
+STRATEGIES = ("auto", "pick", "place", "push", "close")
 
 
 def _rot_z(a):
@@ -121,6 +123,20 @@ class ScriptedPolicy:
         self.T_base_world = None if Twb is None else np.linalg.inv(np.asarray(Twb, float))
         pred = info["task"]["success"]
         strat = self.strategy
+        self.joint = None
+        jp = _first(pred, ("joint_closed",))
+        if strat in ("auto", "close") and jp is not None and _first(pred, ("lifted", "on_top", "inside", "near")) is None:
+            # close a drawer: push its front face along the joint axis (no grasp)
+            joints = {(d["object"], d["joint"]): d for d in info.get("joints", [])}
+            if (jp["object"], jp["joint"]) not in joints:
+                raise Real2SimError("closing a joint needs the env's 'joints' reset info (a joint_closed task)")
+            self.joint, self.pred, self.mode = joints[(jp["object"], jp["joint"])], jp, "close"
+            if self.joint["type"] != "prismatic":
+                raise Real2SimError(f"the scripted oracle closes prismatic joints (drawers); "
+                                    f"'{self.joint['joint']}' is {self.joint['type']}")
+            self.plan, self.phase, self.hold = [], 0, 0
+            self.offset = np.r_[self.rng.normal(0.0, self.noise, 2), 0.0] if self.noise > 0 else np.zeros(3)
+            return
         if strat == "auto":
             p = _first(pred, ("lifted", "on_top", "inside", "near"))
             if p is None:
@@ -255,8 +271,30 @@ class ScriptedPolicy:
         approach = R0[:, int(np.argmin(R0[2]))]
         return so3_exp(-approach * yaw) @ R0
 
+    def _close_plan(self) -> list:
+        """Push a drawer closed: in front of its face, then along -axis to where the face is at the closed level."""
+        J = self.joint
+        a_w = np.asarray(J["axis"], float)
+        face_w = np.asarray(J["face"], float)
+        frac = float(self.pred.get("fraction", 0.1))
+        travel = J["position"] - (J["lower"] + 0.3 * frac * (J["upper"] - J["lower"]))  # well inside the bar
+        T = self.T_base_world
+        if T is None:
+            raise Real2SimError("closing a drawer needs 'robot_base_pose' in the reset info")
+        a = T[:3, :3] @ a_w
+        face = T[:3, :3] @ face_w + T[:3, 3] + self.offset
+        start = face + a * 0.07  # the gripper (its bar is wider than its fingers) comes down clear of the face
+        end = face - a * max(travel, 0.0)
+        d = -a[:2] / max(np.linalg.norm(a[:2]), 1e-6)
+        Rp = _rot_z(np.arctan2(d[1], d[0]) + np.pi / 2) @ _rot_y(np.pi / 2)
+        over = (T[:3, :3] @ [0.0, 0.0, J["top"] + 0.08] + T[:3, 3])[2]  # above the object, in base-frame height
+        return [(np.r_[start[:2], max(start[2] + 0.08, over)], Rp, 0.0, 0), (start, Rp, 0.0, 0), (end, Rp, 0.0, 2),
+                (end + a * 0.04, Rp, 0.0, 0)]
+
     def _make_plan(self, objects) -> list:
         """Waypoints: (position in base frame, orientation, gripper opening, steps to hold once reached)."""
+        if self.mode == "close":
+            return self._close_plan()
         oid = self.pred["object"]
         p, R = self._pose(objects, oid)
         Rg = self._grasp_R(R, oid)

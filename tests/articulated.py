@@ -1,0 +1,55 @@
+"""A tiny articulated object written by the tests: a box cabinet with one prismatic drawer (no shared data)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+DRAWER_TRAVEL = 0.15  # m, the drawer's range [0, DRAWER_TRAVEL] along +x
+
+
+def _box(name, xyz, size, material=None, collision=True, visual=True) -> str:
+    origin = f'<origin xyz="{xyz}" rpy="0 0 0"/>'
+    geom = f'<geometry><box size="{size}"/></geometry>'
+    out = ""
+    if visual:
+        mat = f'<material name="{material}"/>' if material else ""
+        out += f'    <visual name="{name}">{origin}{geom}{mat}</visual>\n'
+    if collision:
+        out += f'    <collision name="{name}_c">{origin}{geom}</collision>\n'
+    return out
+
+
+def write_drawer_urdf(folder: Path, joint_type: str = "prismatic", extra: str = "", damping: float = 5.0,
+                      friction: float = 0.0, mesh: str | None = None, axis: str = "1 0 0") -> Path:
+    """``folder/drawer_box.urdf``: link ``body`` (a 0.3 x 0.3 x 0.2 m open-front box, bottom at z = 0) and link
+    ``drawer`` (a tray 0.26 x 0.26 x 0.1 m with a front panel and handle) on joint ``drawer_joint`` along +x,
+    limits [0, 0.15] m, ``<dynamics damping friction>``. ``mesh``: a mesh file name for the handle (visual);
+    ``joint_type`` / ``axis``: e.g. a revolute joint about "0 0 1" (the tray turns in its box)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    body = (_box("bottom", "0 0 0.005", "0.3 0.3 0.01", "wood") + _box("top", "0 0 0.195", "0.3 0.3 0.01", "wood")
+            + _box("back", "-0.145 0 0.1", "0.01 0.3 0.18", "wood") + _box("left", "0 -0.145 0.1", "0.3 0.01 0.18", "wood")
+            + _box("right", "0 0.145 0.1", "0.3 0.01 0.18", "wood"))
+    handle = (f'    <visual name="handle"><origin xyz="0.16 0 0" rpy="0 0 0"/><geometry><mesh filename="{mesh}"/>'
+              '</geometry><material name="black"/></visual>\n') if mesh else _box("handle", "0.16 0 0", "0.02 0.08 0.02",
+                                                                                  "black", collision=False)
+    drawer = (_box("tray", "0 0 -0.04", "0.26 0.26 0.01", "white") + _box("front", "0.145 0 0", "0.01 0.28 0.1", "wood")
+              + _box("tray_back", "-0.125 0 -0.01", "0.01 0.26 0.05", "white") + handle)
+    limit = f'<limit lower="0" upper="{DRAWER_TRAVEL}" effort="100" velocity="1"/>' if joint_type != "continuous" else ""
+    text = f"""<robot name="drawer_box">
+  <material name="wood"><color rgba="0.55 0.4 0.25 1"/></material>
+  <material name="white"><color rgba="0.95 0.95 0.95 1"/></material>
+  <material name="black"><color rgba="0.1 0.1 0.1 1"/></material>
+  <link name="body">
+{body}  </link>
+  <link name="drawer">
+{drawer}  </link>
+  <joint name="drawer_joint" type="{joint_type}">
+    <parent link="body"/><child link="drawer"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="{axis}"/>
+    {limit}<dynamics damping="{damping}" friction="{friction}"/>
+  </joint>
+{extra}</robot>
+"""
+    path = folder / "drawer_box.urdf"
+    path.write_text(text)
+    return path
