@@ -56,7 +56,9 @@ class OneClickConfig:
     """Besides the click's own mask, the clicked photo is segmented in boxes of these half-sizes around the click
     (fractions of the photo's smaller side); the candidate mask the photos agree on best is taken ..."""
     probe_views: int = 4
-    """... tracked into this many other photos (spread through the capture) and carved there."""
+    """... tracked into this many other photos (spread through the capture) and carved there; the prompt's own mask
+    is kept unless a box's mask agrees better by more than ``prefer_prompt`` (IoU; the 4-view agreement is rough)."""
+    prefer_prompt: float = 0.1
     passes: int = 2
     """Rounds of re-segmenting every photo with the rough hull's projection as its prior."""
     hull_resolution: int = 48
@@ -155,12 +157,13 @@ def one_click_masks(names: list[str], images: list[np.ndarray], cameras: list[Ca
             cands.append((f"box {frac:g}", segment_result(images[k], Prompt(pts, box=box), backend=cfg.backend,
                                                           name=f"frame {names[k]}")))
     tried, best = [], None
-    for label, res in cands:
+    for i, (label, res) in enumerate(cands):
         agree, lifted = agreement(res)
         tried.append({"prompt": label, "confidence": round(float(res.confidence), 3),
                       "agreement": None if agree is None else round(agree, 4)})
-        if agree is not None and (best is None or agree > best[0] + 1e-9):
-            best = (agree, res, lifted)
+        bonus = cfg.prefer_prompt if i == 0 else 0.0  # what the person asked for, unless the photos clearly disagree
+        if agree is not None and (best is None or agree + bonus > best[0] + 1e-9):
+            best = (agree + bonus, res, lifted)
     if best is None:
         raise CaptureError(f"frame {names[k]}: the mask from the prompt does not stand on the board (its rays meet "
                            "the table outside it): click on the object's middle, or give --box around the object")
