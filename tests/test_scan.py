@@ -300,7 +300,7 @@ def test_without_masks_the_scan_says_how_to_make_them(small, tmp_path):
     root = tmp_path / "cap"
     shutil.copytree(small[0], root)
     shutil.rmtree(root / "masks")
-    with pytest.raises(CaptureError, match="one PNG per frame"):
+    with pytest.raises(CaptureError, match=r"--point X,Y.*one PNG per frame"):
         _small_scan(root, tmp_path / "obj")
 
 

@@ -5,7 +5,7 @@ Capture folder (``docs/scan.md``)::
     DIR/frames/*.png        RGB frames (or DIR itself holds them, or DIR is a video file)
     DIR/camera.json         intrinsics (the camera-file format of ``real2sim init``; its pose is not used)
     DIR/board.json          the printed board: {"squares": [cols, rows], "square": m, "marker": m, "dictionary": ...}
-    DIR/masks/*.png         the object's mask per frame (same names; object 255)
+    DIR/masks/*.png         the object's mask per frame (same names; object 255), unless a prompt (--point) is given
     DEPTH_DIR/*.png         optional (--depth): uint16 depth per frame, millimetres, aligned with the RGB frames
 
 Steps: camera pose per frame from the board (frames without a board are skipped and counted), exposure levelled on
@@ -315,10 +315,10 @@ def _region(spec) -> np.ndarray:
 def _load_masks(capture: Path, names, frames) -> tuple[list[np.ndarray], str]:
     mdir = capture / "masks"
     if not mdir.is_dir():
-        raise CaptureError(f"{mdir}: no object masks. Carving needs the object's mask in every frame: one PNG per "
-                           "frame with the frame's name, object 255, rest 0 (e.g. from SAM with one click on the "
-                           "object, or 'real2sim init' + 'real2sim masks --entity OBJ --point X,Y' on these frames, "
-                           "which propagates one prompt through them)")
+        raise CaptureError(f"{mdir}: no object masks. Carving needs the object's mask in every frame: give one "
+                           f"click on the object in one photo ('real2sim scan {capture} --point X,Y [--frame NAME]'), "
+                           "and the masks are made from it through the board's poses; or write masks/ yourself, "
+                           "one PNG per frame with the frame's name, object 255, rest 0 (e.g. from SAM)")
     out = []
     for name, img in zip(names, frames):
         p = mdir / f"{name}.png"

@@ -52,13 +52,15 @@ class OneClickConfig:
 
     backend: str = "auto"
     """Segmentation backend of the clicked photo (``auto``: SAM when configured, else one-click GrabCut)."""
-    fallback_boxes: tuple[float, ...] = (0.12, 0.18, 0.25, 0.35)
+    fallback_boxes: tuple[float, ...] = (0.12, 0.18, 0.25)
     """Besides the click's own mask, the clicked photo is segmented in boxes of these half-sizes around the click
     (fractions of the photo's smaller side); the candidate mask the photos agree on best is taken ..."""
     probe_views: int = 4
     """... tracked into this many other photos (spread through the capture) and carved there; the prompt's own mask
     is kept unless a box's mask agrees better by more than ``prefer_prompt`` (IoU; the 4-view agreement is rough)."""
     prefer_prompt: float = 0.1
+    workers: int = 2
+    """Photos segmented at once (threads)."""
     passes: int = 2
     """Rounds of re-segmenting every photo with the rough hull's projection as its prior."""
     hull_resolution: int = 48
@@ -69,6 +71,18 @@ class OneClickConfig:
     """The rough hulls keep a voxel outside at most this fraction of the masks (bad first masks do not cut them)."""
     min_confidence: float = 0.85
     """Frames whose mask agrees less than this (IoU) with the hull of the other views are dropped."""
+
+
+def _each(fn, items, workers: int) -> list:
+    """``[fn(i) for i in items]``, on ``workers`` threads (OpenCV's GrabCut releases the GIL; each call seeds its
+    own thread's RNG, so the result does not depend on the threads)."""
+    items = list(items)
+    if workers <= 1 or len(items) < 2:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as ex:
+        return list(ex.map(fn, items))
 
 
 def pick_frame(names: list[str], all_names: list[str], frame) -> int:
@@ -134,11 +148,13 @@ def one_click_masks(names: list[str], images: list[np.ndarray], cameras: list[Ca
         except ScanError:
             return None, None
         col = ColourModel(images[k], res.mask)
-        ms, cs = [res.mask], [cameras[k]]
-        for j in probe:
+
+        def track(j):
             pr = silhouette(lifted[0], lifted[1], cameras[j])
-            ms.append(prior_grabcut(images[j], pr, core=none, colour=col).mask if pr.sum() >= 20 else none)
-            cs.append(cameras[j])
+            return prior_grabcut(images[j], pr, core=none, colour=col).mask if pr.sum() >= 20 else none
+
+        ms = [res.mask] + _each(track, probe, cfg.workers)
+        cs = [cameras[k]] + [cameras[j] for j in probe]
         try:
             hv, hf = _carve_mesh(cs, ms, region, 32, 0)
         except ScanError:
@@ -170,30 +186,29 @@ def one_click_masks(names: list[str], images: list[np.ndarray], cameras: list[Ca
     _, first, lifted = best
     colour = ColourModel(images[k], first.mask)
     cone_v, cone_f, lift = lifted
-    masks: list[np.ndarray] = []
-    for j in range(n):
+    def from_cone(j):
         if j == k:
-            masks.append(first.mask)
-            continue
+            return first.mask
         prior = silhouette(cone_v, cone_f, cameras[j])
         if prior.sum() < 20:
-            masks.append(none.copy())
-            continue
-        masks.append(prior_grabcut(images[j], prior, core=none, colour=colour, name=f"frame {names[j]}").mask)
+            return none.copy()
+        return prior_grabcut(images[j], prior, core=none, colour=colour, name=f"frame {names[j]}").mask
+
+    masks = _each(from_cone, range(n), cfg.workers)
     rounds = []
     tol = max(1, int(np.ceil(cfg.hull_tolerance * n)))
     for p in range(cfg.passes):
         hv, hf = _carve_mesh(cameras, masks, region, cfg.hull_resolution, tol)
-        new, agree = [], []
-        for j in range(n):
+
+        def from_hull(j, hv=hv, hf=hf):
             prior = silhouette(hv, hf, cameras[j])
-            agree.append(iou(masks[j], prior))
             if prior.sum() < 20:
-                new.append(masks[j])
-                continue
-            new.append(prior_grabcut(images[j], prior, colour=colour, name=f"frame {names[j]}").mask)
-        rounds.append({"tolerance": tol, "mean_iou_with_hull": round(float(np.mean(agree)), 4)})
-        masks = new
+                return masks[j], iou(masks[j], prior)
+            return prior_grabcut(images[j], prior, colour=colour, name=f"frame {names[j]}").mask, iou(masks[j], prior)
+
+        out = _each(from_hull, range(n), cfg.workers)
+        rounds.append({"tolerance": tol, "mean_iou_with_hull": round(float(np.mean([a for _, a in out])), 4)})
+        masks = [m for m, _ in out]
         tol = max(1, tol // 2)
     hv, hf = _carve_mesh(cameras, masks, region, cfg.check_resolution, 1)
     conf = {names[j]: round(iou(masks[j], silhouette(hv, hf, cameras[j])), 4) for j in range(n)}

@@ -139,17 +139,13 @@ def prior_grabcut(image: np.ndarray, prior: np.ndarray, core: np.ndarray | None 
     if not (tri == cv2.GC_BGD).any():  # the prior fills the crop: the image's own border is background
         tri[[0, -1], :] = cv2.GC_BGD
         tri[:, [0, -1]] = cv2.GC_BGD
-    threads = cv2.getNumThreads()
-    cv2.setNumThreads(1)
-    try:
+    try:  # (thread-safe: the RNG seeded is this thread's)
         cv2.setRNGSeed(cfg.seed)
         bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
         cv2.grabCut(np.ascontiguousarray(small[..., ::-1]), tri, None, bgd, fgd, cfg.iterations,
                     cv2.GC_INIT_WITH_MASK)
     except cv2.error as exc:
         raise SegmentationError(f"prior_grabcut failed on {name} ({exc.err})") from exc
-    finally:
-        cv2.setNumThreads(threads)
     m_s = ((tri == cv2.GC_FGD) | (tri == cv2.GC_PR_FGD)).astype(np.float32)
     m_c = cv2.resize(m_s, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR) >= 0.5
     mask = np.zeros((h, w), bool)
