@@ -4,7 +4,7 @@ min), the mask confidence the scan reports, and the scan's Chamfer / volume IoU 
 scan from the true masks. The click is where a person would put it: the point deepest inside the object in the first
 photo. Prints numbers; asserts nothing.
 
-Run: ``python benchmarks/bench_scan_masks.py [CAPTURES_DIR]`` (captures are rendered there when missing, ~1 min
+Run: ``python benchmarks/bench_scan_masks.py [CAPTURES_DIR [SHAPE,...]]`` (captures are rendered there when missing, ~1 min
 each; default a temporary folder).
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ def main() -> None:
 
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="r2s_bench_scan_masks_"))
     rows = []
-    for shape in ("can", "box", "banana", "mug"):
+    shapes = sys.argv[2].split(",") if len(sys.argv) > 2 else ["can", "box", "banana", "mug"]
+    for shape in shapes:
         cap = root / shape
         if not (cap / "truth" / "masks").is_dir():
             write_synthetic_scan(cap, SyntheticScanConfig(shape=shape, heldout=0))

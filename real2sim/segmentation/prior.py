@@ -31,7 +31,24 @@ class PriorConfig:
     """GrabCut runs on the crop resampled to at most this many pixels a side (speed); the outline is then refined by
     colour at full resolution."""
     iterations: int = 3
+    max_hole: float = 0.003
+    """Holes under this fraction of the mask's area are filled; larger ones (a handle's loop) are kept."""
     seed: int = 0
+
+
+def _fill_small_holes(mask: np.ndarray, max_frac: float) -> np.ndarray:
+    """Holes of ``mask`` smaller than ``max_frac`` of its area filled (GrabCut's speckle); larger ones are real (the
+    board seen through a mug's handle) and stay."""
+    import cv2
+
+    filled = fill_holes(mask)
+    holes = (filled & ~mask).astype(np.uint8)
+    if not holes.any():
+        return mask
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(holes, connectivity=4)
+    small = np.zeros(n, bool)
+    small[1:] = stats[1:, cv2.CC_STAT_AREA] < max_frac * max(int(mask.sum()), 1)
+    return mask | small[lab]
 
 
 def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
@@ -157,7 +174,7 @@ def prior_grabcut(image: np.ndarray, prior: np.ndarray, core: np.ndarray | None 
     if len(seeds):  # the component(s) at the object's known pixels
         pts = [(x0 + (j + 0.5) / s - 0.5, y0 + (i + 0.5) / s - 0.5) for i, j in seeds[:: max(1, len(seeds) // 50)]]
         mask = component_at(mask, pts, radius=max(2, int(round(2 / s))))
-    mask = fill_holes(mask)
+    mask = _fill_small_holes(mask, cfg.max_hole)
     from real2sim.segmentation.grabcut import _lab
 
     agree = iou(mask, prior)
