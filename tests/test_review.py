@@ -504,3 +504,45 @@ def test_port_in_use_names_the_port_option(recipe_bundle, capsys):
         assert main(["review", str(recipe_bundle.root), "--port", str(port)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"127.0.0.1:{port}" in err and "--port N" in err and "GRADIO_SERVER_PORT" not in err, err
+
+
+def test_a_scanned_object_shows_its_turntable_next_to_its_frames_and_the_scan_numbers(recipe_bundle, tmp_path):
+    """Issue 18 item 5: an object from `real2sim scan` (add-object --scan keeps its report and pictures) gets the
+    Objects tab's scan panel: the turntable of the mesh, capture frames with their masks, and the scan's numbers
+    (frames used/skipped, mask confidence, Chamfer against the reference); other objects get none."""
+    pytest.importorskip("open3d")
+    pytest.importorskip("skimage")
+    from real2sim.core.imaging import read_rgb
+    from real2sim.pipeline.scan import ScanConfig, add_scanned_object, scan_object
+    from real2sim.scan.synthetic import SyntheticScanConfig, write_synthetic_scan
+
+    cap = tmp_path / "cap"
+    write_synthetic_scan(cap, SyntheticScanConfig(shape="can", views=12, width=320, height=240, heldout=0,
+                                                  supersample=1))
+    res = scan_object(cap, tmp_path / "can_obj", ScanConfig(resolution=48, face_budget=3000, texture_size=128,
+                                                            collision=False,
+                                                            reference=str(cap / "truth" / "reference.obj")))
+    add_scanned_object(recipe_bundle, "scanned_can", tmp_path / "can_obj", position=[0.1, 0.0, 0.0])
+    b = Bundle.load(recipe_bundle.root)
+    panel = views.scan_panel(b, "scanned_can")
+    assert panel is not None and views.scan_panel(b, "cube") is None and views.scan_panel(b, None) is None
+    md = panel["markdown"]
+    r = res.report
+    assert f"{len(r['frames_used'])} of 12 frames used" in md and "0 skipped" in md
+    worst = min(r["mask_confidence"], key=r["mask_confidence"].get)
+    assert f"min {r['mask_confidence'][worst]:.3f} (frame {worst})" in md
+    assert f"Chamfer {r['grade']['chamfer_mm']:.2f} mm" in md and f"volume IoU {r['grade']['volume_iou']:.3f}" in md
+    turntable, frames = read_rgb(panel["turntable"]), read_rgb(panel["frames"])
+    assert (turntable < 200).any(-1).mean() > 0.03  # the object drawn on white
+    assert frames.shape[1] >= 4 * 200 and frames.std() > 20  # tiles of capture frames with their masks
+    pytest.importorskip("gradio")
+    from real2sim.apps.review.app import _scan_values
+    from real2sim.apps.review.server import ReviewServer
+
+    srv = ReviewServer(recipe_bundle.root, export_if_missing=False)
+    try:
+        shown, note, tt, fr = _scan_values(srv, "scanned_can")
+        assert shown["visible"] is True and note == md and tt == panel["turntable"] and fr == panel["frames"]
+        assert _scan_values(srv, "cube")[0]["visible"] is False
+    finally:
+        srv.close()

@@ -679,3 +679,70 @@ def test_auth_required_when_set(tmp_path):
     finally:
         app.close()
         app.review_server.close()
+
+
+@pytest.fixture(scope="module")
+def scan_server(tmp_path_factory):
+    """A tabletop bundle with an object from `real2sim scan` (a synthetic can, 12 views; add-object --scan)."""
+    pytest.importorskip("open3d")
+    pytest.importorskip("skimage")
+    from conftest import give_simple_collision
+
+    from real2sim.apps.review.app import launch
+    from real2sim.pipeline import export_bundle
+    from real2sim.pipeline.recipe import builtin_recipe, bundle_from_recipe
+    from real2sim.pipeline.scan import ScanConfig, add_scanned_object, scan_object
+    from real2sim.scan.synthetic import SyntheticScanConfig, write_synthetic_scan
+
+    tmp = tmp_path_factory.mktemp("scanned")
+    write_synthetic_scan(tmp / "cap", SyntheticScanConfig(shape="can", views=12, width=320, height=240, heldout=0,
+                                                          supersample=1))
+    scan_object(tmp / "cap", tmp / "can_obj", ScanConfig(resolution=48, face_budget=3000, texture_size=128,
+                                                         collision=False,
+                                                         reference=str(tmp / "cap" / "truth" / "reference.obj")))
+    root = tmp / "scene"
+    b = bundle_from_recipe(builtin_recipe("tabletop"), root)
+    add_scanned_object(b, "scanned_can", tmp / "can_obj", position=[0.12, 0.1, 0.0])
+    export_bundle(give_simple_collision(b), engines=("mjcf",))
+    app, url = launch(root, port=_free_port(), block=False, quiet=True)
+    yield root, url.rstrip("/")
+    app.close()
+    app.review_server.close()
+
+
+def test_scanned_object_shows_its_turntable_next_to_its_frames(scan_server, browser):
+    """Issue 18 item 5: selecting a scanned object on the Objects tab shows the scan's panel (turntable of the mesh,
+    capture frames with their masks, frames used and mask confidence, Chamfer against the reference); selecting an
+    object that was not scanned hides it."""
+    from PIL import Image
+
+    root, url = scan_server
+    report = json.loads((root / "objects" / "scanned_can" / "scan" / "report.json").read_text())
+    page = open_page(browser, url)
+    goto_tab(page, "Objects")
+    panel = page.locator("#scan_panel")
+    assert not panel.is_visible()  # the first object (the cube) was not scanned
+    page.locator("#object_select input").first.click()
+    page.get_by_role("option", name="scanned_can").click()
+    page.wait_for_selector("#scan_note", state="visible", timeout=30_000)
+    t0 = time.time()
+    while "frames used" not in page.locator("#scan_note").inner_text() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    note = page.locator("#scan_note").inner_text()
+    assert f"{len(report['frames_used'])} of 12 frames used" in note
+    assert f"Chamfer {report['grade']['chamfer_mm']:.2f} mm" in note and "confidence" in note
+    for sel, name in (("#scan_turntable", "turntable.png"), ("#scan_frames", "frames.png")):
+        t0 = time.time()
+        while not page.locator(f"{sel} img").count() and time.time() - t0 < 20:
+            time.sleep(0.2)
+        _, px = img_pixels(page, url, sel)
+        want = np.asarray(Image.open(root / "objects" / "scanned_can" / "scan" / name).convert("RGB")).astype(int)
+        assert px.shape == want.shape and np.abs(px - want).max() <= 2, sel  # the scan's own picture, served
+    page.screenshot(path=str(ARTIFACTS / "objects_scanned.png"), full_page=True)
+    page.locator("#object_select input").first.click()
+    page.get_by_role("option", name="cube").click()
+    t0 = time.time()
+    while panel.is_visible() and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert not panel.is_visible()
+    page.close()

@@ -5,7 +5,7 @@ Capture folder (``docs/scan.md``)::
     DIR/frames/*.png        RGB frames (or DIR itself holds them, or DIR is a video file)
     DIR/camera.json         intrinsics (the camera-file format of ``real2sim init``; its pose is not used)
     DIR/board.json          the printed board: {"squares": [cols, rows], "square": m, "marker": m, "dictionary": ...}
-    DIR/masks/*.png         the object's mask per frame (same names; object 255)
+    DIR/masks/*.png         the object's mask per frame (same names; object 255), unless a prompt (--point) is given
     DEPTH_DIR/*.png         optional (--depth): uint16 depth per frame, millimetres, aligned with the RGB frames
 
 Steps: camera pose per frame from the board (frames without a board are skipped and counted), exposure levelled on
@@ -28,7 +28,7 @@ import numpy as np
 
 from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
-from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask, read_rgb, write_rgb
+from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask, read_rgb, write_mask, write_rgb
 from real2sim.scan.carve import ScanError, carve
 
 log = logging.getLogger(__name__)
@@ -315,10 +315,10 @@ def _region(spec) -> np.ndarray:
 def _load_masks(capture: Path, names, frames) -> tuple[list[np.ndarray], str]:
     mdir = capture / "masks"
     if not mdir.is_dir():
-        raise CaptureError(f"{mdir}: no object masks. Carving needs the object's mask in every frame: one PNG per "
-                           "frame with the frame's name, object 255, rest 0 (e.g. from SAM with one click on the "
-                           "object, or 'real2sim init' + 'real2sim masks --entity OBJ --point X,Y' on these frames, "
-                           "which propagates one prompt through them)")
+        raise CaptureError(f"{mdir}: no object masks. Carving needs the object's mask in every frame: give one "
+                           f"click on the object in one photo ('real2sim scan {capture} --point X,Y [--frame NAME]'), "
+                           "and the masks are made from it through the board's poses; or write masks/ yourself, "
+                           "one PNG per frame with the frame's name, object 255, rest 0 (e.g. from SAM)")
     out = []
     for name, img in zip(names, frames):
         p = mdir / f"{name}.png"
@@ -345,9 +345,14 @@ def _check_masks(frames: list[ScanFrame], warnings: list[str]) -> list[ScanFrame
     return keep
 
 
-def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_dir: Path | None = None) -> ScanResult:
+def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_dir: Path | None = None,
+                prompt=None, mask_config=None) -> ScanResult:
     """Scan the object of capture ``src`` into the object folder ``out`` (visual.obj, texture.png, collision/,
-    object.json, report.json, turntable.png, frames.png). Returns the report."""
+    object.json, report.json, turntable.png, frames.png). Returns the report.
+
+    ``prompt`` (:class:`real2sim.pipeline.scan_masks.ClickPrompt`: one click or box on one photo): the masks are made
+    from it (:func:`real2sim.pipeline.scan_masks.one_click_masks`, settings ``mask_config``) instead of read from
+    ``masks/``, written to ``out/masks/``, and frames whose mask disagrees with the other views are left out."""
     cfg = config or ScanConfig()
     from real2sim.scan.o3d import open3d
 
@@ -382,6 +387,7 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
     if len(poses) < cfg.min_views:
         raise ScanError(f"{src}: only {len(poses)} of {len(names)} frames show the board (need >= {cfg.min_views}); "
                         "keep the board visible around the object in every photo, with even light and no glare")
+    all_names = list(names)
     keep = [i for i, n in enumerate(names) if n in poses]
     names = [names[i] for i in keep]
     images = [images[i] for i in keep]
@@ -389,9 +395,20 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
     for n in names:
         c = Camera(camera.width, camera.height, camera.K.copy(), poses[n][0], camera.distortion.copy())
         cams.append(c)
-    masks, mask_source = _load_masks(capture, names, images)
-    if np.any(camera.distortion):  # carving and texturing use pinhole projection: undistort frames and masks
+    if prompt is None:
+        masks, mask_source = _load_masks(capture, names, images)
+    else:
+        masks, mask_source = [np.zeros(img.shape[:2], bool) for img in images], "one-click"
+    undistorted = bool(np.any(camera.distortion))
+    if undistorted:  # carving and texturing use pinhole projection: undistort frames and masks
         images, masks, cams = _undistort(images, masks, cams)
+    one_click = None
+    if prompt is not None:
+        from real2sim.pipeline.scan_masks import one_click_masks
+
+        if undistorted:
+            prompt = _undistort_prompt(prompt, camera)
+        masks, one_click = one_click_masks(names, images, cams, prompt, _region(spec), mask_config, all_names)
     frames = []
     for n, img, cam, m in zip(names, images, cams, masks):
         fimg = img.astype(np.float32) / 255.0
@@ -403,6 +420,25 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
         f.image = np.clip(f.image * (ref_gain / g), 0, 1)
         f.gain = round(float(g / ref_gain), 4)
     frames = _check_masks(frames, warnings)
+    mask_conf = one_click["confidence"] if one_click else None
+    if one_click:
+        low = [f for f in frames if mask_conf.get(f.name, 1.0) < one_click["threshold"]]
+        for f in low:
+            warnings.append(f"frame {f.name}: its one-click mask disagrees with the other views (confidence "
+                            f"{mask_conf[f.name]:.2f} < {one_click['threshold']:.2f}); frame left out")
+        frames = [f for f in frames if f not in low]
+    elif len(frames) >= 3:
+        from real2sim.pipeline.scan_masks import mask_consistency
+
+        try:
+            mask_conf = mask_consistency([f.name for f in frames], [f.camera for f in frames],
+                                         [f.mask for f in frames], _region(spec))
+        except ScanError:
+            mask_conf = None  # the masks agree on nothing: carving below says so
+        for n, c in sorted((mask_conf or {}).items()):
+            if c < (mask_config.min_confidence if mask_config else 0.85):
+                warnings.append(f"frame {n}: its mask disagrees with the other views (confidence {c:.2f}); carving "
+                                "forgives one such mask, check masks/ if there are more")
     if len(frames) < cfg.min_views:
         raise ScanError(f"{src}: only {len(frames)} frames with a usable mask (need >= {cfg.min_views})")
     timing["masks_s"] = round(time.perf_counter() - t0 - timing["poses_s"], 3)
@@ -438,7 +474,28 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
     return _finish(out, v, fc, frames, clean, cfg, dict(
         method=method, voxel_m=voxel, mask_source=mask_source, skipped=skipped, names_total=len(names) + len(skipped),
         depth_scale=depth_scale, warnings=warnings, timing=timing, t0=t0, board=spec, capture=str(src),
-        exposure_reference=ref_gain, top=info_top))
+        exposure_reference=ref_gain, top=info_top, mask_confidence=mask_conf, one_click=one_click,
+        all_masks=dict(zip(names, masks)) if one_click else None))
+
+
+def _undistort_prompt(prompt, camera: Camera):
+    """The prompt's pixels moved into the undistorted photo."""
+    import cv2
+
+    from real2sim.pipeline.scan_masks import ClickPrompt
+
+    def move(pts):
+        p = np.asarray(pts, np.float64).reshape(-1, 1, 2)
+        K = np.asarray(camera.K, np.float64)
+        return cv2.undistortPoints(p, K, camera.distortion, P=K).reshape(-1, 2)
+
+    point = None if prompt.point is None else tuple(float(x) for x in move([prompt.point])[0])
+    box = None
+    if prompt.box is not None:
+        x0, y0, x1, y1 = prompt.box
+        c = move([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+        box = (float(c[:, 0].min()), float(c[:, 1].min()), float(c[:, 0].max()), float(c[:, 1].max()))
+    return ClickPrompt(point, box, prompt.frame)
 
 
 def _undistort(images, masks, cams):
@@ -521,7 +578,12 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
                  "scan_to_ref_mm": round(ch["scan_to_ref_m"] * 1e3, 3),
                  "ref_to_scan_mm": round(ch["ref_to_scan_m"] * 1e3, 3),
                  "volume_iou": round(metrics.volume_iou(vw, fc, ref.vertices, ref.faces), 4)}
-    pictures = _pictures(tmp, tex_mesh, tex.texture, frames, cfg)
+    pictures = _pictures(tmp, tex_mesh, tex.texture, frames, cfg, info.get("mask_confidence"))
+    if info.get("all_masks"):  # the one-click masks, every frame's (also those left out), for a look or a re-run
+        (tmp / "masks").mkdir()
+        for n, m in info["all_masks"].items():
+            write_mask(tmp / "masks" / f"{n}.png", m)
+        pictures["masks"] = "masks/"
     timing["total_s"] = round(time.perf_counter() - info["t0"], 3)
     extent = (v.max(0) - v.min(0))
     report = {
@@ -529,6 +591,11 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
         "frames_total": info["names_total"], "frames_used": [f.name for f in frames],
         "frames_skipped": info["skipped"], "mask_source": info["mask_source"],
         "mask_area_px": {f.name: int(f.mask.sum()) for f in frames},
+        "mask_confidence": info.get("mask_confidence"),
+        "mask_confidence_mean": (round(float(np.mean(list(info["mask_confidence"].values()))), 4)
+                                 if info.get("mask_confidence") else None),
+        "frames_low_confidence": (info["one_click"]["low_confidence"] if info.get("one_click") else None),
+        "one_click": info.get("one_click"),
         "exposure_gain": {f.name: f.gain for f in frames},
         "exposure_reference": round(float(info["exposure_reference"]), 5),
         "depth_units_per_m": info["depth_scale"],
@@ -562,8 +629,10 @@ def _finish(out: Path, v, fc, frames: list[ScanFrame], clean, cfg: ScanConfig, i
     return ScanResult(out, report, warnings)
 
 
-def _pictures(folder: Path, mesh, texture, frames: list[ScanFrame], cfg: ScanConfig) -> dict:
-    """turntable.png (the textured result from ``turntable_views`` azimuths) and frames.png (frames with masks)."""
+def _pictures(folder: Path, mesh, texture, frames: list[ScanFrame], cfg: ScanConfig,
+              confidence: dict | None = None) -> dict:
+    """turntable.png (the textured result from ``turntable_views`` azimuths) and frames.png (frames with masks,
+    labelled with their mask confidence when known)."""
     from real2sim.core.pictures import overlay, tiles
     from real2sim.scan.metrics import turntable_cameras
     from real2sim.texture.backproject import render_textured
@@ -577,7 +646,9 @@ def _pictures(folder: Path, mesh, texture, frames: list[ScanFrame], cfg: ScanCon
     write_rgb(folder / "turntable.png", tiles([to_uint8(np.clip(s, 0, 1)) for s in shots], cols=4, tile_width=240))
     pick = frames[:: max(1, len(frames) // 8)][:8]
     write_rgb(folder / "frames.png", tiles([overlay((f.image * 255).astype(np.uint8), f.mask) for f in pick],
-                                           [f.name for f in pick], cols=4, tile_width=240))
+                                           [f.name if not confidence or f.name not in confidence else
+                                            f"{f.name}  mask {confidence[f.name]:.2f}" for f in pick],
+                                           cols=4, tile_width=240))
     return {"turntable": "turntable.png", "frames": "frames.png"}
 
 

@@ -2,7 +2,7 @@
 with sensor noise, exposure changes, mask errors and (optionally) RealSense-like depth.
 
 Everything a real capture has is written in the layout ``real2sim scan`` reads (``docs/scan.md``), plus a
-``truth/`` folder (the reference mesh in the board's world frame, the true camera poses, held-out views) that only a
+``truth/`` folder (the reference mesh in the board's world frame, the true camera poses, the exact masks, held-out views) that only a
 synthetic capture has, so the reconstruction can be graded.
 
 World frame of a scan: origin at the board centre, +Z up out of the board, +X along the board's columns, +Y against
@@ -353,7 +353,7 @@ def write_synthetic_scan(out: Path, config: SyntheticScanConfig | None = None) -
     cfg = config or SyntheticScanConfig()
     rng = np.random.default_rng(cfg.seed)
     out = Path(out)
-    for sub in ("frames", "masks", "truth/heldout/frames", "truth/heldout/masks") + (("depth",) if cfg.depth else ()):
+    for sub in ("frames", "masks", "truth/masks", "truth/heldout/frames", "truth/heldout/masks") + (("depth",) if cfg.depth else ()):
         (out / sub).mkdir(parents=True, exist_ok=True)
     obj = make_object(cfg.shape)
     vn = np.asarray(obj.vertex_normals, float)
@@ -378,6 +378,7 @@ def write_synthetic_scan(out: Path, config: SyntheticScanConfig | None = None) -
         name = f"{i:03d}"
         write_rgb(out / "frames" / f"{name}.png", _finish(img, gain, cfg, rng))
         write_mask(out / "masks" / f"{name}.png", _noisy_mask(mask, rng, cfg.mask_jitter_px, i in bites))
+        write_mask(out / "truth" / "masks" / f"{name}.png", mask)  # the exact object mask, for grading segmenters
         if cfg.depth:
             cv2.imwrite(str(out / "depth" / f"{name}.png"), _depth_png(depth, cfg, rng))
         poses[name] = cam.T_world_camera.round(9).tolist()

@@ -115,6 +115,8 @@ class _Objects:
     ref: gr.State
     """The orientation (quaternion wxyz) the turn slider starts from: the object's when selected."""
     note: gr.Markdown
+    scan: list
+    """The scanned object's panel: its accordion, numbers, turntable picture, capture frames with masks."""
 
     @property
     def fields(self) -> list:
@@ -186,14 +188,15 @@ def _wire_reload(page: _Page, app: gr.Blocks, undo_btn, reload_btn, overview: li
     """Page load, 'Reload from disk' and 'Undo last edit' refresh every tab."""
     srv = page.srv
     outputs = [page.version, page.version_md, *overview, overlay.image, overlay.note, objects.image,
-               *objects.fields, *camera.sliders, camera.image, camera.robot_note, *camera.base]
+               *objects.fields, *camera.sliders, camera.image, camera.robot_note, *camera.base, *objects.scan]
     inputs = [*overlay.inputs, objects.select, camera.select]
 
     def load_all(cam, frame, mode, blend, oid, cam2):
         ver = srv.version()
         img, note = srv.picture(cam, frame, mode, blend)
         return (ver, _version_note(ver), *views.overview(srv.bundle()), img, note, img,
-                *_object_values(srv, oid), *_camera_values(srv, cam2), img, *views.robot_fields(srv.bundle()))
+                *_object_values(srv, oid), *_camera_values(srv, cam2), img, *views.robot_fields(srv.bundle()),
+                *_scan_values(srv, oid))
     app.load(load_all, inputs, outputs)
 
     def overview_after_edit():
@@ -272,6 +275,14 @@ def _object_values(srv: ReviewServer, oid: str | None) -> list:
             + [gr.update(value=0)] + [views.pose_text_quat(pose), list(pose.quaternion_wxyz)])
 
 
+def _scan_values(srv: ReviewServer, oid: str | None) -> list:
+    """The scanned-object panel of ``oid`` (hidden when it was not scanned): visibility, numbers, pictures."""
+    panel = views.scan_panel(srv.bundle(), oid)
+    if panel is None:
+        return [gr.update(visible=False), "", None, None]
+    return [gr.update(visible=True), panel["markdown"], panel["turntable"], panel["frames"]]
+
+
 def _turned(ref, turn_deg: float) -> np.ndarray:
     """``ref`` (quaternion wxyz) turned by ``turn_deg`` about world +Z (quaternion wxyz): no Euler angles, so no
     gimbal lock whatever the object's tilt."""
@@ -320,7 +331,16 @@ def _objects_tab(page: _Page, overlay: _Overlay) -> _Objects:
                 note = gr.Markdown(elem_id="object_note")
                 image = gr.Image(label="Live overlay (the View chosen on the Overlay tab)", type="numpy", format="png",
                                  interactive=False, elem_id="object_preview")
-    objects = _Objects(select, sliders, text, image, gr.State(None), note)
+        with gr.Accordion("Scanned object: the mesh next to its capture", open=True, visible=False,
+                          elem_id="scan_panel") as scan_box:
+            scan_note = gr.Markdown(elem_id="scan_note")
+            with gr.Row():
+                scan_turntable = gr.Image(label="The scanned mesh, turned around (textured)", type="filepath",
+                                          interactive=False, elem_id="scan_turntable")
+                scan_frames = gr.Image(label="Capture frames with their masks (and mask confidence)", type="filepath",
+                                       interactive=False, elem_id="scan_frames")
+    objects = _Objects(select, sliders, text, image, gr.State(None), note,
+                       [scan_box, scan_note, scan_turntable, scan_frames])
     _wire_objects(page, overlay, objects, apply_btn, realign_btn, retexture_btn)
     return objects
 
@@ -331,8 +351,9 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
 
     def select_object(oid, cam, frame, mode, blend):
         img, note = view(cam, frame, mode, blend)
-        return (*_object_values(srv, oid), img, note)
-    objects.select.input(select_object, [objects.select, *overlay.inputs], [*objects.fields, objects.image, objects.note])
+        return (*_object_values(srv, oid), img, note, *_scan_values(srv, oid))
+    objects.select.input(select_object, [objects.select, *overlay.inputs],
+                         [*objects.fields, objects.image, objects.note, *objects.scan])
 
     def apply_pose(ver, oid, x, y, z, turn, ref, cam, frame, mode, blend, request: gr.Request = None):
         """A slider moved: save, redraw, show the exact pose in the text field (the sliders keep their range)."""

@@ -256,6 +256,56 @@ def collision_view(bundle: Bundle, oid: str | None) -> tuple[str | None, str, di
     return str(glb), f"`{oid}`: {obj.collision.kind}, {n} part(s); 3D view written to `{bundle.rel(glb)}`", stats
 
 
+
+# -- scanned objects ----------------------------------------------------------------------------
+def scan_panel(bundle: Bundle, oid: str | None) -> dict | None:
+    """What the Objects tab shows next to an object that came from ``real2sim scan`` (``add-object --scan`` keeps
+    the scan's report and pictures in ``objects/<id>/scan/``): ``{"markdown", "turntable", "frames", "report"}``
+    (the pictures as paths, None when missing: the turntable of the scanned mesh and a few capture frames with their
+    masks); None when the object was not scanned."""
+    if not oid or oid not in bundle.manifest.objects:
+        return None
+    folder = bundle.object_dir(oid) / "scan"
+    path = folder / "report.json"
+    if not path.is_file():
+        return None
+    try:
+        r = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        return {"markdown": f"**Scanned object**, but its report `{bundle.rel(path)}` is unreadable ({exc.msg}); "
+                            f"re-run `real2sim add-object ... --scan`", "turntable": None, "frames": None, "report": {}}
+    used = r.get("frames_used") or []
+    skipped = r.get("frames_skipped") or {}
+    oc = r.get("one_click") or {}
+    low = r.get("frames_low_confidence") or []
+    lines = [f"**Scanned** ({r.get('method', '?').replace('_', ' ')}) from `{Path(str(r.get('capture', '?'))).name}`: "
+             f"{len(used)} of {r.get('frames_total', '?')} frames used, {len(skipped)} skipped (no board)"
+             + (f", {len(low)} left out for their masks ({', '.join(low)})" if low else "")]
+    conf = r.get("mask_confidence") or {}
+    if conf:
+        vals = list(conf.values())
+        src = (f"one click in frame {oc.get('frame')}" if r.get("mask_source") == "one-click"
+               else f"{r.get('mask_source', 'given')} masks")
+        worst = min(conf, key=conf.get)
+        lines.append(f"Masks: {src}; confidence (agreement with the other views) mean {np.mean(vals):.3f}, "
+                     f"min {min(vals):.3f} (frame {worst})")
+    size = r.get("size_m")
+    if size:
+        mass = r.get("mass_kg")
+        lines.append(f"Size {size[0] * 100:.1f} x {size[1] * 100:.1f} x {size[2] * 100:.1f} cm, {r.get('faces')} faces, "
+                     f"{'watertight' if r.get('watertight') else 'NOT watertight'}"
+                     + (f", mass {mass:.3f} kg" if mass else "") + f", seen {r.get('seen_fraction', 0):.0%} face-on")
+    g = r.get("grade")
+    if g:
+        lines.append(f"Against the reference `{Path(str(g.get('reference', ''))).name}`: Chamfer {g['chamfer_mm']:.2f} mm, "
+                     f"volume IoU {g['volume_iou']:.3f}")
+    if r.get("warnings"):
+        lines.append("Warnings:\n" + "\n".join(f"- {w}" for w in r["warnings"]))
+    pics = {k: (str(folder / name) if (folder / name).is_file() else None)
+            for k, name in (("turntable", "turntable.png"), ("frames", "frames.png"))}
+    return {"markdown": "\n\n".join(lines), **pics, "report": r}
+
+
 # -- export & evaluate --------------------------------------------------------------------------
 def export_files(root: Path) -> list[list]:
     """``[file, bytes]`` rows of what is under ``exports/`` (at most 500)."""
