@@ -161,15 +161,10 @@ class Real2SimEnv(_env_base()):
         self.scene.require("physics")
         if "appearance" not in self.scene.capabilities:
             self.shading = "lit"  # a scene that cannot change its lights does not render either
-        self.task_id, self.task = resolve_task(m, task)
         self.movable = observed_objects(self.scene, m)
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
         self._articulated = {oid: ArticulatedModel.load(self.bundle.path(o.articulation.urdf))
                              for oid, o in m.objects.items() if o.articulation is not None}
-        T.validate_predicate(self.task.success, list(m.objects), f"tasks.{self.task_id}.success", self._articulated)
-        self._joint_terms, self._link_terms = T.joint_terms(self.task.success)
-        if self._joint_terms or self._link_terms:
-            self.scene.require("articulation")
         self.controller = Controller(self.scene, ControllerConfig(mode=control_mode))
         self.variants: dict = {}
         self._bind_task(task)
@@ -250,9 +245,13 @@ class Real2SimEnv(_env_base()):
     def _bind_task(self, task) -> None:
         m = self.bundle.manifest
         task_id, spec = resolve_task(m, task)
-        T.validate_predicate(spec.success, list(m.objects), f"tasks.{task_id}.success")
+        T.validate_predicate(spec.success, list(m.objects), f"tasks.{task_id}.success", self._articulated)
         T.validate_init(spec.init, self.movable, self.controller.robot.dof, f"tasks.{task_id}.init")
+        joint_terms, link_terms = T.joint_terms(spec.success)
+        if joint_terms or link_terms:
+            self.scene.require("articulation")
         self.task_id, self.task = task_id, spec
+        self._joint_terms, self._link_terms = joint_terms, link_terms
         self.max_steps = max(1, int(round(spec.time_limit_s * self.controller.control_hz)))
 
     def set_task(self, task) -> None:
@@ -260,13 +259,13 @@ class Real2SimEnv(_env_base()):
         a TaskSpec or a dict, as ``task=`` of the constructor); the next :meth:`reset` starts an episode of it."""
         if isinstance(task, str) and task == self.task_id:
             return
-        previous = (self.task_id, self.task, self.max_steps)
+        previous = (self.task_id, self.task, self.max_steps, self._joint_terms, self._link_terms)
         try:
             self._bind_task(task)
             if self._variants_given.get("distractors") is not None:  # distractors must stay off the task's objects
                 self.variants["distractors"] = self._check_distractors(self._variants_given["distractors"])
         except Exception:
-            self.task_id, self.task, self.max_steps = previous
+            self.task_id, self.task, self.max_steps, self._joint_terms, self._link_terms = previous
             raise
 
     def _object_bounds(self) -> dict:
