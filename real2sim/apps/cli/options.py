@@ -88,3 +88,21 @@ def config_from_args(cls: type, args: argparse.Namespace, **overrides):
     given = {f.name: getattr(args, f"{cls.__name__}.{f.name}") for f in dataclasses.fields(cls)
              if getattr(args, f"{cls.__name__}.{f.name}", None) is not None}
     return cls(**{**given, **overrides})
+
+
+def pixel_point(text: str) -> tuple[float, float]:
+    """An ``argparse`` type: ``X,Y`` in pixels (a click)."""
+    try:
+        x, y = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected X,Y (pixels), got {text!r}") from None
+    return x, y
+
+
+def pixel_box(text: str) -> tuple[float, float, float, float]:
+    """An ``argparse`` type: ``X0,Y0,X1,Y1`` in pixels (a box around an object)."""
+    try:
+        x0, y0, x1, y1 = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected X0,Y0,X1,Y1 (pixels), got {text!r}") from None
+    return x0, y0, x1, y1

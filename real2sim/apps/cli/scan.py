@@ -1,28 +1,12 @@
 """``real2sim scan``: an object mesh (textured, with collision and mass) from photos of it on a ChArUco board."""
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 from real2sim.apps.cli.console import say
+from real2sim.apps.cli.options import pixel_box, pixel_point
 from real2sim.core.errors import CaptureError
-
-
-def _pair(text: str) -> tuple[float, float]:
-    try:
-        x, y = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected X,Y (pixels), got {text!r}") from None
-    return x, y
-
-
-def _box(text: str) -> tuple[float, float, float, float]:
-    try:
-        x0, y0, x1, y1 = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected X0,Y0,X1,Y1 (pixels), got {text!r}") from None
-    return x0, y0, x1, y1
 
 
 def cmd_scan(args) -> int:
@@ -71,9 +55,9 @@ def cmd_scan(args) -> int:
 def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("scan", help="object mesh from photos (or RGB-D) of it on a ChArUco board")
     p.add_argument("dir", help="capture folder (frames/, camera.json, board.json, masks/ unless --point) or a video")
-    p.add_argument("--point", type=_pair, help="X,Y: one click on the object in one photo (--frame); the masks of "
+    p.add_argument("--point", type=pixel_point, help="X,Y: one click on the object in one photo (--frame); the masks of "
                    "every photo are made from it (through the board's poses) instead of read from masks/")
-    p.add_argument("--box", type=_box, help="X0,Y0,X1,Y1 around the object in that photo (with or instead of --point)")
+    p.add_argument("--box", type=pixel_box, help="X0,Y0,X1,Y1 around the object in that photo (with or instead of --point)")
     p.add_argument("--frame", help="the photo of --point/--box: its name (e.g. 000) or index (default: the first)")
     p.add_argument("--backend", default="auto", help="segmentation backend of the clicked photo (auto: SAM when "
                    "configured, else GrabCut)")

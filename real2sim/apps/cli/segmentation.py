@@ -1,32 +1,16 @@
 """CLI handler of ``real2sim segment``; wire it with ``real2sim.apps.cli.segmentation.add_parsers(subparsers)``."""
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from real2sim.apps.cli.console import console
+from real2sim.apps.cli.options import pixel_box, pixel_point
 from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import ImageError, SegmentationError
 from real2sim.core.imaging import read_rgb
 from real2sim.segmentation import BACKENDS, Prompt, SamBackend, segment
 from real2sim.segmentation.robot_fit import check_robot_prompt
 from real2sim.segmentation.stage import segment_stage
-
-
-def _pair(text: str) -> tuple[float, float]:
-    try:
-        x, y = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected X,Y (pixels), got {text!r}") from None
-    return x, y
-
-
-def _box(text: str) -> tuple[float, float, float, float]:
-    try:
-        x0, y0, x1, y1 = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected X0,Y0,X1,Y1 (pixels), got {text!r}") from None
-    return x0, y0, x1, y1
 
 
 def _read_rgb(path: Path, what: str):
@@ -94,9 +78,9 @@ def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("segment", help="mask of an object in one image from clicks or a box")
     p.add_argument("--image", required=True, help="image (PNG/JPEG)")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--point", type=_pair, nargs="+", metavar="X,Y", help="click(s) on the object, pixels")
-    g.add_argument("--box", type=_box, metavar="X0,Y0,X1,Y1", help="box around the object, pixels")
-    p.add_argument("--negative", type=_pair, nargs="+", metavar="X,Y", help="click(s) on background")
+    g.add_argument("--point", type=pixel_point, nargs="+", metavar="X,Y", help="click(s) on the object, pixels")
+    g.add_argument("--box", type=pixel_box, metavar="X0,Y0,X1,Y1", help="box around the object, pixels")
+    p.add_argument("--negative", type=pixel_point, nargs="+", metavar="X,Y", help="click(s) on background")
     p.add_argument("--plate", help="background plate of the same camera (enables the 'difference' backend)")
     p.add_argument("--backend", default="auto", choices=["auto", "difference", "grabcut", "sam"],
                    help="auto = difference with a plate, else grabcut")
@@ -109,9 +93,9 @@ def add_parsers(subparsers) -> None:
     p.add_argument("dir", help="bundle directory")
     p.add_argument("--entity", required=True, help="object id (or 'robot'); becomes masks/<frame>/<entity>.png")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--point", type=_pair, nargs="+", metavar="X,Y", help="click(s) on the entity, pixels")
-    g.add_argument("--box", type=_box, metavar="X0,Y0,X1,Y1", help="box around the entity, pixels")
-    p.add_argument("--negative", type=_pair, nargs="+", metavar="X,Y", help="click(s) on background")
+    g.add_argument("--point", type=pixel_point, nargs="+", metavar="X,Y", help="click(s) on the entity, pixels")
+    g.add_argument("--box", type=pixel_box, metavar="X0,Y0,X1,Y1", help="box around the entity, pixels")
+    p.add_argument("--negative", type=pixel_point, nargs="+", metavar="X,Y", help="click(s) on background")
     p.add_argument("--frame", type=int, default=0, help="frame the clicks refer to")
     p.add_argument("--backend", default="auto", choices=["auto", "difference", "grabcut", "sam"])
     p.add_argument("--no-propagate", action="store_true", dest="no_propagate",

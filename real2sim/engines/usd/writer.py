@@ -384,38 +384,7 @@ class UsdExporter(Exporter):
             jt.CreateBody1Rel().SetTargets([names[model.root]])
         for j in model.joints:
             path = f"{root}/Joints/{_prim_name(j.name, jused)}"
-            a = j.axis
-            helper = np.array([0.0, 0.0, 1.0]) if abs(a[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
-            y = np.cross(helper, a)
-            y /= np.linalg.norm(y)
-            R_align = np.column_stack([a, y, np.cross(a, y)])
-            J0 = j.origin.copy()
-            J0[:3, :3] = J0[:3, :3] @ R_align
-            kind = None
-            if j.type in ("revolute", "continuous"):
-                jt = UsdPhysics.RevoluteJoint.Define(stage, path)
-                jt.CreateAxisAttr("X")
-                if j.limited:
-                    jt.CreateLowerLimitAttr(float(np.degrees(j.lower)))
-                    jt.CreateUpperLimitAttr(float(np.degrees(j.upper)))
-                kind, unit = "angular", np.pi / 180.0
-            elif j.type == "prismatic":
-                jt = UsdPhysics.PrismaticJoint.Define(stage, path)
-                jt.CreateAxisAttr("X")
-                jt.CreateLowerLimitAttr(float(j.lower))
-                jt.CreateUpperLimitAttr(float(j.upper))
-                kind, unit = "linear", 1.0
-            else:
-                jt = UsdPhysics.FixedJoint.Define(stage, path)
-            jt.GetPrim().SetCustomDataByKey(ID_KEY, j.name)
-            jt.CreateBody0Rel().SetTargets([names[j.parent]])
-            jt.CreateBody1Rel().SetTargets([names[j.child]])
-            q0r = matrix_to_quat_wxyz(J0[:3, :3])
-            q1r = matrix_to_quat_wxyz(R_align if kind else np.eye(3))
-            jt.CreateLocalPos0Attr(Gf.Vec3f(*map(float, J0[:3, 3])))
-            jt.CreateLocalRot0Attr(Gf.Quatf(float(q0r[0]), Gf.Vec3f(*map(float, q0r[1:]))))
-            jt.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
-            jt.CreateLocalRot1Attr(Gf.Quatf(float(q1r[0]), Gf.Vec3f(*map(float, q1r[1:]))))
+            jt, kind, unit = _define_joint(stage, path, j, names)
             if kind:
                 damping, friction = dyn[j.name]
                 drive = UsdPhysics.DriveAPI.Apply(jt.GetPrim(), kind)
@@ -512,37 +481,7 @@ class UsdExporter(Exporter):
         jused: set[str] = set()
         for j in joints:
             path = f"/World/Robot/Joints/{_prim_name(j.name, jused)}"
-            a = j.axis / np.linalg.norm(j.axis) if np.linalg.norm(j.axis) > 1e-12 else np.array([1.0, 0.0, 0.0])
-            helper = np.array([0.0, 0.0, 1.0]) if abs(a[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
-            y = np.cross(helper, a)
-            y /= np.linalg.norm(y)
-            R_align = np.column_stack([a, y, np.cross(a, y)])
-            J0 = j.origin.copy()
-            J0[:3, :3] = J0[:3, :3] @ R_align
-            if j.type == "revolute":
-                jt = UsdPhysics.RevoluteJoint.Define(stage, path)
-                jt.CreateAxisAttr("X")
-                jt.CreateLowerLimitAttr(float(np.degrees(j.lower)))
-                jt.CreateUpperLimitAttr(float(np.degrees(j.upper)))
-                kind, unit = "angular", np.pi / 180.0
-            elif j.type == "prismatic":
-                jt = UsdPhysics.PrismaticJoint.Define(stage, path)
-                jt.CreateAxisAttr("X")
-                jt.CreateLowerLimitAttr(float(j.lower))
-                jt.CreateUpperLimitAttr(float(j.upper))
-                kind, unit = "linear", 1.0
-            else:
-                jt = UsdPhysics.FixedJoint.Define(stage, path)
-                kind = None
-            jt.GetPrim().SetCustomDataByKey(ID_KEY, j.name)
-            jt.CreateBody0Rel().SetTargets([names[j.parent]])
-            jt.CreateBody1Rel().SetTargets([names[j.child]])
-            q0r = matrix_to_quat_wxyz(J0[:3, :3])
-            q1r = matrix_to_quat_wxyz(R_align if kind else np.eye(3))
-            jt.CreateLocalPos0Attr(Gf.Vec3f(*map(float, J0[:3, 3])))
-            jt.CreateLocalRot0Attr(Gf.Quatf(float(q0r[0]), Gf.Vec3f(*map(float, q0r[1:]))))
-            jt.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
-            jt.CreateLocalRot1Attr(Gf.Quatf(float(q1r[0]), Gf.Vec3f(*map(float, q1r[1:]))))
+            jt, kind, unit = _define_joint(stage, path, j, names)
             if kind and j.name in k_by:
                 drive = UsdPhysics.DriveAPI.Apply(jt.GetPrim(), kind)
                 drive.CreateTypeAttr("force")
@@ -594,3 +533,45 @@ class UsdExporter(Exporter):
     # -- loading --------------------------------------------------------------------------
     def load(self, out_dir: Path) -> "UsdScene":
         return UsdScene(Path(out_dir) / MAIN_FILE)
+
+
+def _define_joint(stage, path: str, j, names: dict):
+    """A UsdPhysics joint at ``path`` for a URDF joint ``j`` (robot or articulated object) between the bodies
+    ``names[j.parent]`` and ``names[j.child]``; its frame's X axis is the URDF axis. Revolute limits in degrees
+    (continuous joints: none), prismatic in metres. Returns ``(joint, drive kind or None, unit)`` where ``unit``
+    converts the drive's per-degree (angular) or per-metre (linear) gains from SI."""
+    Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
+    norm = np.linalg.norm(j.axis)
+    a = j.axis / norm if norm > 1e-12 else np.array([1.0, 0.0, 0.0])
+    helper = np.array([0.0, 0.0, 1.0]) if abs(a[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+    y = np.cross(helper, a)
+    y /= np.linalg.norm(y)
+    R_align = np.column_stack([a, y, np.cross(a, y)])
+    J0 = j.origin.copy()
+    J0[:3, :3] = J0[:3, :3] @ R_align
+    kind, unit = None, 1.0
+    if j.type in ("revolute", "continuous"):
+        jt = UsdPhysics.RevoluteJoint.Define(stage, path)
+        jt.CreateAxisAttr("X")
+        if j.type == "revolute":
+            jt.CreateLowerLimitAttr(float(np.degrees(j.lower)))
+            jt.CreateUpperLimitAttr(float(np.degrees(j.upper)))
+        kind, unit = "angular", np.pi / 180.0
+    elif j.type == "prismatic":
+        jt = UsdPhysics.PrismaticJoint.Define(stage, path)
+        jt.CreateAxisAttr("X")
+        jt.CreateLowerLimitAttr(float(j.lower))
+        jt.CreateUpperLimitAttr(float(j.upper))
+        kind = "linear"
+    else:
+        jt = UsdPhysics.FixedJoint.Define(stage, path)
+    jt.GetPrim().SetCustomDataByKey(ID_KEY, j.name)
+    jt.CreateBody0Rel().SetTargets([names[j.parent]])
+    jt.CreateBody1Rel().SetTargets([names[j.child]])
+    q0r = matrix_to_quat_wxyz(J0[:3, :3])
+    q1r = matrix_to_quat_wxyz(R_align if kind else np.eye(3))
+    jt.CreateLocalPos0Attr(Gf.Vec3f(*map(float, J0[:3, 3])))
+    jt.CreateLocalRot0Attr(Gf.Quatf(float(q0r[0]), Gf.Vec3f(*map(float, q0r[1:]))))
+    jt.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
+    jt.CreateLocalRot1Attr(Gf.Quatf(float(q1r[0]), Gf.Vec3f(*map(float, q1r[1:]))))
+    return jt, kind, unit
