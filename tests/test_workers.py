@@ -122,6 +122,7 @@ def test_ray_workers_are_the_same_episode_workers_and_a_killed_actor_costs_one_r
 
     from real2sim.evaluation.envs.runner import read_results
     from real2sim.evaluation.envs.workers import RayPool
+    from real2sim.evaluation.record import open_dataset
 
     # Ray workers get their import path from the runtime env (as on a cluster), not from this process's sys.path
     path = os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
@@ -136,8 +137,15 @@ def test_ray_workers_are_the_same_episode_workers_and_a_killed_actor_costs_one_r
             s = _eval(bundle, tmp_path, f"faulty_policies.Crash:seed=1,once={json.dumps(str(marker))}", pool=pool)
             again = _eval(bundle, tmp_path, "random", pool=pool)
             assert pool.env_builds == 3  # 2 actors, 1 restarted after the crash; the second policy reused them
+            ds = open_dataset("lerobot", tmp_path / "ds")  # actors stage episodes, this process moves them in
+            try:
+                recorded = _eval(bundle, tmp_path / "rec", "random", pool=pool, record=ds)
+            finally:
+                ds.close()
     finally:
         ray.shutdown()
     assert marker.exists() and s.lost == [] and s.trials == 4 and again.trials == 4
     recs = {r["seed"]: r for r in read_results(tmp_path / "episodes.jsonl") if r["policy"].startswith("faulty")}
     assert "Ray actor died" in recs[1]["retried_after"]
+    info = json.loads((tmp_path / "ds/meta/info.json").read_text())
+    assert recorded.trials == 4 and info["total_episodes"] == 4 and info["total_frames"] > 4
