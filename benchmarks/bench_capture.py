@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import best_of  # noqa: E402  (this folder)
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bridge" / "bridge_real_1.mp4"
 
 
@@ -28,21 +30,12 @@ def frames40() -> tuple[np.ndarray, str]:
     return out, "synthetic"
 
 
-def best_of(fn, n=3):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
-
-
 if __name__ == "__main__":
     from real2sim.capture.plate import make_plate, plain_median
 
     F, what = frames40()
-    t_med = best_of(lambda: plain_median(F))
-    t_plate = best_of(lambda: make_plate(F))
+    t_med, _ = best_of(lambda: plain_median(F))
+    t_plate, _ = best_of(lambda: make_plate(F))
     print(f"plate, 40 frames {F.shape[2]}x{F.shape[1]} ({what})")
     print(f"  plain median      {t_med:7.3f} s")
     print(f"  make_plate        {t_plate:7.3f} s   (target < 2 s)   ratio {t_plate / t_med:5.2f}x the median")

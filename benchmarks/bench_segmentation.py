@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import best_of  # noqa: E402  (this folder)
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bridge"
 
 
@@ -33,23 +36,14 @@ def images():
     return img, plate, (175, 230), "synthetic"
 
 
-def best_of(fn, n=5):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
-
-
 if __name__ == "__main__":
     from real2sim.segmentation import Prompt, segment
 
     img, plate, click, what = images()
     p = Prompt([click])
-    t_thr = best_of(lambda: np.abs(img.astype(np.int16) - plate).max(-1) > 40)
-    t_gc = best_of(lambda: segment(img, p))
-    t_diff = best_of(lambda: segment(img, p, plate=plate))
+    t_thr, _ = best_of(lambda: np.abs(img.astype(np.int16) - plate).max(-1) > 40, 5)
+    t_gc, _ = best_of(lambda: segment(img, p), 5)
+    t_diff, _ = best_of(lambda: segment(img, p, plate=plate), 5)
     print(f"segmentation per frame, {img.shape[1]}x{img.shape[0]} ({what})")
     print(f"  plain threshold         {t_thr * 1000:8.1f} ms")
     print(f"  default, no plate (grabcut, 1 click) {t_gc * 1000:8.1f} ms  (target < 500 ms)  ratio {t_gc / t_thr:6.1f}x")
@@ -66,7 +60,7 @@ if __name__ == "__main__":
         t0 = time.perf_counter()
         propagate_many(frames, prompts, 0)
         t_prop = (time.perf_counter() - t0) / (len(clicks) * (len(frames) - 1))
-        t_each = best_of(lambda: segment(frames[5], Prompt([clicks["pot"]])), 3)
+        t_each, _ = best_of(lambda: segment(frames[5], Prompt([clicks["pot"]])), 3)
         print(f"propagation, {len(frames)} frames x {len(clicks)} objects (bridge_real_1.mp4)")
         print(f"  per object and frame    {t_prop * 1000:8.1f} ms  vs GrabCut per frame {t_each * 1000:8.1f} ms  "
               f"ratio {t_prop / t_each:6.2f}x")
