@@ -201,7 +201,7 @@ class JointControl:
             return -180.0, 180.0
         f = 10.0 ** self.decimals
         lo, hi = self.joint.shown(self.joint.lower), self.joint.shown(self.joint.upper)
-        return float(np.ceil(lo * f - 1e-6) / f), float(np.floor(hi * f + 1e-6) / f)
+        return float(np.ceil(lo * f - 1e-6) / f) + 0.0, float(np.floor(hi * f + 1e-6) / f) + 0.0  # no -0
 
     @property
     def label(self) -> str:
