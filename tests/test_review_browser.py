@@ -779,6 +779,16 @@ def test_drawer_slider_and_mounted_camera_view(joints_server, browser):
     assert (np.abs(img1 - img0).max(-1) > 30).sum() > 300, "the drawer did not move in the preview"
     assert drawer() == pytest.approx(0.12)
     page.screenshot(path=str(ARTIFACTS / "objects_joints.png"), full_page=True)
+    # typed beyond the limits: refused naming the joint and its limits, nothing saved, the slider back at 0.12
+    box = page.locator("#joint_cabinet__drawer_joint input[type=number]")
+    box.fill("0.3")
+    box.press("Enter")
+    status_text(page, "joint 'drawer_joint' = 0.3 m is outside its limits [0, 0.15] m")
+    assert drawer() == pytest.approx(0.12)
+    t0 = time.time()
+    while box.input_value() != "0.12" and time.time() - t0 < 10:
+        time.sleep(0.1)
+    assert box.input_value() == "0.12"
     page.locator("#undo").click()
     status_text(page, "undid: object cabinet joints")
     assert drawer() == pytest.approx(0.02)

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from articulated import DRAWER_TRAVEL, robot_and_drawer_bundle
+
 from real2sim.apps.review import edits, views
 from real2sim.core.errors import Real2SimError
 

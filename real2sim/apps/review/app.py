@@ -398,7 +398,7 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
 
     def apply_text(ver, oid, text, cam, frame, mode, blend, request: gr.Request = None):
         """'Apply exact pose': x, y, z (m) and a quaternion wxyz (7 numbers) or roll, pitch, yaw in deg (6)."""
-        keep = [gr.update()] * 6
+        keep = [gr.update()] * 5  # the four sliders and the turn's reference
         try:
             vals = [float(v) for v in text.replace(";", ",").split(",")]
             if len(vals) not in (6, 7):
@@ -704,18 +704,22 @@ def _wire_joint_sliders(page: _Page, controls: list, sliders: list, extra_inputs
         def apply(ver, shown, *extra, request: gr.Request = None):
             try:
                 nver, msg = _save_joint(srv, ver, control, shown, _writer(request))
-                ok = True
+                ok, back = True, gr.update()
             except (Real2SimError, TypeError, ValueError) as exc:
                 nver, msg, ok = ver, str(exc), False
-            return (nver, ok_md(msg) if ok else err_md(msg), _version_note(nver) if ok else gr.update(),
+                cur = views.joint_values(srv.bundle(), [control])[0]
+                back = gr.update() if cur is None else gr.update(value=control.shown(cur))  # the saved value again
+            return (nver, ok_md(msg) if ok else err_md(msg), _version_note(nver) if ok else gr.update(), back,
                     *redraw(*extra))
         return apply
 
     for c, s in zip(controls, sliders):
         fn = handler(c)
         for ev in (s.input, s.release):
-            ev(fn, [page.version, s, *extra_inputs], [page.version, page.status, page.version_md, *outputs],
-               trigger_mode="always_last", show_progress="hidden")
+            # preprocess=False: a value typed outside the limits reaches the edit, which refuses it naming the joint
+            # and its limits (Gradio's own check would only say 'Value 0.3 is greater than maximum value 0.15')
+            ev(fn, [page.version, s, *extra_inputs], [page.version, page.status, page.version_md, s, *outputs],
+               trigger_mode="always_last", show_progress="hidden", preprocess=False)
 
 
 def _wire_object_joints(page: _Page, overlay: _Overlay, objects: _Objects) -> None:
