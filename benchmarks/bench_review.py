@@ -7,6 +7,10 @@ validate + lock + version check + undo snapshot + atomic save of scene.json + re
 manifest + move the bodies of the loaded MuJoCo model + render + foreground mask + the policy's composite over
 the plate (the evaluation's render settings: shadows on) + each masked object's live IoU. 'bare render' is one render of the already-posed preview model. 'naive' is
 what the preview avoids: re-export the MJCF, load it in MuJoCo and render.
+
+Joint sliders (tests/articulated.py's arm with a hand camera and drawer box, 320x240 + the 160x120 hand camera): a drawer
+slider event (the set-joints edit: limits, posed mesh rewritten, saved) + the preview, and a robot joint slider event +
+the preview + the mounted camera's view, against a bare render of the same preview.
 """
 from __future__ import annotations
 
@@ -95,5 +99,38 @@ def main(n: int = 30) -> None:
     print(f"naive re-export + load + render: median {nv:.1f} ms -> the preview path is {nv / s:.1f}x faster")
 
 
+def joints(n: int = 20) -> None:
+    from articulated import robot_and_drawer_bundle
+
+    from real2sim.apps.review import edits
+    from real2sim.apps.review.server import ReviewServer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = robot_and_drawer_bundle(Path(tmp)).root
+        srv = ReviewServer(root)
+        srv.picture("main", 0, "composite", 0.5)
+        srv.mounted_view(None)
+        drawer, robot, bare = [], [], []
+        for i in range(n):
+            t0 = time.perf_counter()
+            edits.set_object_joints(root, "cabinet", {"drawer_joint": 0.005 * (i + 1)})
+            srv.picture("main", 0, "composite", 0.5)
+            drawer.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            edits.set_robot_joints(root, {"waist": 0.01 * (i + 1)})
+            srv.picture("main", 0, "composite", 0.5, robot_start=True)
+            srv.mounted_view("wrist")
+            robot.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            srv.on_render_thread(lambda: srv._preview.render("main"))
+            bare.append(time.perf_counter() - t0)
+        srv.close()
+    med = statistics.median
+    d, r, b = med(drawer) * 1000, med(robot) * 1000, med(bare) * 1000
+    print(f"drawer joint slider -> saved + preview: median {d:.1f} ms ({d / b:.1f}x a bare render, {b:.1f} ms)")
+    print(f"robot joint slider -> saved + preview + mounted camera view: median {r:.1f} ms ({r / b:.1f}x a bare render)")
+
+
 if __name__ == "__main__":
     main()
+    joints()

@@ -53,3 +53,29 @@ def write_drawer_urdf(folder: Path, joint_type: str = "prismatic", extra: str = 
     path = folder / "drawer_box.urdf"
     path.write_text(text)
     return path
+
+
+def robot_and_drawer_bundle(root: Path, robot_q=(0.0, 1.2, 1.2, 0.03, 0.03)):
+    """A bundle for the review page's joint sliders: the tests' two-link arm (a 'wrist' camera mounted on its hand,
+    :mod:`robotfiles`) at ``robot_q``, the drawer box 0.5 m in front of it (drawer towards the arm, 0.02 m out) and a
+    camera seeing both; MJCF exported. Returns the bundle."""
+    import numpy as np
+    from robotfiles import write_two_link_robot
+
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv
+    from real2sim.core.manifest import CameraSpec
+    from real2sim.engines.sandbox import robot_only_bundle
+    from real2sim.pipeline import export_bundle
+    from real2sim.pipeline.articulated import add_articulated_object
+
+    root = Path(root)
+    b = robot_only_bundle(write_two_link_robot(root / "arm", "json"), root, qpos=list(robot_q))
+    add_articulated_object(b, "cabinet", write_drawer_urdf(root / "src"), {"drawer_joint": 0.02}, [0.5, 0.0, 0.0],
+                           (0.0, 0.0, 0.0, 1.0))  # turned 180 deg about z: the drawer opens towards the arm
+    K = np.array([[200.0, 0, 159.5], [0, 200.0, 119.5], [0, 0, 1]])
+    b.manifest.cameras["main"] = CameraSpec.from_camera(Camera(320, 240, K, look_at_opencv([0.0, -0.7, 0.6],
+                                                                                           [0.35, 0.0, 0.1])))
+    b.save()
+    export_bundle(b, engines=("mjcf",))
+    return b

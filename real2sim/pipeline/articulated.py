@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -125,16 +126,148 @@ def add_articulated_object(bundle: Bundle, oid: str, urdf: Path, joints: dict | 
     return spec
 
 
-def set_object_joints(bundle: Bundle, oid: str, values: dict) -> dict[str, float]:
-    """Set joint positions of articulated object ``oid`` (unknown names and values outside the limits are errors
-    naming them); rewrites its posed visual mesh. Returns every joint's position."""
+@dataclass(frozen=True)
+class JointRange:
+    """One movable joint as a control shows it: its name, type, limits (m or rad; ``limited`` False for a continuous
+    joint) and the unit a person reads (m for a prismatic joint, deg for a revolute or continuous one)."""
+
+    name: str
+    type: str
+    lower: float
+    upper: float
+    limited: bool = True
+
+    @property
+    def unit(self) -> str:
+        return "m" if self.type == "prismatic" else "deg"
+
+    def shown(self, value: float) -> float:
+        """``value`` (m or rad) in the unit shown (m or deg)."""
+        return float(value) if self.unit == "m" else float(np.degrees(value))
+
+    def stored(self, value: float) -> float:
+        """A shown value (m or deg) in the library's unit (m or rad)."""
+        return float(value) if self.unit == "m" else float(np.radians(value))
+
+    def describe(self, value: float) -> str:
+        """``value`` (m or rad) with its unit (``0.2 m``; ``1.6 rad (91.7 deg)``)."""
+        if self.unit == "m":
+            return f"{value:.6g} m"
+        return f"{value:.6g} rad ({np.degrees(value):.4g} deg)"
+
+    def limits_text(self) -> str:
+        if self.unit == "m":
+            return f"[{self.lower:.6g}, {self.upper:.6g}] m"
+        return (f"[{self.lower:.6g}, {self.upper:.6g}] rad ([{np.degrees(self.lower):.4g}, "
+                f"{np.degrees(self.upper):.4g}] deg)")
+
+    def check(self, value, where: str) -> float:
+        """``value`` as a finite float within the limits, or an error naming the joint, the value and the limits."""
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            v = float("nan")
+        if not np.isfinite(v):
+            raise BundleError(f"{where}: joint '{self.name}' must be a finite number ({self.unit}), got {value!r}")
+        if self.limited and not (self.lower - 1e-9 <= v <= self.upper + 1e-9):
+            raise ArticulationError(f"{where}: joint '{self.name}' = {self.describe(v)} is outside its limits "
+                                    f"{self.limits_text()}. Fix: give a value within them")
+        return v
+
+
+def object_joint_ranges(bundle: Bundle, oid: str) -> list[JointRange]:
+    """The movable joints of articulated object ``oid`` (URDF order) with their limits."""
+    obj = bundle.object(oid)
+    if obj.articulation is None:
+        raise BundleError(f"object '{oid}' is rigid (no joints); only objects added with --urdf have joint positions")
+    model = ArticulatedModel.load(bundle.path(obj.articulation.urdf), check_meshes=False)
+    return [JointRange(j.name, j.type, float(j.lower), float(j.upper), j.limited) for j in model.movable_joints]
+
+
+def apply_object_joints(bundle: Bundle, oid: str, values: dict) -> dict[str, float]:
+    """Set joint positions of articulated object ``oid`` in the manifest and rewrite its posed visual mesh, without
+    saving (unknown names and values outside the limits are errors naming the joint, the value and the limits, raised
+    before anything is written). Returns every joint's position."""
     obj = bundle.object(oid)
     if obj.articulation is None:
         raise BundleError(f"object '{oid}' is rigid (no joints); only objects added with --urdf have joint positions")
     model = ArticulatedModel.load(bundle.path(obj.articulation.urdf))
+    ranges = {j.name: JointRange(j.name, j.type, float(j.lower), float(j.upper), j.limited) for j in model.movable_joints}
+    for name, v in values.items():
+        if name not in ranges:
+            raise UnknownNameError(f"movable joint of '{oid}' (object URDF {model.path.name})", name, ranges)
+        ranges[name].check(v, f"joints of '{oid}'")
     model.check_joint_values(values, f"joints of '{oid}'")
     obj.articulation.joint_positions.update({k: float(v) for k, v in values.items()})
     _write_visual(bundle, oid, model, obj.articulation.joint_positions)
+    return dict(obj.articulation.joint_positions)
+
+
+def repose_object(bundle: Bundle, oid: str) -> None:
+    """Rewrite articulated object ``oid``'s posed visual mesh at the manifest's joint positions (after an undo
+    restored them)."""
+    obj = bundle.object(oid)
+    if obj.articulation is not None:
+        model = ArticulatedModel.load(bundle.path(obj.articulation.urdf))
+        _write_visual(bundle, oid, model, obj.articulation.joint_positions)
+
+
+def set_object_joints(bundle: Bundle, oid: str, values: dict) -> dict[str, float]:
+    """Set joint positions of articulated object ``oid`` (unknown names and values outside the limits are errors
+    naming them); rewrites its posed visual mesh and saves. Returns every joint's position."""
+    q = apply_object_joints(bundle, oid, values)
     mark_changed(bundle, "object_meshes")
     bundle.save()
-    return dict(obj.articulation.joint_positions)
+    return q
+
+
+# -- the robot's start joints -------------------------------------------------------------------------
+def robot_joint_ranges(bundle: Bundle) -> list[JointRange]:
+    """The robot's actuated joints (arm, then gripper: the order of ``robot.joint_positions``) with their limits from
+    its resolved URDF."""
+    from real2sim.robots.scene import parse_urdf, robot_setup
+
+    spec = bundle.manifest.robot
+    if spec is None:
+        raise BundleError(f"{bundle.root}: the bundle has no robot; add one with 'real2sim init DIR --frames ... "
+                          "--robot NAME'")
+    rs = robot_setup(spec, bundle.root)
+    joints = {j.name: j for j in parse_urdf(rs.urdf)[1]}
+    out = []
+    for name in rs.robot.joint_names:
+        j = joints.get(name)
+        if j is None:
+            raise BundleError(f"robot '{rs.robot.name}': actuated joint '{name}' is not in its URDF {rs.urdf}")
+        limited = j.type in ("revolute", "prismatic") and j.upper > j.lower
+        out.append(JointRange(name, j.type, float(j.lower), float(j.upper), limited))
+    return out
+
+
+def robot_start_joints(bundle: Bundle) -> list[float]:
+    """The robot's start joints: ``robot.joint_positions``, else the robot's default pose."""
+    from real2sim.robots.scene import robot_setup
+
+    return [float(x) for x in robot_setup(bundle.manifest.robot, bundle.root).qpos]
+
+
+def apply_robot_joints(bundle: Bundle, values: dict) -> list[float]:
+    """Set the named joints of the robot's start pose (``robot.joint_positions``; the others keep theirs, or the
+    robot's default) without saving; unknown names and values outside the limits are errors naming the joint, the
+    value and the limits. Returns the whole joint vector."""
+    ranges = robot_joint_ranges(bundle)
+    by_name = {j.name: i for i, j in enumerate(ranges)}
+    q = robot_start_joints(bundle)
+    for name, v in values.items():
+        if name not in by_name:
+            raise UnknownNameError(f"actuated joint of robot '{bundle.manifest.robot.name}'", name, by_name)
+        q[by_name[name]] = ranges[by_name[name]].check(v, "robot joints")
+    bundle.manifest.robot.joint_positions = [float(x) for x in q]
+    return q
+
+
+def set_robot_joints(bundle: Bundle, values: dict) -> list[float]:
+    """Set the robot's start joints (see :func:`apply_robot_joints`) and save."""
+    q = apply_robot_joints(bundle, values)
+    mark_changed(bundle, "robot_joints")
+    bundle.save()
+    return q

@@ -103,10 +103,15 @@ def cmd_add_object(args) -> int:
 
 
 def cmd_set_joints(args) -> int:
-    from real2sim.pipeline.articulated import parse_joint_values, set_object_joints
+    from real2sim.pipeline.articulated import parse_joint_values, set_object_joints, set_robot_joints
 
     bundle = Bundle.load(Path(args.dir))
-    q = set_object_joints(bundle, args.id, parse_joint_values(args.joints, "joints"))
+    values = parse_joint_values(args.joints, "joints")
+    if args.id == "robot" and "robot" not in bundle.manifest.objects:
+        q = set_robot_joints(bundle, values)
+        say(f"robot start joints: {[round(x, 6) for x in q]}; next: real2sim export {args.dir}")
+        return 0
+    q = set_object_joints(bundle, args.id, values)
     say(f"'{args.id}' joints: {q}; next: real2sim export {args.dir}")
     return 0
 
@@ -172,9 +177,10 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--free", action="store_true", help="with --urdf: the root link is not fixed to the world")
     p.set_defaults(fn=cmd_add_object)
 
-    p = subparsers.add_parser("set-joints", help="set joint positions of an articulated object (its posed mesh follows)")
+    p = subparsers.add_parser("set-joints", help="set joint positions of an articulated object (its posed mesh follows) "
+                              "or the robot's start joints")
     p.add_argument("dir")
-    p.add_argument("id", help="an object added with --urdf")
+    p.add_argument("id", help="an object added with --urdf, or 'robot' for the robot's start joints")
     p.add_argument("joints", help="NAME=VALUE,... (m or rad), e.g. top_drawer_joint=0.25")
     p.set_defaults(fn=cmd_set_joints)
 

@@ -117,6 +117,9 @@ class _Objects:
     note: gr.Markdown
     scan: list
     """The scanned object's panel: its accordion, numbers, turntable picture, capture frames with masks."""
+    joint_controls: list
+    """:class:`~real2sim.apps.review.views.JointControl` of every articulated object's joints."""
+    joint_sliders: list
 
     @property
     def fields(self) -> list:
@@ -132,6 +135,12 @@ class _CameraRobot:
     robot_note: gr.Markdown
     base: list
     """base x, y, z (m), yaw (deg) number boxes."""
+    joint_controls: list
+    """:class:`~real2sim.apps.review.views.JointControl` of the robot's start joints."""
+    joint_sliders: list
+    mounted_select: gr.Dropdown
+    mounted_image: gr.Image
+    mounted_note: gr.Markdown
 
 
 def _version_note(version: str) -> str:
@@ -187,32 +196,35 @@ def _wire_reload(page: _Page, app: gr.Blocks, undo_btn, reload_btn, overview: li
                  objects: _Objects, camera: _CameraRobot) -> None:
     """Page load, 'Reload from disk' and 'Undo last edit' refresh every tab."""
     srv = page.srv
+    joint_controls = objects.joint_controls + camera.joint_controls
     outputs = [page.version, page.version_md, *overview, overlay.image, overlay.note, objects.image,
-               *objects.fields, *camera.sliders, camera.image, camera.robot_note, *camera.base, *objects.scan]
-    inputs = [*overlay.inputs, objects.select, camera.select]
+               *objects.fields, *camera.sliders, camera.image, camera.robot_note, *camera.base, *objects.scan,
+               *objects.joint_sliders, *camera.joint_sliders, camera.mounted_image, camera.mounted_note]
+    inputs = [*overlay.inputs, objects.select, camera.select, camera.mounted_select]
 
-    def load_all(cam, frame, mode, blend, oid, cam2):
+    def load_all(cam, frame, mode, blend, oid, cam2, mounted):
         ver = srv.version()
-        img, note = srv.picture(cam, frame, mode, blend)
+        cam_img, img, note = _robot_views(srv, cam, frame, mode, blend)
         return (ver, _version_note(ver), *views.overview(srv.bundle()), img, note, img,
-                *_object_values(srv, oid), *_camera_values(srv, cam2), img, *views.robot_fields(srv.bundle()),
-                *_scan_values(srv, oid))
+                *_object_values(srv, oid), *_camera_values(srv, cam2), cam_img, *views.robot_fields(srv.bundle()),
+                *_scan_values(srv, oid), *_joint_slider_values(srv, joint_controls),
+                *(srv.mounted_view(mounted) if camera.mounted_select.choices else (None, "")))
     app.load(load_all, inputs, outputs)
 
     def overview_after_edit():
         return views.overview(srv.bundle())
     page.version.change(overview_after_edit, None, overview, show_progress="hidden")  # every edit, whichever tab
 
-    def reload(cam, frame, mode, blend, oid, cam2):
-        return (ok_md("reloaded scene.json from disk"),) + load_all(cam, frame, mode, blend, oid, cam2)
+    def reload(cam, frame, mode, blend, oid, cam2, mounted):
+        return (ok_md("reloaded scene.json from disk"),) + load_all(cam, frame, mode, blend, oid, cam2, mounted)
     reload_btn.click(reload, inputs, [page.status] + outputs)
 
-    def do_undo(ver, cam, frame, mode, blend, oid, cam2, request: gr.Request = None):
+    def do_undo(ver, cam, frame, mode, blend, oid, cam2, mounted, request: gr.Request = None):
         try:
             res = edits.undo(srv.root, ver, writer=_writer(request))
         except Real2SimError as exc:
             return (err_md(str(exc)),) + tuple(gr.update() for _ in outputs)
-        return (ok_md(res.message),) + load_all(cam, frame, mode, blend, oid, cam2)
+        return (ok_md(res.message),) + load_all(cam, frame, mode, blend, oid, cam2, mounted)
     undo_btn.click(do_undo, [page.version] + inputs, [page.status] + outputs)
 
 
@@ -327,6 +339,15 @@ def _objects_tab(page: _Page, overlay: _Overlay) -> _Objects:
                 with gr.Row():
                     realign_btn = gr.Button("Re-run alignment", elem_id="rerun_alignment")
                     retexture_btn = gr.Button("Re-run texturing", elem_id="rerun_texture")
+                joint_controls = views.object_joint_controls(page.bundle)
+                with gr.Accordion("Joints of articulated objects", open=True, visible=bool(joint_controls),
+                                  elem_id="object_joints"):
+                    gr.Markdown("Each joint between its limits: **m** for a prismatic joint (a drawer), **deg** for a "
+                                "revolute one (a door). A change is saved as `real2sim set-joints` does (the posed "
+                                "mesh follows; undoable). A fixed object (a cabinet) is not pasted into the "
+                                "composite when there is a plate (the plate shows the real one): choose View "
+                                "*render* or *blend* on the Overlay tab to see its joints move.")
+                    joint_sliders = _joint_sliders(joint_controls, page.bundle, prefix=True)
             with gr.Column(scale=2):
                 note = gr.Markdown(elem_id="object_note")
                 image = gr.Image(label="Live overlay (the View chosen on the Overlay tab)", type="numpy", format="png",
@@ -340,8 +361,9 @@ def _objects_tab(page: _Page, overlay: _Overlay) -> _Objects:
                 scan_frames = gr.Image(label="Capture frames with their masks (and mask confidence)", type="filepath",
                                        interactive=False, elem_id="scan_frames")
     objects = _Objects(select, sliders, text, image, gr.State(None), note,
-                       [scan_box, scan_note, scan_turntable, scan_frames])
+                       [scan_box, scan_note, scan_turntable, scan_frames], joint_controls, joint_sliders)
     _wire_objects(page, overlay, objects, apply_btn, realign_btn, retexture_btn)
+    _wire_object_joints(page, overlay, objects)
     return objects
 
 
@@ -376,7 +398,7 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
 
     def apply_text(ver, oid, text, cam, frame, mode, blend, request: gr.Request = None):
         """'Apply exact pose': x, y, z (m) and a quaternion wxyz (7 numbers) or roll, pitch, yaw in deg (6)."""
-        keep = [gr.update()] * 6
+        keep = [gr.update()] * 5  # the four sliders and the turn's reference
         try:
             vals = [float(v) for v in text.replace(";", ",").split(",")]
             if len(vals) not in (6, 7):
@@ -559,31 +581,49 @@ def _camera_tab(page: _Page, overlay: _Overlay) -> _CameraRobot:
                 with gr.Group(visible=page.bundle.manifest.robot is not None):
                     base = [gr.Number(label=label) for label in ("base x (m)", "base y (m)", "base z (m)", "base yaw (deg)")]
                     robot_btn = gr.Button("Apply base pose")
+                robot_controls, why = views.robot_joint_controls(page.bundle)
+                with gr.Accordion("Robot joints (its start pose)", open=True,
+                                  visible=page.bundle.manifest.robot is not None, elem_id="robot_joints"):
+                    gr.Markdown("The robot's start joints (`robot.joint_positions`: where each episode starts), each "
+                                "between its limits: **deg** for a revolute joint, **m** for a prismatic one (a "
+                                "finger). This tab's preview and the mounted cameras draw the robot at these joints; "
+                                "the Overlay tab draws it at the frame's recorded joints where the frame has them. "
+                                "Saved as `real2sim set-joints DIR robot NAME=VALUE` does; undoable."
+                                + (f" ({why})" if why else ""))
+                    robot_sliders = _joint_sliders(robot_controls, page.bundle)
             with gr.Column(scale=2):
-                image = gr.Image(label="Live overlay", type="numpy", format="png", interactive=False,
-                                 elem_id="camera_preview")
-    tab = _CameraRobot(select, sliders, image, robot_note, base)
+                image = gr.Image(label="Live overlay (the robot at its start joints)", type="numpy", format="png",
+                                 interactive=False, elem_id="camera_preview")
+                mounted = views.mounted_camera_names(page.bundle)
+                with gr.Group(visible=bool(mounted)):
+                    mounted_select = gr.Dropdown(sorted(mounted), value=sorted(mounted)[0] if mounted else None,
+                                                 label="Robot-mounted camera", elem_id="mounted_select")
+                    mounted_note = gr.Markdown(elem_id="mounted_note")
+                    mounted_image = gr.Image(label="View from the robot-mounted camera (render only: no plate)",
+                                             type="numpy", format="png", interactive=False, elem_id="mounted_view")
+    tab = _CameraRobot(select, sliders, image, robot_note, base, robot_controls, robot_sliders, mounted_select,
+                       mounted_image, mounted_note)
     _wire_camera(page, overlay, tab)
     _wire_robot(page, base, robot_btn)
+    _wire_robot_joints(page, overlay, tab)
     return tab
 
 
 def _wire_camera(page: _Page, overlay: _Overlay, tab: _CameraRobot) -> None:
-    srv, view = page.srv, page.srv.picture
+    srv = page.srv
 
     def camera_select(cam, frame, mode, blend):
-        img, _ = view(cam, frame, mode, blend)
-        return (*_camera_values(srv, cam), img)
+        return (*_camera_values(srv, cam), _robot_views(srv, cam, frame, mode, blend)[0])
     tab.select.input(camera_select, [tab.select, overlay.frame, overlay.mode, overlay.blend], [*tab.sliders, tab.image])
 
     def apply_camera(ver, cam, x, y, z, roll, pitch, yaw, frame, mode, blend, request: gr.Request = None):
         try:
             nver, msg = _save_camera_pose(srv, ver, cam, [x, y, z, roll, pitch, yaw], _writer(request))
         except (Real2SimError, TypeError, ValueError) as exc:
-            img, note = view(cam, frame, mode, blend)
-            return ver, err_md(str(exc)), img, gr.update(), img, note
-        img, note = view(cam, frame, mode, blend)
-        return nver, ok_md(msg), img, _version_note(nver), img, note
+            img, over, note = _robot_views(srv, cam, frame, mode, blend)
+            return ver, err_md(str(exc)), img, gr.update(), over, note
+        img, over, note = _robot_views(srv, cam, frame, mode, blend)
+        return nver, ok_md(msg), img, _version_note(nver), over, note
 
     inputs = [page.version, tab.select, *tab.sliders, overlay.frame, overlay.mode, overlay.blend]
     outputs = [page.version, page.status, tab.image, page.version_md, overlay.image, overlay.note]
@@ -605,6 +645,104 @@ def _wire_robot(page: _Page, base: list, robot_btn) -> None:
             return ver, err_md(str(exc)), gr.update()
         return res.version, ok_md(res.message), _version_note(res.version)
     robot_btn.click(apply_robot, [page.version, *base], [page.version, page.status, page.version_md])
+
+
+# -- joint sliders (articulated objects on the Objects tab, the robot on the Camera & robot tab) -------------
+def _robot_views(srv: ReviewServer, cam, frame, mode, blend) -> tuple:
+    """(the Camera & robot tab's picture: the robot at its start joints, the Overlay tab's picture: at the frame's
+    recorded joints where it has them, the Overlay's note); one render when the frame records no joints."""
+    over, note = srv.picture(cam, frame, mode, blend)
+    frames = srv.bundle().manifest.capture.frames
+    recorded = bool(frames) and bool(frames[int(np.clip(int(frame or 0), 0, len(frames) - 1))].joint_positions)
+    return (srv.picture(cam, frame, mode, blend, robot_start=True)[0] if recorded else over), over, note
+
+
+def _joint_sliders(controls: list, bundle: Bundle, prefix: bool = False) -> list[gr.Slider]:
+    """One slider per joint, its range the joint's limits in the shown unit (m or deg), at the stored value."""
+    out = []
+    for c, v in zip(controls, views.joint_values(bundle, controls)):
+        lo, hi = c.bounds()
+        shown = c.shown(v)
+        out.append(gr.Slider(lo, hi, value=None if shown is None else float(np.clip(shown, lo, hi)), step=c.step,
+                             label=f"{c.owner}: {c.label}" if prefix else c.label, elem_id=c.elem_id))
+    return out
+
+
+def _joint_slider_values(srv: ReviewServer, controls: list) -> list:
+    """The sliders' values from ``scene.json`` (after a reload or an undo)."""
+    return [gr.update() if v is None else gr.update(value=c.shown(v))
+            for c, v in zip(controls, views.joint_values(srv.bundle(), controls))]
+
+
+def _save_joint(srv: ReviewServer, ver: str, control, shown, writer: str | None) -> tuple[str, str]:
+    """Save one joint slider's value (m or deg on the page; m or rad in the bundle); a slider still at the shown
+    rounding keeps the exact stored value. Returns (version, message in the slider's unit)."""
+    owner = "robot" if control.robot else f"object {control.owner}"
+    if shown is None:
+        raise edits.EditError(f"{owner} joint {control.joint.name}: no value")
+    cur = views.joint_values(srv.bundle(), [control])[0]
+    if cur is None:
+        raise edits.EditError(f"{owner} is no longer in the bundle; press 'Reload from disk'")
+    value = control.to_store(float(shown), cur)
+    text = f"{owner} joint {control.joint.name} = {float(shown):g} {control.joint.unit}"
+    if value == cur:
+        return srv.version(), f"{text}: unchanged"
+    if control.robot:
+        res = edits.set_robot_joints(srv.root, {control.joint.name: value}, expected_version=ver, writer=writer)
+    else:
+        res = edits.set_object_joints(srv.root, control.owner, {control.joint.name: value}, expected_version=ver,
+                                      writer=writer)
+    return res.version, text + (f"; marked stale: {', '.join(res.stale)}" if res.stale else "")
+
+
+def _wire_joint_sliders(page: _Page, controls: list, sliders: list, extra_inputs: list, outputs: list, redraw) -> None:
+    """Each slider saves its joint (:func:`_save_joint`) on drag and release; ``redraw(*extra)`` gives the pictures
+    that follow (``outputs`` after version, status and version note)."""
+    srv = page.srv
+
+    def handler(control):
+        def apply(ver, shown, *extra, request: gr.Request = None):
+            try:
+                nver, msg = _save_joint(srv, ver, control, shown, _writer(request))
+                ok, back = True, gr.update()
+            except (Real2SimError, TypeError, ValueError) as exc:
+                nver, msg, ok = ver, str(exc), False
+                cur = views.joint_values(srv.bundle(), [control])[0]
+                back = gr.update() if cur is None else gr.update(value=control.shown(cur))  # the saved value again
+            return (nver, ok_md(msg) if ok else err_md(msg), _version_note(nver) if ok else gr.update(), back,
+                    *redraw(*extra))
+        return apply
+
+    for c, s in zip(controls, sliders):
+        fn = handler(c)
+        for ev in (s.input, s.release):
+            # preprocess=False: a value typed outside the limits reaches the edit, which refuses it naming the joint
+            # and its limits (Gradio's own check would only say 'Value 0.3 is greater than maximum value 0.15')
+            ev(fn, [page.version, s, *extra_inputs], [page.version, page.status, page.version_md, s, *outputs],
+               trigger_mode="always_last", show_progress="hidden", preprocess=False)
+
+
+def _wire_object_joints(page: _Page, overlay: _Overlay, objects: _Objects) -> None:
+    """An articulated object's joint slider: save, then the live overlay (and the Overlay tab) follow."""
+    def redraw(cam, frame, mode, blend):
+        img, note = page.srv.picture(cam, frame, mode, blend)
+        return img, img, note
+    _wire_joint_sliders(page, objects.joint_controls, objects.joint_sliders, overlay.inputs,
+                        [objects.image, overlay.image, objects.note], redraw)
+
+
+def _wire_robot_joints(page: _Page, overlay: _Overlay, tab: _CameraRobot) -> None:
+    """A robot joint slider: save, then this tab's preview (robot at the start joints), the mounted camera's view and
+    the Overlay tab follow. Choosing a mounted camera shows its view."""
+    srv = page.srv
+
+    def redraw(cam, frame, mode, blend, mounted):
+        img, over, note = _robot_views(srv, cam, frame, mode, blend)
+        mimg, mnote = srv.mounted_view(mounted) if tab.mounted_select.choices else (None, "")
+        return img, mimg, mnote, over, note
+    _wire_joint_sliders(page, tab.joint_controls, tab.joint_sliders, [*overlay.inputs, tab.mounted_select],
+                        [tab.image, tab.mounted_image, tab.mounted_note, overlay.image, overlay.note], redraw)
+    tab.mounted_select.change(srv.mounted_view, tab.mounted_select, [tab.mounted_image, tab.mounted_note])
 
 
 # -- Collision --------------------------------------------------------------------------------------

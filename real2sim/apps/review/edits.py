@@ -29,8 +29,8 @@ from real2sim.apps.review.versions import (
     manifest_version,
     record_writer,
     snapshot,
-    undo,
 )
+from real2sim.apps.review.versions import undo as _undo
 from real2sim.core import imaging
 from real2sim.core.bundle import Bundle, atomic_write_bytes
 from real2sim.core.errors import UnknownNameError
@@ -41,7 +41,7 @@ from real2sim.core.stages import downstream
 __all__ = ["HISTORY_DIR", "MAX_POSITION_M", "RERUNNABLE", "ConcurrentEditError", "EditError", "EditResult",
            "camera_xyz_rpy", "history", "manifest_version", "matrix_to_rpy", "pose_to_xyz_rpy", "remove_mask",
            "rerun_object_stage", "rpy_to_quat_wxyz", "set_camera_pose", "set_mask", "set_object_pose",
-           "set_robot_base_pose", "undo", "validate_position", "validate_rpy"]
+           "set_object_joints", "set_robot_base_pose", "set_robot_joints", "undo", "validate_position", "validate_rpy"]
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +160,82 @@ def set_robot_base_pose(root: Path, position, rpy, expected_version: str | None 
 
     desc = f"robot base: position {np.round(p, 4).tolist()} m, quaternion_wxyz {np.round(q, 4).tolist()}"
     return apply_edit(root, expected_version, desc, "robot:base", ROBOT_CHANGES, change, writer)
+
+
+# -- joints -----------------------------------------------------------------------------------
+JOINT_CHANGES = ("object_meshes",)
+ROBOT_JOINT_CHANGES = ("robot_joints",)
+
+
+def _describe_joints(values: dict, ranges) -> str:
+    """``name=value unit`` for each joint (revolute in rad and deg); plain numbers when the ranges cannot be read (the
+    edit then fails with the reason)."""
+    try:
+        by_name = {j.name: j for j in ranges()}
+    except Exception:  # noqa: BLE001 - the edit itself reports what is wrong
+        by_name = {}
+    parts = []
+    for k, v in values.items():
+        try:
+            parts.append(f"{k}={by_name[k].describe(float(v)) if k in by_name else f'{float(v):.6g}'}")
+        except (TypeError, ValueError):
+            parts.append(f"{k}={v!r}")
+    return ", ".join(parts)
+
+
+def set_object_joints(root: Path, oid: str, values: dict, expected_version: str | None = None,
+                      writer: str | None = None) -> EditResult:
+    """Set joint positions ``{joint: m or rad}`` of articulated object ``oid``: the same code as ``real2sim
+    set-joints`` (:func:`real2sim.pipeline.articulated.apply_object_joints`: limits checked, the posed mesh
+    rewritten); undoable (:func:`undo` re-poses the mesh)."""
+    from real2sim.pipeline.articulated import apply_object_joints, object_joint_ranges
+
+    vals = {str(k): v for k, v in dict(values).items()}
+
+    def change(bundle: Bundle):
+        if oid not in bundle.manifest.objects:
+            raise EditError(str(UnknownNameError("object", oid, bundle.manifest.objects)))
+        apply_object_joints(bundle, oid, vals)
+
+    desc = f"object {oid} joints: " + _describe_joints(vals, lambda: object_joint_ranges(Bundle.load(root), oid))
+    return apply_edit(root, expected_version, desc, f"joints:{oid}:{','.join(sorted(vals))}", JOINT_CHANGES, change,
+                      writer)
+
+
+def set_robot_joints(root: Path, values: dict, expected_version: str | None = None,
+                     writer: str | None = None) -> EditResult:
+    """Set the robot's start joints ``{joint: m or rad}`` (others unchanged): the same code as ``real2sim set-joints DIR
+    robot ...`` (:func:`real2sim.pipeline.articulated.apply_robot_joints`, limits checked); undoable."""
+    from real2sim.pipeline.articulated import apply_robot_joints, robot_joint_ranges
+
+    vals = {str(k): v for k, v in dict(values).items()}
+
+    def change(bundle: Bundle):
+        if bundle.manifest.robot is None:
+            raise EditError(f"{bundle.root}: the bundle has no robot; add one with 'real2sim init DIR --frames ... --robot NAME'")
+        apply_robot_joints(bundle, vals)
+
+    desc = "robot joints: " + _describe_joints(vals, lambda: robot_joint_ranges(Bundle.load(root)))
+    return apply_edit(root, expected_version, desc, f"robot-joints:{','.join(sorted(vals))}", ROBOT_JOINT_CHANGES,
+                      change, writer)
+
+
+def _repose_articulated(bundle: Bundle, before: dict) -> None:
+    """After an undo: rewrite the posed mesh of each articulated object whose joints the undo changed."""
+    from real2sim.pipeline.articulated import repose_object
+
+    for oid, obj in bundle.manifest.objects.items():
+        if obj.articulation is None:
+            continue
+        old = ((before.get("objects") or {}).get(oid) or {}).get("articulation") or {}
+        if old.get("joint_positions") != obj.articulation.joint_positions:
+            repose_object(bundle, oid)
+
+
+def undo(root: Path, expected_version: str | None = None, writer: str | None = None) -> EditResult:
+    """Restore the newest snapshot of ``scene.json`` (:func:`real2sim.apps.review.versions.undo`); an articulated
+    object whose joints it changes gets its posed mesh back at the restored joints."""
+    return _undo(root, expected_version, writer, after=_repose_articulated)
 
 
 # -- masks ------------------------------------------------------------------------------------

@@ -89,8 +89,9 @@ class PreviewRenderer:
         return any(f'"{name}"' not in text for name in [*m.objects, *m.cameras])
 
     def sync(self, manifest: Manifest, frame: int | None = None) -> None:
-        """Move objects, cameras and the robot to the manifest's values (no re-export); the robot at frame
-        ``frame``'s recorded joints when it has them; the lights as the evaluation sets them."""
+        """Move objects (and an articulated object's joints), cameras and the robot to the manifest's values (no
+        re-export); the robot at frame ``frame``'s recorded joints when it has them (``frame=None``: at its start
+        joints, ``robot.joint_positions``); the lights as the evaluation sets them."""
         shading = scene_shading(self.scene, manifest)
         if shading != self._shading:
             apply_shading(self.scene, shading)
@@ -99,6 +100,11 @@ class PreviewRenderer:
         for oid, obj in manifest.objects.items():
             if oid in self._objects:
                 self.scene.place_object(oid, obj.pose.matrix())
+                if obj.articulation is not None:  # a joint edit shows before the next export
+                    names = set(self.scene.object_joint_names(oid))
+                    q = {k: v for k, v in obj.articulation.joint_positions.items() if k in names}
+                    if q:
+                        self.scene.set_object_joint_positions(oid, q)
         for name, spec in manifest.cameras.items():
             try:
                 self.scene.set_camera_pose(name, spec.camera().T_world_camera)
@@ -119,8 +125,12 @@ class PreviewRenderer:
             self.scene.set_robot_qpos(q)
 
     def render(self, camera: str) -> np.ndarray:
-        """``(h, w, 3) uint8`` preview from the named bundle camera."""
+        """``(h, w, 3) uint8`` preview from the named bundle camera (or robot-mounted camera)."""
         return self.scene.render(camera)[..., :3]
+
+    def mounted_cameras(self) -> dict[str, str]:
+        """``{camera: link}`` of the robot-mounted cameras of the export (render only: they have no plate)."""
+        return self.scene.mounted_cameras()
 
     def mask(self, camera: str, ids: Sequence[str]) -> np.ndarray:
         """``(h, w) bool``: pixels where any of the objects ``ids`` is visible."""

@@ -69,15 +69,47 @@ class ReviewServer:
             self._preview, self.preview_error = None, ""
         self.on_render_thread(reset)
 
-    def picture(self, camera: str | None, frame: int, mode: str, blend: float, outlines: bool = False):
+    def picture(self, camera: str | None, frame: int, mode: str, blend: float, outlines: bool = False,
+                robot_start: bool = False):
         """(overlay image, note) for the current manifest (see :func:`_picture`); a mode ending in '+ outlines'
-        draws the outlines."""
+        draws the outlines; ``robot_start``: the robot at its start joints (the joint sliders) even where the frame
+        has recorded joints."""
         mode = mode or "composite"
         if mode.endswith("+ outlines"):
             mode, outlines = mode.split("+")[0].strip(), True
-        return self.on_render_thread(self._picture, camera, frame, mode, blend, outlines)
+        return self.on_render_thread(self._picture, camera, frame, mode, blend, outlines, robot_start)
 
-    def _picture(self, camera: str | None, frame: int, mode: str, blend: float, outlines: bool):
+    def mounted_view(self, camera: str | None):
+        """(image, note) from the robot-mounted camera ``camera`` (the first when None or unknown) with the robot at
+        its start joints. Render only: a camera that moves with the robot has no background plate."""
+        return self.on_render_thread(self._mounted_view, camera)
+
+    def mounted_cameras(self) -> dict[str, str]:
+        """``{camera: link}`` of the robot-mounted cameras in the preview's export (empty without one)."""
+        def names():
+            pr = self._get_preview(self.bundle())
+            return pr.mounted_cameras() if pr is not None else {}
+        return self.on_render_thread(names)
+
+    def _mounted_view(self, camera: str | None):
+        bundle = self.bundle()
+        pr = self._get_preview(bundle)
+        if pr is None:
+            return None, self.preview_error
+        mounted = pr.mounted_cameras()
+        if not mounted:
+            r = bundle.manifest.robot
+            return None, (f"robot '{r.name}' has no mounted camera with intrinsics (a camera mount needs width, height, "
+                          "fx, fy, cx, cy in its robot definition: docs/robots.md)" if r else "the bundle has no robot")
+        cam = camera if camera in mounted else sorted(mounted)[0]
+        pr.sync(bundle.manifest, None)
+        img = pr.render(cam)
+        return img, (f"camera '{cam}' on robot link '{mounted[cam]}', the robot at its start joints (the sliders): "
+                     "**render only**: a camera that moves with the robot has no background plate, so there is no "
+                     "composite (the policy sees this render: env obs_mode='render' with this camera)")
+
+    def _picture(self, camera: str | None, frame: int, mode: str, blend: float, outlines: bool,
+                 robot_start: bool = False):
         """``mode``: 'composite' is what ``eval --obs-mode composited`` gives the policy (the plate with the robot
         and the movable objects rendered; the same code path); 'difference' its difference from the photo (colour
         scale, PSNR); 'wipe' the photo left of ``blend`` x width and the composite right of it; 'blend' the photo
@@ -93,7 +125,7 @@ class ReviewServer:
         pr = self._get_preview(bundle)
         if pr is None:
             return real, f"{self.preview_error} ({real_note})"
-        pr.sync(bundle.manifest, frame)
+        pr.sync(bundle.manifest, None if robot_start else frame)
         plate = plate_for(bundle, bundle.manifest.cameras[cam])
         render = pr.render(cam) if plate is None or mode in ("blend", "render") else None
         if plate is not None:

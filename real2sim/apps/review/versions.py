@@ -186,8 +186,11 @@ def apply_edit(root: Path, expected_version: str | None, description: str, key: 
         return EditResult(record_writer(root, writer), description, stale)
 
 
-def undo(root: Path, expected_version: str | None = None, writer: str | None = None) -> EditResult:
-    """Restore the newest snapshot of ``scene.json`` and drop it from the history."""
+def undo(root: Path, expected_version: str | None = None, writer: str | None = None,
+         after: Callable[[Bundle, dict], None] | None = None) -> EditResult:
+    """Restore the newest snapshot of ``scene.json`` and drop it from the history. ``after(bundle, before)``: called
+    under the lock with the restored bundle and the manifest (dict) it replaced, to bring files that follow the
+    manifest (an articulated object's posed mesh) back in line."""
     root = Path(root)
     with locked(root, expected_version, writer):
         entries = _entries(root)
@@ -195,7 +198,10 @@ def undo(root: Path, expected_version: str | None = None, writer: str | None = N
             raise EditError("nothing to undo: no earlier version of scene.json is stored in .history/")
         entry = json.loads(entries[-1].read_text())
         Manifest.from_dict(entry["manifest"], str(entries[-1]))  # refuse a corrupt snapshot
+        before = json.loads((root / MANIFEST).read_text())
         atomic_write_json(root / MANIFEST, entry["manifest"])
         entries[-1].unlink()
+        if after is not None:
+            after(Bundle.load(root), before)
         log.info("review undo: %s", entry.get("edit"))
         return EditResult(record_writer(root, writer, "undo"), f"undid: {entry.get('edit', '')}", [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +174,126 @@ def robot_fields(bundle: Bundle) -> tuple:
     xyz, rpy = pose_to_xyz_rpy(r.base_pose)
     return (f"Robot **{r.name}**. Base pose edits are saved to scene.json; the overlay draws the robot at the "
             "frame's joints from the edited base."), *[round(v, 4) for v in xyz], round(float(np.degrees(rpy[2])), 2)
+
+
+# -- joint sliders ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JointControl:
+    """One joint slider: the articulated object it belongs to (``owner``), or the robot's start joints (``robot``),
+    the joint (limits in m or rad) and the slider's element id. The slider shows m (prismatic) or deg (revolute)."""
+
+    owner: str
+    joint: object  # real2sim.pipeline.articulated.JointRange
+    elem_id: str
+    robot: bool = False
+
+    @property
+    def decimals(self) -> int:
+        return 4 if self.joint.unit == "m" else 2
+
+    @property
+    def step(self) -> float:
+        return 0.0005 if self.joint.unit == "m" else 0.1
+
+    def bounds(self) -> tuple[float, float]:
+        """The slider's range in the shown unit, rounded inwards (its ends are inside the joint's limits)."""
+        if not self.joint.limited:
+            return -180.0, 180.0
+        f = 10.0 ** self.decimals
+        lo, hi = self.joint.shown(self.joint.lower), self.joint.shown(self.joint.upper)
+        return float(np.ceil(lo * f - 1e-6) / f) + 0.0, float(np.floor(hi * f + 1e-6) / f) + 0.0  # no -0
+
+    @property
+    def label(self) -> str:
+        j = self.joint
+        lo, hi = self.bounds()
+        rng = f"{lo:g} to {hi:g} {j.unit}" if j.limited else f"continuous, shown {lo:g} to {hi:g} deg"
+        return f"{j.name} ({j.unit}, {j.type}, {rng})"
+
+    def shown(self, value: float | None) -> float | None:
+        """A stored value (m or rad) as the slider shows it (rounded to the slider's decimals)."""
+        return None if value is None else round(self.joint.shown(value), self.decimals)
+
+    def to_store(self, shown: float, current: float | None) -> float:
+        """The slider's value in m or rad; the current value when the slider still shows it (no rounding drift)."""
+        if current is not None and abs(float(shown) - round(self.joint.shown(current), self.decimals)) < 1e-9:
+            return float(current)
+        return self.joint.stored(float(shown))
+
+
+def _elem(*parts: str) -> str:
+    import re
+
+    return "joint_" + "__".join(re.sub(r"[^A-Za-z0-9_-]", "_", p) for p in parts)
+
+
+def object_joint_controls(bundle: Bundle) -> list[JointControl]:
+    """A slider per movable joint of every articulated object (objects in manifest order, joints in URDF order)."""
+    from real2sim.pipeline.articulated import object_joint_ranges
+
+    out = []
+    for oid, obj in bundle.manifest.objects.items():
+        if obj.articulation is None:
+            continue
+        try:
+            ranges = object_joint_ranges(bundle, oid)
+        except Real2SimError as exc:
+            log.warning("no joint sliders for '%s': %s", oid, exc)
+            continue
+        out += [JointControl(oid, j, _elem(oid, j.name)) for j in ranges]
+    return out
+
+
+def robot_joint_controls(bundle: Bundle) -> tuple[list[JointControl], str]:
+    """(a slider per actuated robot joint, a note); no sliders (the note says why) when the robot cannot be read."""
+    from real2sim.pipeline.articulated import robot_joint_ranges
+
+    if bundle.manifest.robot is None:
+        return [], "no robot in this bundle"
+    try:
+        ranges = robot_joint_ranges(bundle)
+    except Real2SimError as exc:
+        return [], f"no robot joint sliders: {exc}"
+    return [JointControl("robot", j, _elem("robot", j.name), robot=True) for j in ranges], ""
+
+
+def joint_values(bundle: Bundle, controls: list[JointControl]) -> list[float | None]:
+    """The stored value (m or rad) of each control's joint: the object's joint position, or the robot's start joint
+    (``robot.joint_positions``, else the robot's default pose; robot controls are in the robot's joint order).
+    None where the object or robot is gone."""
+    m = bundle.manifest
+    robot_q = None
+    if any(c.robot for c in controls) and m.robot is not None:
+        from real2sim.pipeline.articulated import robot_start_joints
+
+        try:
+            robot_q = robot_start_joints(bundle)
+        except Real2SimError:
+            robot_q = None
+    out, k = [], 0
+    for c in controls:
+        if c.robot:
+            out.append(float(robot_q[k]) if robot_q is not None and k < len(robot_q) else None)
+            k += 1
+            continue
+        obj = m.objects.get(c.owner)
+        out.append(None if obj is None or obj.articulation is None
+                   else float(obj.articulation.joint_positions.get(c.joint.name, 0.0)))
+    return out
+
+
+def mounted_camera_names(bundle: Bundle) -> dict[str, str]:
+    """``{camera: link}`` of the robot's mounted cameras with intrinsics (the exports' robot cameras)."""
+    r = bundle.manifest.robot
+    if r is None:
+        return {}
+    from real2sim.robots.scene import robot_for_spec
+
+    try:
+        return {n: link for n, (link, _) in robot_for_spec(r, bundle.root).mounted_cameras().items()}
+    except Real2SimError as exc:
+        log.warning("robot-mounted cameras unknown: %s", exc)
+        return {}
 
 
 def keep_exact(shown, exact, decimals: int) -> np.ndarray:
