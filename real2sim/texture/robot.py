@@ -319,7 +319,7 @@ def score_robot_region(ruv: RobotUV, views: list, colours: dict, textures: dict,
 
 
 # -- the bundle stage ----------------------------------------------------------------------------------------------
-def _read_uv_meshes(bundle: Bundle, spec) -> dict[str, TexMesh]:
+def read_uv_meshes(bundle: Bundle, spec) -> dict[str, TexMesh]:
     """The bundle's existing link UV meshes (reused so a re-fit keeps the layout), where readable."""
     from real2sim.render.mesh import load_texmesh
 
@@ -335,7 +335,7 @@ def _read_uv_meshes(bundle: Bundle, spec) -> dict[str, TexMesh]:
     return out
 
 
-def _write_link_texture(bundle: Bundle, link: str, mesh: TexMesh, tex: np.ndarray) -> dict:
+def write_link_texture(bundle: Bundle, link: str, mesh: TexMesh, tex: np.ndarray) -> dict:
     """Content-addressed ``robot/textures/<link>_<hash>.obj|png``; returns the manifest entry."""
     out_dir = bundle.root / ROBOT_TEXTURE_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -362,6 +362,32 @@ def _strip(panels, labels, title) -> np.ndarray:
     return titled(np.concatenate(tiles, 1), title, labels)
 
 
+def frame_views(bundle: Bundle, model: RobotModel, indices) -> list:
+    """[(camera, image (h, w, 3) float, q, robot mask or None)] of the bundle's frames ``indices``: each frame's
+    joints (``capture.frames[i].joint_positions``, else ``robot.joint_positions``, else the default)."""
+    m = bundle.manifest
+    views = []
+    for i in indices:
+        f = m.capture.frames[i]
+        q = f.joint_positions if f.joint_positions else (m.robot.joint_positions or model.default_q)
+        if len(q) != len(model.joint_names):
+            raise Real2SimError(f"frame {frame_key(i)}: {len(q)} joint positions but robot '{m.robot.name}' has "
+                                f"{len(model.joint_names)} ({', '.join(model.joint_names)})")
+        mk = m.capture.masks.get(frame_key(i), {}).get(ROBOT_MASK_ENTITY)
+        views.append((m.cameras[f.camera].camera(), read_rgb_float(bundle.path(f.image)), np.asarray(q, float),
+                      read_mask(bundle.path(mk)) if mk else None))
+    return views
+
+
+def fit_appearance(model: RobotModel, ruv: RobotUV, views: list, previous: dict,
+                   config: RobotAppearanceConfig | None = None) -> tuple[dict, dict]:
+    """Flat colours (``previous`` where a link is not seen) and textures fitted on ``views``:
+    (link -> rgba, link -> :class:`LinkTexture`)."""
+    fit = fit_link_colours(model, views, config)
+    colours = {**previous, **{k: v["rgba"] for k, v in fit.items() if v["rgba"] is not None}}
+    return colours, backproject_links(ruv, views, colours, config)
+
+
 def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None = None, force: bool = False):
     """Fit ``robot.appearance`` (and ``robot.textures``) from the bundle's frames. Returns (StageRecord, ran)."""
     cfg = config or RobotAppearanceConfig()
@@ -385,15 +411,8 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
 
     def work():
         model = load_robot_model(m.robot, bundle.root)
-        views, jointed = [], []
-        for (i, f), mk in zip(frames, masks):
-            q = f.joint_positions if f.joint_positions else (m.robot.joint_positions or model.default_q)
-            if len(q) != len(model.joint_names):
-                raise Real2SimError(f"frame {frame_key(i)}: {len(q)} joint positions but robot '{m.robot.name}' has "
-                                    f"{len(model.joint_names)} ({', '.join(model.joint_names)})")
-            views.append((m.cameras[f.camera].camera(), read_rgb_float(bundle.path(f.image)), np.asarray(q, float),
-                          read_mask(bundle.path(mk)) if mk else None))
-            jointed.append(bool(f.joint_positions))
+        views = frame_views(bundle, model, [i for i, _ in frames])
+        jointed = [bool(f.joint_positions) for _, f in frames]
         previous = dict(m.robot.appearance)
         fit = fit_link_colours(model, views, cfg)
         fitted = {k: v["rgba"] for k, v in fit.items() if v["rgba"] is not None}
@@ -408,7 +427,7 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
         outputs, metrics = [], {}
         textures_entry: dict = {}
         if cfg.textures:
-            ruv = robot_uv(model, _read_uv_meshes(bundle, m.robot))
+            ruv = robot_uv(model, read_uv_meshes(bundle, m.robot))
             plate = read_rgb_float(bundle.path(plate_rel)) if plate_rel else None
             plates = None if plate is None else [plate] * len(views)
             # held-out frames: the last ones in time, among frames with their own recorded joints (distinct poses)
@@ -419,10 +438,7 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
                 n_hold = max(1, int(round(cfg.holdout_fraction * len(idx_j))))
                 hold = idx_j[-n_hold:]
                 train = [k for k in range(len(views)) if k not in hold]
-                tv = [views[k] for k in train]
-                fit_t = fit_link_colours(model, tv, cfg)
-                col_t = {**previous, **{k: v["rgba"] for k, v in fit_t.items() if v["rgba"] is not None}}
-                tex_t = backproject_links(ruv, tv, col_t, cfg)
+                col_t, tex_t = fit_appearance(model, ruv, [views[k] for k in train], previous, cfg)
                 held = score_robot_region(ruv, [views[k] for k in hold], col_t, {k: t.texture for k, t in tex_t.items()},
                                           None if plates is None else [plates[k] for k in hold], cfg.backend)
                 held["fit_frames"] = [frames[k][0] for k in train]
@@ -448,7 +464,7 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
                                "robot_region_psnr_db": {"in_sample": ins, "held_out": held}}
             if keep:
                 for link, t in texs.items():
-                    textures_entry[link] = _write_link_texture(bundle, link, ruv.meshes[link], t.texture)
+                    textures_entry[link] = write_link_texture(bundle, link, ruv.meshes[link], t.texture)
                     outputs += [textures_entry[link]["mesh"], textures_entry[link]["texture"]]
             metrics.update({"psnr_db_composite_flat" if key == "composite" else "psnr_db_under_mask_flat":
                             ref[f"{key}_flat_db"],
