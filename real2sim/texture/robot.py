@@ -70,7 +70,9 @@ class RobotAppearanceConfig:
     """Back-project a UV texture per link (False: flat colours only, and ``robot.textures`` is cleared)."""
     texture_max_size: int = 512
     """Largest texture of a link (square, pixels). Each link's size is the power of two (32 up to this) that gives
-    about one texel per pixel of the frame that shows the link largest."""
+    about one texel per pixel of the frame that shows the link largest. With held-out frames, the cap itself is
+    chosen among the powers of two up to this by the held-out score (finer textures also learn the fit's
+    misregistration, which does not carry over to other poses)."""
     min_cos: float = 0.15
     """Pixels that see a face more obliquely than this cosine are not used for textures."""
     holdout_fraction: float = 0.25
@@ -204,11 +206,17 @@ def _texture_size(pixels: int, mesh: TexMesh, max_size: int) -> int:
 
 
 def backproject_links(ruv: RobotUV, views: list, colours: dict, config: RobotAppearanceConfig | None = None,
-                      default=(0.7, 0.7, 0.7, 1.0)) -> dict[str, LinkTexture]:
+                      default=(0.7, 0.7, 0.7, 1.0), max_size: int | None = None) -> dict[str, LinkTexture]:
     """Per-link textures from ``views`` [(camera, image, q, robot mask or None)]; ``colours``: link -> rgba used where
-    no frame saw the surface. Links with fewer than ``min_pixels`` used pixels get none."""
-    from scipy.ndimage import binary_dilation
+    no frame saw the surface. Links with fewer than ``min_pixels`` used pixels get none. ``max_size``: the largest
+    texture (default ``texture_max_size``)."""
+    cfg = config or RobotAppearanceConfig()
+    return splat_link_samples(ruv, *link_samples(ruv, views, cfg), colours, cfg, default, max_size)
 
+
+def link_samples(ruv: RobotUV, views: list, config: RobotAppearanceConfig | None = None) -> tuple[dict, dict]:
+    """What the frames show of each link: (link -> [(uv, colour, weight, face)] per view, link -> its most pixels
+    in one view)."""
     cfg = config or RobotAppearanceConfig()
     samples: dict[str, list] = {}
     biggest: dict[str, int] = {}
@@ -229,13 +237,23 @@ def backproject_links(ruv: RobotUV, views: list, colours: dict, config: RobotApp
             uv = _pixel_uv(mesh, lf, fr.bary[ys, xs])
             w = fr.cos[ys, xs].astype(float) ** 4 * (cam.fx / fr.depth[ys, xs].astype(float) / 1000.0) ** 2
             samples.setdefault(name, []).append((uv, img[ys, xs, :3], w, lf))
+    return samples, biggest
+
+
+def splat_link_samples(ruv: RobotUV, samples: dict, biggest: dict, colours: dict,
+                       config: RobotAppearanceConfig | None = None, default=(0.7, 0.7, 0.7, 1.0),
+                       max_size: int | None = None) -> dict[str, LinkTexture]:
+    """Textures from :func:`link_samples` (bilinear splat, push-pull on seen faces, flat colour elsewhere)."""
+    from scipy.ndimage import binary_dilation
+
+    cfg = config or RobotAppearanceConfig()
     out = {}
     for name, parts in sorted(samples.items()):
         uv, col, w, lf = (np.concatenate(x) for x in zip(*parts))
         if len(uv) < cfg.min_pixels:
             continue
         mesh = ruv.meshes[name]
-        S = _texture_size(biggest[name], mesh, cfg.texture_max_size)
+        S = _texture_size(biggest[name], mesh, max_size or cfg.texture_max_size)
         tx = np.clip(uv[:, 0] * S - 0.5, 0, S - 1)
         ty = np.clip((1 - uv[:, 1]) * S - 0.5, 0, S - 1)
         x0, y0 = np.minimum(np.floor(tx).astype(int), S - 2), np.minimum(np.floor(ty).astype(int), S - 2)
@@ -265,10 +283,10 @@ def backproject_links(ruv: RobotUV, views: list, colours: dict, config: RobotApp
 
 
 def render_robot(ruv: RobotUV, camera, q, colours: dict, textures: dict | None = None,
-                 default=(0.7, 0.7, 0.7, 1.0), backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+                 default=(0.7, 0.7, 0.7, 1.0), backend: str = "auto", frags=None) -> tuple[np.ndarray, np.ndarray]:
     """(``(h, w, 3) float32`` unlit render, ``(h, w) bool`` robot pixels): links with a texture in ``textures``
     (link -> ``(S, S, 3)`` image) textured, the others in their flat ``colours`` (link -> rgba)."""
-    fr = _fragments(ruv, camera, q, backend)
+    fr = frags if frags is not None else _fragments(ruv, camera, q, backend)
     img = np.zeros((*fr.ids.shape, 3), np.float32)
     for k, name in enumerate(fr.names):
         m = fr.ids == k
@@ -286,7 +304,7 @@ def render_robot(ruv: RobotUV, camera, q, colours: dict, textures: dict | None =
 
 
 def score_robot_region(ruv: RobotUV, views: list, colours: dict, textures: dict, plates: list | None = None,
-                       backend: str = "auto") -> dict:
+                       backend: str = "auto", frags: list | None = None) -> dict:
     """Robot-region PSNR of flat colours vs textures on ``views`` [(camera, image, q, robot mask or None)].
 
     With ``plates`` (one per view, or None): the composite ``plate + rendered robot`` against the real frame over the
@@ -296,8 +314,9 @@ def score_robot_region(ruv: RobotUV, views: list, colours: dict, textures: dict,
     per = []
     for i, (cam, img, q, rmask) in enumerate(views):
         img = to_float(np.asarray(img))[..., :3]
-        flat, sil = render_robot(ruv, cam, q, colours, None, backend=backend)
-        tex, _ = render_robot(ruv, cam, q, colours, textures, backend=backend)
+        fr = frags[i] if frags is not None else _fragments(ruv, cam, q, backend)
+        flat, sil = render_robot(ruv, cam, q, colours, None, frags=fr)
+        tex, _ = render_robot(ruv, cam, q, colours, textures, frags=fr)
         real = rmask if rmask is not None else sil
         plate = None if plates is None else plates[i]
         row = {}
@@ -380,12 +399,12 @@ def frame_views(bundle: Bundle, model: RobotModel, indices) -> list:
 
 
 def fit_appearance(model: RobotModel, ruv: RobotUV, views: list, previous: dict,
-                   config: RobotAppearanceConfig | None = None) -> tuple[dict, dict]:
-    """Flat colours (``previous`` where a link is not seen) and textures fitted on ``views``:
-    (link -> rgba, link -> :class:`LinkTexture`)."""
+                   config: RobotAppearanceConfig | None = None, max_size: int | None = None) -> tuple[dict, dict]:
+    """Flat colours (``previous`` where a link is not seen) and textures (at most ``max_size`` texels a side)
+    fitted on ``views``: (link -> rgba, link -> :class:`LinkTexture`)."""
     fit = fit_link_colours(model, views, config)
     colours = {**previous, **{k: v["rgba"] for k, v in fit.items() if v["rgba"] is not None}}
-    return colours, backproject_links(ruv, views, colours, config)
+    return colours, backproject_links(ruv, views, colours, config, max_size=max_size)
 
 
 def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None = None, force: bool = False):
@@ -438,12 +457,27 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
                 n_hold = max(1, int(round(cfg.holdout_fraction * len(idx_j))))
                 hold = idx_j[-n_hold:]
                 train = [k for k in range(len(views)) if k not in hold]
-                col_t, tex_t = fit_appearance(model, ruv, [views[k] for k in train], previous, cfg)
-                held = score_robot_region(ruv, [views[k] for k in hold], col_t, {k: t.texture for k, t in tex_t.items()},
-                                          None if plates is None else [plates[k] for k in hold], cfg.backend)
+                tv, hv = [views[k] for k in train], [views[k] for k in hold]
+                fit_t = fit_link_colours(model, tv, cfg)
+                col_t = {**previous, **{k: v["rgba"] for k, v in fit_t.items() if v["rgba"] is not None}}
+                smp = link_samples(ruv, tv, cfg)
+                hfr = [_fragments(ruv, c, q, cfg.backend) for c, _, q, _ in hv]
+                hpl = None if plates is None else [plates[k] for k in hold]
+                # the texture resolution that carries over to poses it was not fitted on: each size up to
+                # texture_max_size scored on the held-out frames (finer textures also fit the fit's misregistration)
+                sweep = {}
+                for size in [s_ for s_ in (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192) if s_ <= cfg.texture_max_size]:
+                    tex_t = splat_link_samples(ruv, *smp, col_t, cfg, max_size=size)
+                    sweep[size] = score_robot_region(ruv, hv, col_t, {k: t.texture for k, t in tex_t.items()}, hpl,
+                                                     frags=hfr)
+                key0 = "composite" if plates is not None else "under_mask"
+                chosen = max(sweep, key=lambda z: (sweep[z][f"{key0}_textured_db"], -z))
+                held = sweep[chosen]
+                held["texture_max_size"] = chosen
+                held["size_sweep_db"] = {str(z): r[f"{key0}_textured_db"] for z, r in sweep.items()}
                 held["fit_frames"] = [frames[k][0] for k in train]
                 held["held_out_frames"] = [frames[k][0] for k in hold]
-            texs = backproject_links(ruv, views, colours, cfg)
+            texs = backproject_links(ruv, views, colours, cfg, max_size=held["texture_max_size"] if held else None)
             tmap = {k: t.texture for k, t in texs.items()}
             ins = score_robot_region(ruv, views, colours, tmap, plates, cfg.backend)
             ref = held if held is not None else ins
