@@ -30,7 +30,11 @@ def _paint(ruv, frags):
 
 @pytest.fixture(scope="module")
 def painted(tmp_path_factory):
-    """A bundle: tabletop scene, WidowX, a 320x240 camera, four frames with joints, robot masks and a plate."""
+    return make_painted(tmp_path_factory.mktemp("robotex"))
+
+
+def make_painted(tmp):
+    """A bundle in ``tmp``: tabletop scene, WidowX, a 320x240 camera, four frames with joints, robot masks, a plate."""
     from conftest import give_simple_collision
     from PIL import Image
 
@@ -42,7 +46,6 @@ def painted(tmp_path_factory):
     from real2sim.render.robot import load_robot_model
     from real2sim.texture.robot import _fragments, robot_uv
 
-    tmp = tmp_path_factory.mktemp("robotex")
     b = give_simple_collision(bundle_from_recipe(builtin_recipe("tabletop"), tmp / "scene"))
     b.manifest.robot = RobotSpec(name="widowx", base_pose=Pose([-0.35, 0, 0], [1, 0, 0, 0]))
     K = np.array([[330.0, 0, 159.5], [0, 330, 119.5], [0, 0, 1]])
