@@ -193,3 +193,25 @@ def test_flat_only_clears_the_textures_and_bad_textures_entry_is_refused(painted
         get_exporter("mjcf").export(Bundle.load(b.root))
     with pytest.raises(Real2SimError, match="holdout_fraction"):
         RobotAppearanceConfig(holdout_fraction=1.0)
+
+
+def test_stored_uv_layouts_are_reused_only_for_their_own_link_and_check_names_missing_files(painted, tmp_path):
+    from real2sim.core.bundle import Bundle
+    from real2sim.pipeline.check import check_bundle
+    from real2sim.render.robot import load_robot_model
+    from real2sim.texture.robot import read_uv_meshes, robot_appearance_stage, robot_uv
+
+    robot_appearance_stage(painted)
+    shutil.copytree(painted.root, tmp_path / "b")
+    b = Bundle.load(tmp_path / "b")
+    stored = read_uv_meshes(b, b.manifest.robot)
+    model = load_robot_model(b.manifest.robot, b.root)
+    ruv = robot_uv(model, stored)
+    for link, mesh in stored.items():  # a re-fit keeps the layout its textures were made for
+        np.testing.assert_array_equal(ruv.meshes[link].uv, mesh.uv)
+    swapped = {"wrist_link": stored["upper_arm_link"]}  # another link's layout: not reused
+    assert robot_uv(model, swapped).meshes["wrist_link"] is not stored["upper_arm_link"]
+    assert not [f for f in check_bundle(b.root) if f.where.startswith("robot.textures")]
+    (b.root / b.manifest.robot.textures["wrist_link"]["texture"]).unlink()
+    found = [f for f in check_bundle(b.root) if f.where == "robot.textures.wrist_link.texture"]
+    assert found and found[0].level == "error" and "robot-appearance" in found[0].message, found

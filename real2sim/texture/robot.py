@@ -138,12 +138,26 @@ def weld(vertices, faces, decimals: int = 9) -> tuple[np.ndarray, np.ndarray]:
     return vw, f[keep]
 
 
+def _same_points(a: np.ndarray, b: np.ndarray, tol: float = 1e-6) -> bool:
+    """Every point of ``a`` within ``tol`` of one of ``b`` and the other way round (duplicates allowed)."""
+    from scipy.spatial import cKDTree
+
+    if not len(a) or not len(b):
+        return len(a) == len(b)
+    return bool(cKDTree(b).query(a)[0].max() <= tol and cKDTree(a).query(b)[0].max() <= tol)
+
+
 def robot_uv(model: RobotModel, meshes: dict[str, TexMesh] | None = None) -> RobotUV:
     """UV-unwrapped link meshes (``meshes``: link -> an existing UV mesh to reuse, e.g. the bundle's)."""
-    out = dict(meshes or {})
+    out = {}
     for name, (v, f) in sorted(model.links.items()):
-        if name not in out:
-            out[name] = unwrap(TexMesh(*weld(v, f)))
+        vw, fw = weld(v, f)
+        old = (meshes or {}).get(name)
+        # reuse a stored layout only when it is this link's geometry (same welded vertices and face count)
+        if old is not None and len(old.faces) == len(fw) and _same_points(np.asarray(old.vertices, float), vw):
+            out[name] = old
+        else:
+            out[name] = unwrap(TexMesh(vw, fw))
     links = {n: (np.asarray(m.vertices, float), np.asarray(m.faces, np.int64)) for n, m in out.items() if n in model.links}
     return RobotUV(dataclasses.replace(model, links=links), {n: out[n] for n in links})
 
