@@ -191,6 +191,13 @@ def test_flat_only_clears_the_textures_and_bad_textures_entry_is_refused(painted
 
     with pytest.raises(Real2SimError, match=r"robot\.textures\.wrist_link\.mesh.*missing.*robot-appearance"):
         get_exporter("mjcf").export(Bundle.load(b.root))
+    for bad, field in (({"wrist_link": {"mesh": "../x.obj", "texture": "t.png"}}, r"robot\.textures\.wrist_link\.mesh"),
+                       ({"wrist_link": {"mesh": "m.obj", "texture": "t.png", "uv": 1}}, r"robot\.textures\.wrist_link\.uv"),
+                       ({"wrist_link": "m.obj"}, r"robot\.textures\.wrist_link")):
+        d["robot"]["textures"] = bad
+        (b.root / "scene.json").write_text(json.dumps(d))
+        with pytest.raises(Real2SimError, match=field):
+            Bundle.load(b.root)
     with pytest.raises(Real2SimError, match="holdout_fraction"):
         RobotAppearanceConfig(holdout_fraction=1.0)
 
