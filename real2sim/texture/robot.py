@@ -43,9 +43,9 @@ from real2sim.core.objio import write_obj
 from real2sim.core.stages import files_hash, run_stage
 from real2sim.core.views import frame_key
 from real2sim.render.mesh import TexMesh, unwrap
-from real2sim.render.overlay import titled
+from real2sim.render.overlay import overlay_panels, titled
 from real2sim.render.raster import rasterize, rasterize_uv
-from real2sim.render.robot import RobotModel, link_id_image, load_robot_model, posed_mesh
+from real2sim.render.robot import RobotModel, link_id_image, load_robot_model, posed_mesh, render_links
 from real2sim.texture.backproject import _bilinear, push_pull_fill
 
 log = logging.getLogger(__name__)
@@ -536,13 +536,9 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
         m.robot.appearance = colours
         m.robot.textures = textures_entry
         cam, img, q, rmask = views[best]
-        from real2sim.render.robot import render_links
-
         rend, sil = render_links(model, cam, q, m.robot.appearance)
         real_mask = sil if rmask is None else (rmask & sil)
         p = psnr(rend, img, real_mask)
-        from real2sim.render.overlay import overlay_panels
-
         pic = bundle.reports_dir() / f"{ROBOT_STAGE}.png"
         write_rgb(pic, overlay_panels(img, rend, real_mask, sil, title=(
             f"robot appearance: {len(fitted)} links coloured from the frames, flat-colour PSNR {p:.1f} dB under the "
