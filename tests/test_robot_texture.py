@@ -114,7 +114,7 @@ def test_textures_beat_flat_colours_on_a_held_out_pose(painted):
 def test_textures_reach_the_engines_composites(painted, tmp_path, engine):
     """The export reloaded in its engine, rendered unlit at the held-out pose: the textured robot matches the frame
     better than the flat-coloured one (the textures are what the engine draws). Measured: 11.1 -> 20.9 dB (MuJoCo),
-    11.2 -> 21.0 dB (SAPIEN; ~40 s on 2 CPU cores: lavapipe compiles its shaders for the first picture)."""
+    11.2 -> 21.1 dB (SAPIEN; ~40 s on 2 CPU cores: lavapipe compiles its shaders for the first picture)."""
     from real2sim.demos.robot_texture import engine_robot_psnr
     from real2sim.texture.robot import robot_appearance_stage
 
