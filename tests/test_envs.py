@@ -223,6 +223,10 @@ def test_auto_shading_is_unlit_when_the_textures_came_from_the_frames(bundle):
 
     m = copy.deepcopy(bundle.manifest)
     assert resolve_shading(m) == "lit"  # synthetic textures, never back-projected
+    if m.robot is not None:  # the robot's link textures come from the frames too
+        m.robot.textures = {"wrist_link": {"mesh": "robot/textures/w.obj", "texture": "robot/textures/w.png"}}
+        assert resolve_shading(m) == "unlit"
+        m.robot.textures = {}
     m.stages["texture"] = StageRecord(status="done")
     assert resolve_shading(m) == "unlit" and resolve_shading(m, "lit") == "lit"
     with pytest.raises(UnknownNameError, match="did you mean 'unlit'"):

@@ -516,7 +516,10 @@ class RobotSpec:
     """The robot in the scene: a registry name, its base pose, state, controller gains and appearance.
 
     ``stiffness`` / ``damping`` are per actuated joint (None until set or fitted by sysid);
-    ``appearance`` maps a link name to an rgba colour (fitted from real frames later).
+    ``appearance`` maps a link name to an rgba colour (fitted from real frames later); ``textures`` maps a link name
+    to its textured visual mesh (``{"mesh": OBJ with UVs in the link frame, "texture": PNG}``, bundle-relative,
+    back-projected from the frames by the ``robot_appearance`` stage), which replaces the link's URDF visuals in
+    every export; links without one keep their flat ``appearance`` colour.
     """
 
     name: str
@@ -525,6 +528,7 @@ class RobotSpec:
     stiffness: list[float] | None = None
     damping: list[float] | None = None
     appearance: dict[str, list[float]] = field(default_factory=dict)
+    textures: dict[str, dict[str, str]] = field(default_factory=dict)
     source: str = ""
     definition: str = ""
     """Bundle-relative path of the robot's packaged definition file (``robot/robot.json``) for a robot read from a
@@ -541,6 +545,9 @@ class RobotSpec:
             r.array(v, f"{where}.{key}", "numbers (one per joint)")
             return r.vector(v, f"{where}.{key}", len(v), lo)
         app = r.mapping(d.get("appearance", {}), f"{where}.appearance", keys="name")
+        tex = r.mapping(d.get("textures", {}), f"{where}.textures", keys="name")
+        for k, v in tex.items():
+            r.obj(v, f"{where}.textures.{k}", {"mesh", "texture"}, {"mesh", "texture"})
         return cls(
             name=r.string(d["name"], f"{where}.name"),
             base_pose=Pose.parse(r, d["base_pose"], f"{where}.base_pose") if "base_pose" in d else Pose(),
@@ -548,6 +555,8 @@ class RobotSpec:
             stiffness=vec_or_none("stiffness", 0.0),
             damping=vec_or_none("damping", 0.0),
             appearance={k: r.vector(v, f"{where}.appearance.{k}", 4, 0.0) for k, v in app.items()},
+            textures={k: {f: r.relpath(v[f], f"{where}.textures.{k}.{f}") for f in ("mesh", "texture")}
+                      for k, v in tex.items()},
             source=r.text(d.get("source", ""), f"{where}.source", MAX_PATH, allow_empty=True),
             definition=r.relpath(d["definition"], f"{where}.definition") if d.get("definition") else "",
         )
@@ -751,8 +760,11 @@ class Manifest:
                 del obj["articulation"]
         if d["robot"] is None:
             del d["robot"]
-        elif not d["robot"]["definition"]:
-            del d["robot"]["definition"]
+        else:
+            if not d["robot"]["definition"]:
+                del d["robot"]["definition"]
+            if not d["robot"]["textures"]:
+                del d["robot"]["textures"]
         if not d["capture"]["mask_states"]:
             del d["capture"]["mask_states"]
         order = ["schema_version", "name", "units", "conventions", "provenance", "table_height", "physics",

@@ -349,6 +349,9 @@ def _build(v: dict, snap: Path, run: Run) -> None:
     ap = _json(snap / "robot_appearance.json")
     v["appearance.fitted"], v["appearance.not_seen"] = len(ap["fitted"]), len(ap["not_seen"])
     v["appearance.psnr"] = ap["psnr_db_flat_colours"]
+    ins = ap["textures"]["robot_region_psnr_db"]["in_sample"]
+    v["appearance.composite_flat"], v["appearance.composite_textured"] = (ins["composite_flat_db"],
+                                                                          ins["composite_textured_db"])
     out = " ".join(run.output("check").split())
     m = re.search(r"(\d+) error\(s\), (\d+) warning\(s\)", out)
     v["check.errors"], v["check.warnings"] = (int(m.group(1)), int(m.group(2))) if m else (-1, -1)
@@ -391,6 +394,8 @@ def _function(v: dict, path: Path, w: Path) -> None:
     v["fn.robot.iou"] = rob["iou_render_vs_mask"]
     v["fn.fit.iou"] = rep["robot_fit"]["iou_fitted"]
     v["fn.appearance.psnr"] = rep["robot_appearance"].get("psnr_db", float("nan"))
+    v["fn.appearance.composite_flat"] = rep["robot_appearance"].get("psnr_db_composite_flat", float("nan"))
+    v["fn.appearance.composite_textured"] = rep["robot_appearance"].get("psnr_db_composite_textured", float("nan"))
     g = rep["visual_gap"]
     for plate in ("bundle_plate", "person_made_plate"):
         for step in ("plate_only", "plus_objects", "plus_robot", "plus_objects_unlit_raster"):
@@ -521,7 +526,10 @@ def _sec_build(v: Values) -> str:
         f"- **Collision**: a box per cube and for the table. **Mass** {v('mass_g.green_cube', '.1f', 0.1)} g per cube.\n"
         f"- **Robot appearance**: {v('appearance.fitted', 'd', EXACT)} links seen and fitted, "
         f"{v('appearance.not_seen', 'd', EXACT)} not seen; flat-colour PSNR\n"
-        f"  **{v('appearance.psnr', '.1f', DB)} dB** under the robot mask.\n"
+        f"  **{v('appearance.psnr', '.1f', DB)} dB** under the robot mask; robot region of the composite "
+        f"{v('appearance.composite_flat', '.1f', DB)} dB with the flat colours,\n"
+        f"  **{v('appearance.composite_textured', '.1f', DB)} dB** with the link textures (in-sample: one frame; "
+        "[texture.md](texture.md#robot-appearance)).\n"
         f"- **check**: {v('check.errors', 'd', EXACT)} errors, {v('check.warnings', 'd', EXACT)} warnings "
         f"(poor: {v('check.poor', 's', EXACT)}; stale: {v('check.stale', 's', EXACT)}).")
 
@@ -576,7 +584,9 @@ def _sec_function(v: Values) -> str:
         f"Table height {v('fn.table_mm', '+.1f', MM)} mm; alignment IoU {v('fn.align.iou.green_cube', '.3f', IOU)} "
         f"(green), {v('fn.align.iou.yellow_cube', '.3f', IOU)} (yellow);\ntexture PSNR "
         f"{v('fn.texture.psnr.green_cube', '.1f', DB)} / {v('fn.texture.psnr.yellow_cube', '.1f', DB)} dB; "
-        f"robot fit IoU {v('fn.fit.iou', '.2f', IOU)}; robot appearance {v('fn.appearance.psnr', '.1f', DB)} dB.\n\n"
+        f"robot fit IoU {v('fn.fit.iou', '.2f', IOU)}; robot appearance {v('fn.appearance.psnr', '.1f', DB)} dB under "
+        f"its mask, robot region of the\ncomposite {v('fn.appearance.composite_flat', '.1f', DB)} dB flat -> "
+        f"{v('fn.appearance.composite_textured', '.1f', DB)} dB with the link textures.\n\n"
         f"Alignment in pixels: cubes {v('fn.centre_px.green_cube', '.2f', PX)} px (green) and "
         f"{v('fn.centre_px.yellow_cube', '.2f', PX)} px (yellow) between mask centroid and\n"
         f"projected centre; robot silhouette vs robot mask: mean boundary distance **{v('fn.robot.mean_px', '.1f', PX)} px** "

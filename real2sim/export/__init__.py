@@ -33,6 +33,7 @@ def export_bundle(bundle: Bundle, engines=None, force: bool = False) -> dict:
     m = bundle.manifest
     scene = {k: v for k, v in m.to_dict().items() if k != "stages"}
     refs = [p for o in m.objects.values() for p in [o.visual.mesh, o.visual.texture, *o.collision.hulls] if p]
+    refs += [p for t in (m.robot.textures.values() if m.robot is not None else ()) for p in (t["mesh"], t["texture"])]
     refs += [bundle.rel(f) for o in m.objects.values() if o.articulation is not None  # the URDF and its meshes
              for f in sorted(bundle.path(o.articulation.urdf).parent.rglob("*")) if f.is_file()]
     input_hash = hash_jsonable([scene, files_hash(bundle, refs), sorted(engines)])

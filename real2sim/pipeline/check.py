@@ -56,6 +56,12 @@ def check_bundle(root: Path, load_meshes: bool = True) -> list[Finding]:
         out.append(Finding("warning", "objects", "no dynamic objects: nothing will move in simulation"))
     out += _check_capture_files(bundle)
     out += _check_masks(bundle)
+    for link, d in sorted((m.robot.textures if m.robot is not None else {}).items()):
+        for k in ("mesh", "texture"):
+            problem = file_problem(bundle, d[k])
+            if problem:
+                out.append(Finding("error", f"robot.textures.{link}.{k}", f"{problem}; re-run 'real2sim robot-appearance "
+                                   f"{bundle.root}' (or remove robot.textures.{link} to use the flat colour)"))
     for oid, why in poor_alignments(bundle).items():
         out.append(Finding("warning", f"objects.{oid}.pose", f"alignment is poor: {why}; the pose was kept. Fix the "
                            f"mask or the pose in 'real2sim review {bundle.root}', then 'real2sim align'"))

@@ -1,6 +1,7 @@
 """What the exporters need from a bundle's robot section, resolved against the registry (engine-neutral)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,8 @@ class RobotSetup:
     damping: np.ndarray
     appearance: dict
     force_limit: np.ndarray  # (dof,) drive force/torque limits, inf = unlimited
+    textures: dict = dataclasses.field(default_factory=dict)
+    """link -> (textured visual mesh OBJ in the link frame, texture PNG): absolute paths of ``robot.textures``."""
 
 
 def robot_setup(spec, root: Path | None = None) -> RobotSetup:
@@ -44,7 +47,23 @@ def robot_setup(spec, root: Path | None = None) -> RobotSetup:
     return RobotSetup(r, robot_urdf(r), spec.base_pose.matrix(), vec(spec.joint_positions, r.default_qpos, "joint_positions"),
                       vec(spec.stiffness, r.default_stiffness(), "stiffness"),
                       vec(spec.damping, r.default_damping(), "damping"), dict(spec.appearance),
-                      np.asarray(r.default_force_limit(), float))
+                      np.asarray(r.default_force_limit(), float), _link_textures(spec, root))
+
+
+def _link_textures(spec, root: Path | None) -> dict:
+    """``robot.textures`` resolved against the bundle folder ``root``: link -> (mesh, texture) paths, both checked."""
+    tex = getattr(spec, "textures", None) or {}
+    if not tex or root is None:
+        return {}
+    out = {}
+    for link, d in sorted(tex.items()):
+        paths = tuple(Path(root) / d[k] for k in ("mesh", "texture"))
+        for k, p in zip(("mesh", "texture"), paths):
+            if not p.is_file():
+                raise ExportError(f"scene.json: robot.textures.{link}.{k} names {p}, which is missing. Fix: re-run "
+                                  "'real2sim robot-appearance DIR', or remove robot.textures to use the flat colours")
+        out[link] = paths
+    return out
 
 
 def robot_cameras(rs: RobotSetup, bundle_cameras) -> dict:

@@ -307,9 +307,21 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
         body.set("gravcomp", "1")
         rgba = rs.robot.link_rgba(link, rs.appearance)
         mat = f"{P}mat_{link}"
-        _sub(asset, "material", name=mat, rgba=fmt(rgba), specular="0.3", shininess="0.3")
+        textured = rs.textures.get(link)
+        if textured:  # a texture back-projected from the frames: one UV mesh in the link frame replaces the visuals
+            tfile = content_addressed_copy(textured[1], out / "textures")
+            tname = f"{P}tex_{Path(tfile).stem}"
+            if asset.find(f"texture[@name='{tname}']") is None:
+                _sub(asset, "texture", name=tname, type="2d", file=tfile)
+            _sub(asset, "material", name=mat, texture=tname, rgba=fmt([1, 1, 1, rgba[3]]), specular="0.3",
+                 shininess="0.3")
+        else:
+            _sub(asset, "material", name=mat, rgba=fmt(rgba), specular="0.3", shininess="0.3")
         for g in body.findall("geom"):
             visual = g.get("contype") == "0" and g.get("conaffinity") == "0"
+            if visual and textured:
+                body.remove(g)
+                continue
             for k in ("contype", "conaffinity", "group", "density"):
                 g.attrib.pop(k, None)
             g.set("class", "robot_visual" if visual else "robot_collision")
@@ -317,6 +329,12 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
                 g.set("material", mat)
             if g.get("mesh"):
                 g.set("mesh", meshes[g.get("mesh")])
+        if textured:
+            mfile = content_addressed_copy(textured[0], out / "meshes")
+            mname = f"{P}texmesh_{Path(mfile).stem}"
+            if asset.find(f"mesh[@name='{mname}']") is None:
+                _sub(asset, "mesh", name=mname, file=mfile, inertia="shell")
+            _sub(body, "geom", name=f"{P}visual_{link}", type="mesh", mesh=mname, material=mat, class_="robot_visual")
         for j in body.findall("joint"):
             j.set("name", P + j.get("name"))
             j.set("armature", fmt([r.armature]))

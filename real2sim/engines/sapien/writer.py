@@ -438,12 +438,28 @@ def _robot_files(w: _Writer, spec, bundle_root: Path) -> dict:
     root = ElementTree.fromstring(rs.urdf.read_text())
     for link in root.findall("link"):
         rgba = rs.robot.link_rgba(link.get("name"), rs.appearance)
-        for vis in link.findall("visual"):
+        textured = rs.textures.get(link.get("name"))
+        if textured:  # a texture back-projected from the frames: one UV mesh (link frame) replaces the visuals
+            for vis in link.findall("visual"):
+                link.remove(vis)
+            tex = textured[1].read_bytes()
+            th = hash_bytes(tex)
+            w.add(f"robot/meshes/{th}.png", tex)
+            w.add(f"robot/meshes/{th}.mtl", _mtl_text(rgba, f"{th}.png").encode())
+            obj = _with_material(textured[0].read_text(), f"{th}.mtl").encode()
+            rel = w.add(f"robot/meshes/{hash_bytes(obj)}.obj", obj)
+            vis = ElementTree.Element("visual", name=f"visual_{link.get('name')}")
+            ElementTree.SubElement(vis, "origin", xyz="0 0 0", rpy="0 0 0")
+            ElementTree.SubElement(ElementTree.SubElement(vis, "geometry"), "mesh", filename=rel[len("robot/"):])
+            link.insert(0, vis)
+        for vis in ([] if textured else link.findall("visual")):
             for mat in vis.findall("material"):
                 vis.remove(mat)
             mat = ElementTree.SubElement(vis, "material", name=f"mat_{link.get('name')}")
             ElementTree.SubElement(mat, "color", rgba=_vec([*srgb_to_linear(rgba[:3]), rgba[3]]))
-        for mesh in link.iter("mesh"):
+        for mesh in (m_ for c in link.findall("collision") + link.findall("visual") for m_ in c.iter("mesh")):
+            if textured and mesh.get("filename", "").startswith("meshes/"):  # the textured visual, written above
+                continue
             src = Path(mesh.get("filename"))
             data = src.read_bytes()
             if src.suffix.lower() == ".obj":  # drop material libraries we do not ship

@@ -250,23 +250,8 @@ class UsdExporter(Exporter):
         if obj.visual.texture and uv is None:
             warnings.append(f"object '{oid}': {obj.visual.mesh} has no UVs; texture ignored, flat colour used")
         if obj.visual.texture and uv is not None:
-            st = UsdGeom.PrimvarsAPI(vis).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray,
-                                                        UsdGeom.Tokens.faceVarying)
-            st.Set(Vt.Vec2fArray.FromNumpy(np.asarray(uv, np.float32)[np.asarray(mesh.faces).ravel()]))
             name = content_addressed_copy(bundle.path(obj.visual.texture), out / "textures")
-            reader = UsdShade.Shader.Define(stage, f"/World/Looks/{pname}/stReader")
-            reader.CreateIdAttr("UsdPrimvarReader_float2")
-            reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
-            reader_out = reader.CreateOutput("result", Sdf.ValueTypeNames.Float2)
-            tex = UsdShade.Shader.Define(stage, f"/World/Looks/{pname}/DiffuseTexture")
-            tex.CreateIdAttr("UsdUVTexture")
-            tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(Sdf.AssetPath(f"./textures/{name}"))
-            tex.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("sRGB")
-            tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set("repeat")
-            tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set("repeat")
-            tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(reader_out)
-            rgb_out = tex.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
-            surface.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f).ConnectToSource(rgb_out)
+            _texture_surface(stage, vis, surface, f"/World/Looks/{pname}", uv, mesh.faces, name)
         else:
             surface.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f).Set(Gf.Vec3f(*rgba[:3]))
         UsdShade.MaterialBindingAPI.Apply(vis.GetPrim()).Bind(material)
@@ -459,7 +444,25 @@ class UsdExporter(Exporter):
             mass.CreateDiagonalInertiaAttr(Gf.Vec3f(*map(float, d)))
             mass.CreatePrincipalAxesAttr(Gf.Quatf(float(q[0]), Gf.Vec3f(*map(float, q[1:]))))
             rgba = rs.robot.link_rgba(lname, rs.appearance)
-            for i, (Tv, g) in enumerate(link.visuals):
+            textured = rs.textures.get(lname)
+            if textured:  # a texture back-projected from the frames: one UV mesh (link frame) replaces the visuals
+                m = load_mesh(textured[0])
+                uv = mesh_uv(m)
+                if uv is None:
+                    raise ExportError(f"{textured[0]}: the robot texture mesh of link '{lname}' has no UVs. Fix: re-run "
+                                      "'real2sim robot-appearance DIR'")
+                mesh = self._mesh(stage, f"{names[lname]}/Visual_0", m.vertices, m.faces)
+                look = f"/World/Looks/Robot_{pn}"
+                material = UsdShade.Material.Define(stage, look)
+                surface = UsdShade.Shader.Define(stage, f"{look}/PreviewSurface")
+                surface.CreateIdAttr("UsdPreviewSurface")
+                surface.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(0.6)
+                surface.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
+                material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+                _texture_surface(stage, mesh, surface, look, uv, m.faces,
+                                 content_addressed_copy(textured[1], out_dir / "textures"))
+                UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim()).Bind(material)
+            for i, (Tv, g) in enumerate([] if textured else link.visuals):
                 m = geom_mesh(g)
                 mesh = self._mesh(stage, f"{names[lname]}/Visual_{i}", transform_points(Tv, m.vertices), m.faces)
                 mesh.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*map(float, rgba[:3]))]))
@@ -575,3 +578,25 @@ def _define_joint(stage, path: str, j, names: dict):
     jt.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
     jt.CreateLocalRot1Attr(Gf.Quatf(float(q1r[0]), Gf.Vec3f(*map(float, q1r[1:]))))
     return jt, kind, unit
+
+
+def _texture_surface(stage, mesh_prim, surface, look: str, uv, faces, texture_name: str) -> None:
+    """Give ``mesh_prim`` face-varying ``st`` from per-vertex ``uv`` and drive ``surface``'s diffuse colour by the
+    texture ``./textures/<texture_name>`` (sRGB) through a primvar reader under ``look``."""
+    Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
+    st = UsdGeom.PrimvarsAPI(mesh_prim).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray,
+                                                      UsdGeom.Tokens.faceVarying)
+    st.Set(Vt.Vec2fArray.FromNumpy(np.asarray(uv, np.float32)[np.asarray(faces).ravel()]))
+    reader = UsdShade.Shader.Define(stage, f"{look}/stReader")
+    reader.CreateIdAttr("UsdPrimvarReader_float2")
+    reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
+    reader_out = reader.CreateOutput("result", Sdf.ValueTypeNames.Float2)
+    tex = UsdShade.Shader.Define(stage, f"{look}/DiffuseTexture")
+    tex.CreateIdAttr("UsdUVTexture")
+    tex.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(Sdf.AssetPath(f"./textures/{texture_name}"))
+    tex.CreateInput("sourceColorSpace", Sdf.ValueTypeNames.Token).Set("sRGB")
+    tex.CreateInput("wrapS", Sdf.ValueTypeNames.Token).Set("repeat")
+    tex.CreateInput("wrapT", Sdf.ValueTypeNames.Token).Set("repeat")
+    tex.CreateInput("st", Sdf.ValueTypeNames.Float2).ConnectToSource(reader_out)
+    rgb_out = tex.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
+    surface.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f).ConnectToSource(rgb_out)

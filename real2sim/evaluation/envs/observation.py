@@ -17,7 +17,8 @@ from real2sim.core.errors import UnknownNameError
 SHADINGS = ("auto", "lit", "unlit")
 """'lit': the export's lights. 'unlit': every surface shows its stored colour/texture (textures back-projected from
 photos carry the real light already; on the Bridge frame the cubes come 7-12 dB closer to the photo). 'auto':
-'unlit' when the bundle's textures were back-projected from its frames (the texture stage ran), else 'lit'."""
+'unlit' when the bundle's textures were back-projected from its frames (the texture stage ran, or the robot has link
+textures from robot_appearance), else 'lit'."""
 
 
 def resolve_shading(manifest, shading: str = "auto") -> str:
@@ -28,6 +29,8 @@ def resolve_shading(manifest, shading: str = "auto") -> str:
         return shading
     rec = manifest.stages.get("texture")
     backprojected = rec is not None and (rec.status in ("done", "stale") or (rec.status == "poor" and rec.metrics.get("applied")))
+    # the robot's link textures are back-projected from the frames too (robot_appearance)
+    backprojected = backprojected or bool(manifest.robot is not None and manifest.robot.textures)
     return "unlit" if backprojected else "lit"
 
 
