@@ -335,7 +335,7 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     """Build, export and evaluate one Google scene into ``out_dir`` (the bundle is ``out_dir/scene``).
 
     ``episodes`` per engine of the scripted oracle (seeds 0..episodes-1; in pick coke can the seed walks SIMPLER's
-    5 x 5 grid of can positions); ``evaluate_in``: the simulators to evaluate in (default: every one).
+    5 x 5 grid of can positions); ``evaluate_in``: the simulators to evaluate in (default: every one; empty: none).
     ``refine_camera``: use the camera refined against the real table top (head pan/tilt, :func:`refine_head`)
     instead of SIMPLER's (both are reported). ``policy``: the policy spec (default: the recipe's scripted oracle).
     ``on_stage(name)`` is called as each of :data:`STAGES` starts. A shared data folder without the files the scene
@@ -441,7 +441,7 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     task_id = spec["task"]["id"]
     policy = policy or spec["variants"][variant].get("policy") or spec.get("policy", "scripted")
     rep["policy"] = policy
-    for engine in (evaluate_in or simulator_names()):
+    for engine in (simulator_names() if evaluate_in is None else evaluate_in):
         res_dir = bundle.root / "results" / engine
         s = evaluate(bundle.root, task_id, policy, episodes, workers=1, backend=engine, out_dir=res_dir,
                      obs_mode=obs_mode)
