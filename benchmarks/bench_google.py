@@ -1,8 +1,8 @@
 """The Google Robot's scenes (issue #15): ratios measured in one run, no assertions.
 
 * control step overhead: the Google Robot's end-effector delta-pose control step in the coke-can scene (IK, joint
-  targets, 171 physics substeps at 3 Hz / 513 Hz) vs the same joint targets with the raw substeps (target <= 1.2x),
-  MuJoCo and SAPIEN;
+  targets, 171 physics substeps at 3 Hz / 513 Hz) vs its raw substeps alone (target <= 1.2x), MuJoCo and SAPIEN
+  (``bench_robots.py`` times the robot alone, without a scene, against a replay of the same targets);
 * composited env step at the overlay's 640x512 (controller + substeps + render + segmentation + composite on the
   real overlay) vs the WidowX scene's composited step (the tabletop demo scene with the WidowX, 640x480, 5 Hz / 500 Hz),
   MuJoCo and SAPIEN (target within 1.3x); each side's raw physics and raw render + segmentation are printed apart so
@@ -32,18 +32,21 @@ DATA = ROOT.parent / "shared" / "data"
 BACKENDS = ("mujoco", "sapien")
 
 
-def round_robin(fns: dict, n: int) -> dict[str, float]:
-    """Median seconds per call of each function, called in turn (one call of each, ``n`` times): on a shared machine
-    a burst of other work then hits every side alike, and the median ignores the calls it hit."""
+def round_robin(fns: dict, n: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall seconds and median CPU seconds (every thread of this process: llvmpipe renders on several) per
+    call of each function, called in turn (one call of each, ``n`` times, the order reversed every other time: the
+    first of a turn measured slower on the loaded 2-core machine). A burst of other work then hits every side alike;
+    the CPU time is the work itself, which other sessions' load does not stretch."""
     for fn in fns.values():
         fn()  # warm
-    times = {k: [] for k in fns}
-    for _ in range(n):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
+    wall, cpu = {k: [] for k in fns}, {k: [] for k in fns}
+    for i in range(n):
+        for k, fn in (list(fns.items()) if i % 2 == 0 else list(fns.items())[::-1]):
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: float(np.median(v)) for k, v in times.items()}
+            wall[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
+    return ({k: float(np.median(v)) for k, v in wall.items()}, {k: float(np.median(v)) for k, v in cpu.items()})
 
 
 def google_bundle(tmp: Path):
@@ -57,33 +60,37 @@ def google_bundle(tmp: Path):
 
 
 def control_overhead(bundle, backend: str, n: int) -> None:
-    """``Controller.step`` (IK + targets + substeps) in one env vs, in a second env of the same scene, the targets it
-    set with the raw substeps: called in turn, so both do the same motion under the same load."""
+    """The control step (``Controller.step``: the action's joint targets by IK, then the raw physics substeps) timed
+    in its two parts step by step, so the raw substeps it is compared with are exactly the ones it ran (two envs
+    taking turns differed by 10 % doing identical work on the loaded 2-core machine). Overhead = median over steps
+    of (targets + substeps) / substeps."""
     from real2sim.evaluation.envs.env import Real2SimEnv
 
-    envs = [Real2SimEnv(bundle.root, backend=backend, obs_mode="state", render_mode=None) for _ in range(2)]
-    for env in envs:
-        env.reset(seed=0)
-    ctl, raw_scene, sub = envs[0].controller, envs[1].scene, envs[1].controller.substeps
+    env = Real2SimEnv(bundle.root, backend=backend, obs_mode="state", render_mode=None)
+    env.reset(seed=0)
+    ctl, sc, sub = env.controller, env.scene, env.controller.substeps
     rng = np.random.default_rng(0)
     acts = np.concatenate([rng.uniform(-0.01, 0.01, (n + 1, 3)), rng.uniform(-0.02, 0.02, (n + 1, 3)),
                            np.ones((n + 1, 1))], 1)  # RT-1-sized EE deltas, the hand open
-    it = iter(acts)
-
-    def control():
-        ctl.step(next(it))
-
-    def raw():  # the controller's latest targets, the same substeps
-        raw_scene.set_joint_targets(ctl.q_target)
-        raw_scene.step_physics(sub)
-
-    t = round_robin({"control": control, "raw": raw}, n)
-    gap = np.abs(envs[0].scene.robot_qpos() - raw_scene.robot_qpos()).max()
-    print(f"[{backend}] Google Robot control step (coke-can scene, {sub} substeps at {ctl.physics_hz:.0f} Hz): "
-          f"{t['control'] * 1e3:.1f} ms vs the same targets + raw substeps {t['raw'] * 1e3:.1f} ms -> overhead "
-          f"{t['control'] / t['raw']:.3f}x (target <= 1.2x; the two arms end {gap:.1e} rad apart)")
-    for env in envs:
-        env.close()
+    ctl.step(acts[0])  # warm
+    t_targets, t_raw, c_targets, c_raw = [], [], [], []
+    for a in acts[1:]:  # what Controller.step does, timed in its parts
+        t0, c0 = time.perf_counter(), time.process_time()
+        q = ctl.targets(a)
+        t1, c1 = time.perf_counter(), time.process_time()
+        sc.set_joint_targets(q)
+        sc.step_physics(sub)
+        t_targets.append(t1 - t0)
+        t_raw.append(time.perf_counter() - t1)
+        c_targets.append(c1 - c0)
+        c_raw.append(time.process_time() - c1)
+    tt, tr = np.asarray(t_targets), np.asarray(t_raw)
+    ct, cr = np.asarray(c_targets), np.asarray(c_raw)
+    print(f"[{backend}] Google Robot control step (coke-can scene, {n} RT-1-sized EE-delta actions, {sub} substeps at "
+          f"{ctl.physics_hz:.0f} Hz): IK + targets {np.median(tt) * 1e3:.2f} ms, raw substeps {np.median(tr) * 1e3:.1f} "
+          f"ms -> overhead {np.median((tt + tr) / tr):.3f}x (target <= 1.2x; mean {(tt + tr).mean() / tr.mean():.3f}x; CPU "
+          f"time {(ct + cr).sum() / cr.sum():.3f}x)")
+    env.close()
 
 
 def composited_steps(google, widowx, backend: str, n: int) -> None:
@@ -105,18 +112,18 @@ def composited_steps(google, widowx, backend: str, n: int) -> None:
 
         fns[f"{name} physics"] = phys
         fns[f"{name} render"] = lambda env=env: env.scene.render_layers(env.camera, env.movable)
-    t = round_robin(fns, n)
+    t, c = round_robin(fns, n)
     (gw, gh), (ww, wh) = envs["google"].native_size, envs["widowx"].native_size
     g, w = envs["google"].controller, envs["widowx"].controller
     print(f"[{backend}] composited env step: Google coke-can scene {gw}x{gh} {t['google step'] * 1e3:.1f} ms vs "
           f"WidowX scene {ww}x{wh} {t['widowx step'] * 1e3:.1f} ms -> {t['google step'] / t['widowx step']:.2f}x "
-          "(target <= 1.3x)")
-    print(f"[{backend}]   parts: physics {g.substeps} substeps {t['google physics'] * 1e3:.1f} ms vs {w.substeps} "
-          f"{t['widowx physics'] * 1e3:.1f} ms ({t['google physics'] / t['widowx physics']:.2f}x); render + "
-          f"segmentation {t['google render'] * 1e3:.1f} ms vs {t['widowx render'] * 1e3:.1f} ms "
-          f"({t['google render'] / t['widowx render']:.2f}x); the step's own work (step - physics - render) "
-          f"{(t['google step'] - t['google physics'] - t['google render']) * 1e3:.1f} ms vs "
-          f"{(t['widowx step'] - t['widowx physics'] - t['widowx render']) * 1e3:.1f} ms")
+          f"(target <= 1.3x); CPU time {c['google step'] * 1e3:.1f} vs {c['widowx step'] * 1e3:.1f} ms -> "
+          f"{c['google step'] / c['widowx step']:.2f}x")
+    for label, x in (("wall", t), ("CPU", c)):
+        print(f"[{backend}]   parts ({label}): physics {g.substeps} substeps {x['google physics'] * 1e3:.1f} ms vs "
+              f"{w.substeps} {x['widowx physics'] * 1e3:.1f} ms ({x['google physics'] / x['widowx physics']:.2f}x); "
+              f"render + segmentation {x['google render'] * 1e3:.1f} ms vs {x['widowx render'] * 1e3:.1f} ms "
+              f"({x['google render'] / x['widowx render']:.2f}x)")
     for env in envs.values():
         env.close()
 
