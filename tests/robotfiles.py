@@ -156,7 +156,8 @@ hand = [0.1, 0.1, 0.1, 1.0]
 
 
 def write_two_link_robot(folder: Path, fmt: str = "toml", urdf_text: str | None = None, **changes) -> Path:
-    """Write the URDF, its meshes and a definition file (``robot.toml`` or ``robot.json``) into ``folder``; ``changes``
+    """Write the URDF, its meshes and a definition file (``robot.toml``, ``robot.json`` or ``robot.yaml``) into
+    ``folder``; ``changes``
     override definition fields (JSON form). Returns the definition's path."""
     folder = Path(folder)
     (folder / "meshes").mkdir(parents=True, exist_ok=True)
@@ -172,6 +173,11 @@ def write_two_link_robot(folder: Path, fmt: str = "toml", urdf_text: str | None 
     if fmt == "toml" and not changes:
         path = folder / "robot.toml"
         path.write_text(TOML)
+    elif fmt == "yaml":
+        import yaml
+
+        path = folder / "robot.yaml"
+        path.write_text(yaml.safe_dump({**DEFINITION, **changes}, sort_keys=False))
     else:
         path = folder / "robot.json"
         path.write_text(json.dumps({**DEFINITION, **changes}, indent=1))

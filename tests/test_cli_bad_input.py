@@ -88,7 +88,7 @@ CASES = [
     ("metrics --real {TXT} --sim {TXT}", "notes.txt"),
     ("demo --out {TXT}", "notes.txt"),
     ("robots check {D}/missing.toml", "missing.toml"),
-    ("robots check {TXT}", "must be a .toml or .json file"),
+    ("robots check {TXT}", "must be a .toml, .json or .yaml file"),
     ("robots check nosuch", "nosuch"),
     ("init {D}/i7 --frames {IMG} --robot {D}/missing.toml", "missing.toml"),
     ("scan {D}/nosuch --out {D}/obj", "nosuch"),

@@ -5,6 +5,12 @@ and SAPIEN. The pieces that need no data (table fit, the oracle's grasp orientat
 synthetic input."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -93,23 +99,25 @@ def test_oracle_closes_gently_until_the_fingers_stall():
 # -- real data ------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def coke_can(shared_data, tmp_path_factory):
+    """``real2sim demo --scene google_pick_coke_can`` as a user runs it (a subprocess), standing can, one episode per
+    engine: (bundle, reports/google.json, the command's completed process)."""
     pytest.importorskip("pinocchio")
     data = shared_data
     for rel in ("google_robot/description/google_robot_meta_sim_fix_wheel_fix_fingertip.urdf",
                 "google_robot/overlays/google_coke_can_real_eval_1.png", "objects/coke_can/textured.dae"):
         if not (data / rel).is_file():
             pytest.skip(f"{data / rel} is missing (the Google Robot scenes need the google_robot folder of the data)")
-    from real2sim.demos.google import build_google_scene
+    from real2sim.core.bundle import Bundle
 
     out = tmp_path_factory.mktemp("google")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REAL2SIM_GOOGLE_ROBOT", str(data / "google_robot" / "description"))
-    mp.setenv("REAL2SIM_CACHE", str(out / "cache"))
-    try:
-        bundle, rep = build_google_scene(data, out, "pick_coke_can", "standing", episodes=1, engines=["mjcf", "sapien"])
-        yield bundle, rep
-    finally:
-        mp.undo()
+    env = {**os.environ, "REAL2SIM_CACHE": str(out / "cache"), "MUJOCO_GL": "egl", "COLUMNS": "200"}
+    env.pop("REAL2SIM_DATA", None)
+    proc = subprocess.run([sys.executable, "-m", "real2sim", "demo", "--scene", "google_pick_coke_can", "--variant",
+                           "standing", "--episodes", "1", "--data", str(data), "--out", str(out / "demo")],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=Path(__file__).parents[1])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    bundle = Bundle.load(out / "demo" / "pick_coke_can_standing" / "scene")
+    return bundle, json.loads((bundle.reports_dir() / "google.json").read_text()), proc
 
 
 def test_coke_can_scene_builds_exports_and_matches_the_overlay(coke_can):
@@ -119,11 +127,11 @@ def test_coke_can_scene_builds_exports_and_matches_the_overlay(coke_can):
     overlay wherever the robot and the can are not."""
     from real2sim.core.imaging import read_rgb
 
-    bundle, rep = coke_can
+    bundle, rep, _ = coke_can
     m = bundle.manifest
     assert m.capture.plate and m.robot.name == "google_robot"
     np.testing.assert_allclose(m.robot.base_pose.position, [0.35, 0.20, 0.07905])
-    assert {"mjcf", "sapien"} <= set(rep["exports"]) and not any(str(v).startswith("failed") for v in
+    assert {"mjcf", "sapien", "usd"} <= set(rep["exports"]) and not any(str(v).startswith("failed") for v in
                                                                   rep["exports"].values())
     t = rep["table_check"]
     assert t["iou"] >= 0.88, t
@@ -138,15 +146,27 @@ def test_scripted_oracle_picks_the_standing_can_in_both_engines(coke_can):
     """SIMPLER's end-effector delta-pose control at 3 Hz: the recipe's oracle (docs/google.md) lifts the standing can
     at the first cell of SIMPLER's grid (x -0.35, y -0.02, the far row) in MuJoCo and in SAPIEN. Measured over the 25
     cells: 25/25 in both, as for the lying cans (docs/google.md)."""
-    _, rep = coke_can
+    _, rep, _ = coke_can
     for engine in ("mujoco", "sapien"):
         assert rep["success"][engine]["rate"] == 1.0, rep["success"]
+
+
+def test_demo_command_reports_both_engines(coke_can):
+    """``real2sim demo --scene google_pick_coke_can`` (the issue's Done-when) builds, exports and evaluates the scene
+    from the shared data: its table on stdout has the oracle's result in MuJoCo and in SAPIEN and says demo OK; the
+    report names the policy the recipe chose and one episode per engine."""
+    bundle, rep, proc = coke_can
+    assert set(rep["success"]) == {"mujoco", "sapien"} and all(s["trials"] == 1 for s in rep["success"].values())
+    assert rep["policy"].startswith("scripted:") and rep["variant"] == "standing"
+    out = proc.stdout
+    assert "oracle mujoco" in out and "oracle sapien" in out and "demo OK" in out, out
+    assert "standing" in out and "1/1" in out and str(bundle.root) in out, out
 
 
 def test_bad_scene_variant_or_data_folder_is_refused_naming_it(tmp_path):
     """An unknown scene or variant names the known ones; a data folder without the Google Robot names the missing
     file (nothing is written)."""
-    from real2sim.core.errors import UnknownNameError
+    from real2sim.core.errors import Real2SimError, UnknownNameError
     from real2sim.demos.google import build_google_scene, load_scene, scene_names
 
     assert {"pick_coke_can", "move_near"} <= set(scene_names())
@@ -154,6 +174,31 @@ def test_bad_scene_variant_or_data_folder_is_refused_naming_it(tmp_path):
         load_scene("pick_coke")
     with pytest.raises(UnknownNameError, match="standing"):
         build_google_scene(tmp_path, tmp_path / "out", "pick_coke_can", "upside_down")
-    with pytest.raises(FileNotFoundError, match="google_robot_meta_sim_fix_wheel_fix_fingertip.urdf"):
+    with pytest.raises(Real2SimError, match="google_robot_meta_sim_fix_wheel_fix_fingertip.urdf.*--data"):
         build_google_scene(tmp_path, tmp_path / "out", "pick_coke_can", "standing")
     assert not (tmp_path / "out" / "scene").exists()
+
+
+def test_demo_command_without_the_data_names_the_folder_and_the_fix(tmp_path, capsys):
+    """``real2sim demo --scene google_pick_coke_can`` where the shared data is not: one error line naming the folder it
+    looked in and how to point it at the data (--data or REAL2SIM_DATA), exit 2, nothing written; the bundled demo's
+    scene refuses --data (it has no use for it)."""
+    from real2sim.apps.cli import main
+
+    missing = tmp_path / "no_data"
+    out = tmp_path / "out"
+    env = {**os.environ, "REAL2SIM_DATA": str(missing), "COLUMNS": "300"}
+    proc = subprocess.run([sys.executable, "-m", "real2sim", "demo", "--scene", "google_pick_coke_can", "--out",
+                           str(out)], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=Path(__file__).parents[1])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    err = " ".join(proc.stderr.split())
+    assert str(missing) in err and "--data" in err and "REAL2SIM_DATA" in err, err
+    assert not out.exists()
+    (missing / "google_robot").mkdir(parents=True)  # a folder, but not the data: the missing files are named
+    assert main(["demo", "--scene", "google_pick_coke_can", "--data", str(missing), "--out", str(out)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "google_robot_meta_sim_fix_wheel_fix_fingertip.urdf" in err and "--data" in err, err
+    assert main(["demo", "--scene", "tabletop", "--data", str(missing), "--out", str(out)]) == 2
+    assert "bundled scene" in " ".join(capsys.readouterr().err.split())
+    assert not out.exists()

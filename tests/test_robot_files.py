@@ -84,12 +84,13 @@ def test_two_link_robot_file_loads_and_steps_in_every_engine(tmp_path):
     assert np.linalg.norm(moved["mjcf"] - moved["sapien"]) < 0.005
 
 
-def test_json_and_toml_definitions_are_the_same_robot(tmp_path):
+def test_json_toml_and_yaml_definitions_are_the_same_robot(tmp_path):
     a = get_robot(str(write_two_link_robot(tmp_path / "t", "toml")))
     b = get_robot(str(write_two_link_robot(tmp_path / "j", "json", format=1)))
-    da, db = json.loads(a.fingerprint()), json.loads(b.fingerprint())
-    da.pop("source"), db.pop("source")
-    assert da == db
+    c = get_robot(str(write_two_link_robot(tmp_path / "y", "yaml", format=1)))
+    da, db, dc = (json.loads(r.fingerprint()) for r in (a, b, c))
+    da.pop("source"), db.pop("source"), dc.pop("source")
+    assert da == db == dc
     assert a.default_force_limit() == [60.0, 40.0, 20.0, 30.0, 30.0]
     assert a.camera_mounts["wrist"]["fx"] == 120.0
 
@@ -261,6 +262,20 @@ def test_bad_robot_definitions_are_refused_with_the_fix(tmp_path, what, urdf, ch
     # the CLI: one line on stderr, exit 2, nothing on stdout
     proc = _run("robots", "check", str(path), check=False, env_extra={"REAL2SIM_CACHE": str(tmp_path / "c")})
     assert proc.returncode == 2 and parts[0] in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_bad_yaml_definitions_name_the_file_and_the_fix(tmp_path):
+    """A YAML definition that does not parse, or parses to a list, is refused naming the file; so is another suffix."""
+    write_two_link_robot(tmp_path / "arm", "yaml")
+    bad = {"broken.yaml": ("name: twolink\narm_joints: [waist, elbow\n", ["broken.yaml", "not valid YAML", "Fix"]),
+           "list.yml": ("- name: twolink\n", ["list.yml", "is a list, not a table of fields", "Fix"]),
+           "robot.xml": ("<robot/>", ["robot.xml", ".toml, .json or .yaml", "Fix"])}
+    for name, (text, parts) in bad.items():
+        (tmp_path / "arm" / name).write_text(text)
+        with pytest.raises(RobotError) as e:
+            get_robot(str(tmp_path / "arm" / name))
+        for p in parts:
+            assert p in str(e.value), (p, str(e.value))
 
 
 def test_init_with_a_bad_robot_file_writes_nothing(tmp_path):

@@ -46,13 +46,18 @@ class DemoConfig:
     """What ``real2sim demo`` runs (its flags and defaults)."""
 
     scene: str = "tabletop"
-    """Scene recipe: a bundled scene or one from an installed pack (real2sim.scenes)."""
+    """Scene recipe: a bundled scene, one from an installed pack (real2sim.scenes), or a scene rebuilt from the shared
+    data (google_pick_coke_can, google_move_near: SIMPLER's Google Robot scenes, read from --data)."""
     task: str | None = None
     """Task of the scene to evaluate (default: the scene's first)."""
     workers: int = 2
     """Objects decomposed in parallel (CoACD runs in subprocesses)."""
     episodes: int = 6
     """Episodes per policy and engine."""
+    data: str | None = None
+    """Shared data folder the google_* scenes are built from (default: $REAL2SIM_DATA, else ../shared/data)."""
+    variant: str | None = None
+    """Variant of a google_* scene (pick coke can: horizontal, vertical, standing) or 'all' (default: the recipe's)."""
 
 
 @dataclass

@@ -52,6 +52,8 @@ RECIPES_DIR = BUILTIN_DIR / "google"
 ROBOT_DIR = "google_robot/description"
 URDF = "google_robot_meta_sim_fix_wheel_fix_fingertip.urdf"
 CAMERA_MOUNT = "overhead_camera"
+STAGES = ["camera + table", "bundle", "collision + export", "first frame", "evaluate"]
+"""The steps of :func:`build_google_scene`, in order (``reports/google.json``'s ``stage_seconds``)."""
 PLATE_INTERPOLATION = "linear"  # SIMPLER: cv2.resize(overlay, (640, 512)) with OpenCV's default (bilinear)
 
 
@@ -66,6 +68,61 @@ def load_scene(name: str) -> dict:
     if not path.is_file():
         raise UnknownNameError("Google scene", name, scene_names())
     return json.loads(path.read_text())
+
+
+def demo_scenes() -> dict[str, str]:
+    """``real2sim demo --scene`` name (the recipe's ``name``, e.g. ``google_pick_coke_can``) -> Google scene name."""
+    return {load_scene(n)["name"]: n for n in scene_names()}
+
+
+DATA_ENV = "REAL2SIM_DATA"
+"""Environment variable naming the shared data folder (``../shared/data``) for the scenes built from real data."""
+
+
+def default_data_dir() -> Path:
+    """``$REAL2SIM_DATA`` when set, else ``../shared/data`` relative to the working directory."""
+    import os
+
+    return Path(os.environ.get(DATA_ENV) or Path("..") / "shared" / "data")
+
+
+def required_files(spec: dict) -> list[str]:
+    """The files (relative to the shared data folder) a Google scene recipe reads: the robot's URDF, the overlay and
+    every object's mesh and collision mesh."""
+    rel = [f"{ROBOT_DIR}/{URDF}", spec["overlay"]]
+    for od in spec["objects"].values():
+        rel += [od["mesh"]] + ([od["collision"]] if od.get("collision") else [])
+    return rel
+
+
+def check_shared_data(shared_data_dir, scene: str) -> Path:
+    """The resolved shared data folder, after checking it holds every file Google scene ``scene`` reads; otherwise a
+    :class:`Real2SimError` naming the folder, the missing files and the fix."""
+    spec = load_scene(scene)
+    given = Path(shared_data_dir).expanduser()
+    data = given.resolve()
+    shown = str(data) if given.is_absolute() else f"{given} (= {data})"
+    how = (f"pass --data PATH (or set {DATA_ENV}) to the shared data folder that holds google_robot/ and objects/ "
+           "(../shared/data next to the repository; see google_robot/README.md there)")
+    if not data.is_dir():
+        raise Real2SimError(f"scene '{spec['name']}' is built from the shared data, but {shown} is not a folder: {how}")
+    missing = [r for r in required_files(spec) if not (data / r).is_file()]
+    if missing:
+        raise Real2SimError(f"scene '{spec['name']}': {shown} lacks {len(missing)} file(s) it needs "
+                            f"({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}): {how}")
+    return data
+
+
+def scene_variants(scene: str, variant: str | None = None) -> list[str]:
+    """The variants ``variant`` names in Google scene ``scene``: itself, every one for ``'all'``, the recipe's
+    default for None; an unknown one raises :class:`Real2SimError` listing the scene's variants."""
+    spec = load_scene(scene)
+    variants = list(spec["variants"]) if variant == "all" else [variant or spec["default_variant"]]
+    for v in variants:
+        if v not in spec["variants"]:
+            raise Real2SimError(f"scene '{spec['name']}' has no variant '{v}'; variants: "
+                                f"{', '.join(spec['variants'])} (or 'all')")
+    return variants
 
 
 def _yaw_quat(yaw: float) -> list[float]:
@@ -273,14 +330,16 @@ def write_recipe(scene: dict, variant: str, data: Path, inputs: Path, table_pose
 # -- the scene ----------------------------------------------------------------------------------------------------
 def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", variant: str | None = None,
                        episodes: int = 5, engines=None, evaluate_in=None, obs_mode: str = "state",
-                       refine_camera: bool = False, policy: str | None = None) -> tuple[Bundle, dict]:
+                       refine_camera: bool = False, policy: str | None = None,
+                       on_stage=None) -> tuple[Bundle, dict]:
     """Build, export and evaluate one Google scene into ``out_dir`` (the bundle is ``out_dir/scene``).
 
     ``episodes`` per engine of the scripted oracle (seeds 0..episodes-1; in pick coke can the seed walks SIMPLER's
-    5 x 5 grid of can positions); ``evaluate_in``: the simulators to evaluate in (default: every one).
+    5 x 5 grid of can positions); ``evaluate_in``: the simulators to evaluate in (default: every one; empty: none).
     ``refine_camera``: use the camera refined against the real table top (head pan/tilt, :func:`refine_head`)
     instead of SIMPLER's (both are reported). ``policy``: the policy spec (default: the recipe's scripted oracle).
-    Returns (bundle, report); the report is also ``reports/google.json``, the picture ``reports/google.png``.
+    ``on_stage(name)`` is called as each of :data:`STAGES` starts. A shared data folder without the files the scene
+    reads raises :class:`Real2SimError` naming them (:func:`check_shared_data`). Returns (bundle, report); the report is also ``reports/google.json``, the picture ``reports/google.png``.
     """
     from real2sim.robots import get_robot
 
@@ -289,13 +348,11 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     variant = variant or spec["default_variant"]
     if variant not in spec["variants"]:
         raise UnknownNameError(f"variant of Google scene '{scene}'", variant, spec["variants"])
-    data, out = Path(shared_data_dir).resolve(), Path(out_dir).resolve()
+    data, out = check_shared_data(shared_data_dir, scene), Path(out_dir).resolve()
     desc = data / ROBOT_DIR
     overlay = data / spec["overlay"]
-    for f in (desc / URDF, overlay):
-        if not f.is_file():
-            raise FileNotFoundError(f"{f} is missing: point shared_data_dir at ../shared/data (see "
-                                    "google_robot/README.md there)")
+    notify = on_stage or (lambda name: None)
+    notify(STAGES[0])
     import os
 
     os.environ.setdefault("REAL2SIM_GOOGLE_ROBOT", str(desc))
@@ -310,6 +367,8 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
         seconds[name] = round(time.perf_counter() - t0, 2)
         t0 = time.perf_counter()
         log.info("google %s/%s: %s done (%.1f s)", scene, variant, name, seconds[name])
+        if name != STAGES[-1]:
+            notify(STAGES[STAGES.index(name) + 1])
 
     # 1) camera from SIMPLER's placement + head joints; the overlay at its size; the table checked against it
     cam = overlay_camera(spec, robot)
@@ -382,7 +441,7 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     task_id = spec["task"]["id"]
     policy = policy or spec["variants"][variant].get("policy") or spec.get("policy", "scripted")
     rep["policy"] = policy
-    for engine in (evaluate_in or simulator_names()):
+    for engine in (simulator_names() if evaluate_in is None else evaluate_in):
         res_dir = bundle.root / "results" / engine
         s = evaluate(bundle.root, task_id, policy, episodes, workers=1, backend=engine, out_dir=res_dir,
                      obs_mode=obs_mode)
@@ -468,12 +527,7 @@ def main(argv=None) -> int:
     p.add_argument("--policy", default=None, help="policy spec (default: the recipe's scripted oracle)")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    spec = load_scene(a.scene)
-    variants = list(spec["variants"]) if a.variant == "all" else [a.variant or spec["default_variant"]]
-    for v in variants:
-        if v not in spec["variants"]:
-            raise Real2SimError(f"scene '{a.scene}' has no variant '{v}'; variants: {', '.join(spec['variants'])}")
-    for v in variants:
+    for v in scene_variants(a.scene, a.variant):
         bundle, rep = build_google_scene(a.shared_data, Path(a.out) / f"{a.scene}_{v}", a.scene, v,
                                          episodes=a.episodes, refine_camera=a.refine_camera, policy=a.policy)
         log.info("%s/%s: table IoU %s, oracle %s; picture %s", a.scene, v, rep["table_check"].get("iou"),

@@ -1,6 +1,6 @@
 """Robot definition files: a robot from its URDF without writing Python.
 
-A definition is a TOML or JSON file whose fields mirror :class:`~real2sim.robots.spec.RobotDef` (docs/robots.md
+A definition is a TOML, JSON or YAML file whose fields mirror :class:`~real2sim.robots.spec.RobotDef` (docs/robots.md
 lists them)::
 
     name = "my_arm"
@@ -28,13 +28,13 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from real2sim.core.errors import ManifestError, RobotError
+from real2sim.core.errors import ManifestError, RobotError, require
 from real2sim.core.manifest import FieldReader
 from real2sim.robots.spec import RobotDef, _clean, _expand, _package_root, is_file_robot, source_urdf
 
 log = logging.getLogger(__name__)
 
-SUFFIXES = (".toml", ".json")
+SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 PACKAGE_DEFINITION = "robot.json"
 """Name of the definition inside a packaged robot folder (bundle ``robot/``, export ``robot/``)."""
 PACKAGE_URDF = "robot.urdf"
@@ -61,22 +61,36 @@ def looks_like_robot_file(name) -> bool:
 
 
 def read_definition_dict(path: Path) -> dict:
-    """The raw contents of a definition file (TOML or JSON)."""
+    """The raw contents of a definition file (TOML, JSON or YAML)."""
     path = Path(path)
     if not path.is_file():
-        raise RobotError(f"{path}: robot definition file not found. Fix: give the path of a .toml or .json robot "
-                         "definition (docs/robots.md)")
-    if path.suffix.lower() not in SUFFIXES:
-        raise RobotError(f"{path}: a robot definition must be a .toml or .json file. Fix: rename or convert it")
+        raise RobotError(f"{path}: robot definition file not found. Fix: give the path of a .toml, .json or .yaml "
+                         "robot definition (docs/robots.md)")
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise RobotError(f"{path}: a robot definition must be a .toml, .json or .yaml file. Fix: rename or convert it")
     text = path.read_text(encoding="utf-8", errors="replace")
+    kind = {".toml": "TOML", ".json": "JSON"}.get(suffix, "YAML")
     try:
-        if path.suffix.lower() == ".toml":
+        if kind == "TOML":
             import tomllib
 
-            return tomllib.loads(text)
-        return json.loads(text)
+            data = tomllib.loads(text)
+        elif kind == "JSON":
+            data = json.loads(text)
+        else:
+            yaml = require("yaml", "robots", "pyyaml")
+            data = yaml.safe_load(text)
     except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError are ValueErrors
-        raise RobotError(f"{path}: not valid {path.suffix[1:].upper()} ({exc}). Fix: repair the syntax") from exc
+        raise RobotError(f"{path}: not valid {kind} ({exc}). Fix: repair the syntax") from exc
+    except Exception as exc:  # yaml.YAMLError (not a ValueError)
+        if type(exc).__module__.split(".")[0] != "yaml":
+            raise
+        raise RobotError(f"{path}: not valid YAML ({' '.join(str(exc).split())}). Fix: repair the syntax") from exc
+    if not isinstance(data, dict):
+        raise RobotError(f"{path}: the {kind} document is a {type(data).__name__}, not a table of fields. Fix: write "
+                         "the fields (name, urdf, base_link, ...) at the top level (docs/robots.md)")
+    return data
 
 
 def _pose(r: FieldReader, d, where: str) -> tuple:

@@ -224,7 +224,7 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--frames", required=True, help="image folder, video file, or LeRobot dataset root / episode parquet")
     p.add_argument("--camera", help="camera.json: intrinsics + extrinsics (see docs/capture.md)")
     p.add_argument("--robot", help="robot in the scene: a registry name (e.g. widowx, panda) or a robot definition "
-                   "file (.toml/.json, docs/robots.md; copied into the bundle); base at the world origin")
+                   "file (.toml/.json/.yaml, docs/robots.md; copied into the bundle); base at the world origin")
     p.add_argument("--name", help="scene name (default: the directory name)")
     p.add_argument("--stride", type=int, default=1, help="keep every N-th frame")
     p.add_argument("--max-frames", type=int, default=None, dest="max_frames")

@@ -99,7 +99,7 @@ def add_parsers(subparsers) -> None:
     sub = p.add_subparsers(dest="robots_cmd")
     c = sub.add_parser("check", help="load a robot (definition file or registry name) in every engine: FK agreement "
                        "with pinocchio, one second holding its pose, what its URDF needed fixing (docs/robots.md)")
-    c.add_argument("robot", help="robot definition file (.toml/.json) or registry name")
+    c.add_argument("robot", help="robot definition file (.toml/.json/.yaml) or registry name")
     c.add_argument("--samples", type=int, default=50, help="random joint vectors for the FK comparison")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--json", action="store_true", help="print the report as JSON")
