@@ -2,6 +2,7 @@
 ``real2sim.demos.plate_cases`` (the real Bridge clip + synthetic clips over every real plate in ../shared/data).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_capture_plates.py [--cases a,b] [--json out.json] [--markdown]
+        [--held-out]
 
 Per case: PSNR (dB) of the plate and of the median against the true plate over all valid pixels, over the pixels
 something covered in some frame ("occluded") and over the pixels the plate marks low-confidence (< 255), the
@@ -90,12 +91,14 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the docs table")
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--held-out", action="store_true",
+                    help="the held-out variations (other seeds, sizes, noise, lighting; nothing was tuned on them)")
     a, _ = ap.parse_known_args(argv)  # run_all.py passes its own arguments through
     from real2sim.capture.plate import make_plate, plain_median
     from real2sim.demos.plate_cases import plate_cases
 
     names = a.cases.split(",") if a.cases else None
-    cases = plate_cases(Path(a.data), names)
+    cases = plate_cases(Path(a.data), names, held_out=a.held_out)
     if not cases:
         print(f"no cases: {a.data} has none of the plates (see real2sim/demos/plate_cases.py)")
         return 0

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Union
 
 import numpy as np
@@ -49,6 +49,10 @@ class PatchMatchConfig:
     """Source patches are taken from a window this many pixels (at full resolution) around the hole."""
     seed: int = 0
     """Random seed of the search: same inputs give the same output."""
+    max_hole_pixels: int = 16000
+    """A hole with more pixels than this is completed on its neighbourhood shrunk until it has this many (then
+    enlarged back): the work grows with the hole's area, and a robot-sized hole (60000 px of a 640x480 frame) took
+    60 s at full resolution for 0.3 dB over Telea. 0: no bound."""
 
 
 def inpaint(image: np.ndarray, hole: np.ndarray, method: Union[str, Inpainter] = "telea", radius: int = 5,
@@ -108,12 +112,37 @@ def auto_inpaint(image: np.ndarray, hole: np.ndarray, radius: int = 5, cfg: Patc
         test = part | ring
         if ring.sum() < cfg.patch ** 2 or test.all():
             continue
-        err_t = np.abs(cv2.inpaint(image, test.view(np.uint8) * 255, radius, cv2.INPAINT_TELEA)[ring].astype(np.float32)
-                       - image[ring]).mean()
-        err_p = np.abs(patchmatch_inpaint(image, test, cfg)[ring].astype(np.float32) - image[ring]).mean()
+        err_t, err_p = _band_errors(image, test, ring, radius, cfg)
         if err_p < err_t:
             out[part] = patchmatch_inpaint(image, part, cfg)[part]
     return out
+
+
+def _band_errors(image: np.ndarray, test: np.ndarray, ring: np.ndarray, radius: int, cfg: PatchMatchConfig
+                 ) -> tuple[float, float]:
+    """Mean absolute error of Telea and of PatchMatch over the known ``ring`` when ``test`` (the part and its ring)
+    is cut out. A test larger than ``cfg.max_hole_pixels`` is run on its neighbourhood shrunk to that many pixels
+    (the choice between the two needs their difference, not full-resolution fills: a robot-sized part took 100 s)."""
+    import cv2
+
+    scale = np.sqrt(cfg.max_hole_pixels / test.sum()) if cfg.max_hole_pixels > 0 else 1.0
+    if scale < 1.0:
+        ys, xs = np.nonzero(test)
+        m = cfg.search_margin
+        y0, y1 = max(0, ys.min() - m), min(test.shape[0], ys.max() + 1 + m)
+        x0, x1 = max(0, xs.min() - m), min(test.shape[1], xs.max() + 1 + m)
+        size = (max(8, int(round((x1 - x0) * scale))), max(8, int(round((y1 - y0) * scale))))
+        image = cv2.resize(np.ascontiguousarray(image[y0:y1, x0:x1]), size, interpolation=cv2.INTER_AREA)
+        test = cv2.resize(test[y0:y1, x0:x1].view(np.uint8), size, interpolation=cv2.INTER_AREA) > 0
+        ring = (cv2.resize(ring[y0:y1, x0:x1].view(np.uint8), size, interpolation=cv2.INTER_AREA) > 0) & test
+        radius = max(1, int(round(radius * scale)))
+        cfg = replace(cfg, max_hole_pixels=0, search_margin=max(cfg.patch, int(round(cfg.search_margin * scale))))
+        if test.all() or not ring.any():
+            return 0.0, np.inf
+    err_t = np.abs(cv2.inpaint(image, test.view(np.uint8) * 255, radius, cv2.INPAINT_TELEA)[ring].astype(np.float32)
+                   - image[ring]).mean()
+    err_p = np.abs(patchmatch_inpaint(image, test, cfg)[ring].astype(np.float32) - image[ring]).mean()
+    return float(err_t), float(err_p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,6 +242,17 @@ def patchmatch_inpaint(image: np.ndarray, hole: np.ndarray, cfg: PatchMatchConfi
     cx0, cx1 = max(0, xs.min() - m), min(W, xs.max() + 1 + m)
     crop = image[cy0:cy1, cx0:cx1]
     chole = hole[cy0:cy1, cx0:cx1]
+    scale = np.sqrt(cfg.max_hole_pixels / ys.size) if cfg.max_hole_pixels > 0 else 1.0
+    if scale < 1.0:  # bounded work: complete the shrunk neighbourhood, enlarge the fill back
+        size = (max(8, int(round(crop.shape[1] * scale))), max(8, int(round(crop.shape[0] * scale))))
+        small = cv2.resize(np.ascontiguousarray(crop), size, interpolation=cv2.INTER_AREA)
+        shole = cv2.resize(chole.astype(np.uint8), size, interpolation=cv2.INTER_AREA) > 0
+        sub_cfg = replace(cfg, max_hole_pixels=0, search_margin=max(cfg.patch, int(round(m * scale))))
+        filled = cv2.resize(patchmatch_inpaint(small, shole, sub_cfg), (crop.shape[1], crop.shape[0]),
+                            interpolation=cv2.INTER_CUBIC)
+        result = image.copy()
+        result[cy0:cy1, cx0:cx1][chole] = filled[chole]
+        return result
     init = cv2.inpaint(np.ascontiguousarray(crop), chole.astype(np.uint8) * 255, 5, cv2.INPAINT_TELEA)
     # pyramid (coarsest last)
     levels = [(init.astype(np.float32) / 255.0, chole)]

@@ -97,6 +97,12 @@ class PlateConfig:
     peel_reach: float = 0.02
     """Passes after the first replace only pixels connected to, and within this fraction of the image size
     (``sqrt(h * w)``) of, a ghost found before."""
+    peel_support: float = 0.5
+    """What the later passes replaced (a connected part) is put back to the first pass's anchor, and marked
+    undecided, where the colour it replaced is shown by at least ``peel_majority`` of the frames and the new colour
+    by fewer than this times as many: a cascade of calls into a thing that passed, not a ghost. 0: no check."""
+    peel_majority: float = 0.7
+    """... (the fraction of the frames that could show the pixel)."""
     arbiter_ratio: float = 0.5
     """Where the frames agreeing with the median are no majority, a pixel takes the frame that continues the
     well-decided surroundings best when its distance to them (over a window) is under this times the plate's (few

@@ -478,11 +478,29 @@ SUITE: tuple[tuple[str, str, ClipSpec], ...] = (
 """(case name, plate name, clip spec): every real plate is used at least once."""
 
 
-def plate_cases(data: Path, names: list[str] | None = None) -> list[PlateCase]:
-    """The benchmark suite: the real Bridge clip plus :data:`SUITE` (only the cases whose plate is present).
+HELD_OUT: tuple[tuple[str, str, ClipSpec], ...] = (
+    ("held_b2_seed21", "open_drawer_b2", ClipSpec("google_robot", 24, noise=8.0, jpeg=70, seed=21)),
+    ("held_b1_seed22", "open_drawer_b1", ClipSpec("arm2d", 24, moved_object=True, hand=True, seed=22)),
+    ("held_c2_seed23", "open_drawer_c2", ClipSpec("google_robot", 24, linger=0.6, size=(640, 512), seed=23)),
+    ("held_noisy_640", "google_coke_can_real_eval_1", ClipSpec("google_robot", 20, noise=6.0, jpeg=75, size=(640, 512),
+                                                                 seed=24)),
+    ("held_dim_noisy", "stack_cube_plate", ClipSpec("widowx", 24, noise=5.0, jpeg=80, contrast=0.6, drift=-0.2, seed=25)),
+    ("held_arm_lowres", "open_drawer_a2", ClipSpec("arm2d", 16, linger=0.4, size=(240, 192), noise=3.0, seed=26)),
+    ("held_object_few_9", "open_drawer_c0", ClipSpec("arm2d", 9, moved_object=True, seed=27)),
+)
+"""Variations no parameter was tuned on (other seeds, sizes, noise, lighting): ``plate_cases(..., held_out=True)``."""
+
+
+def plate_cases(data: Path, names: list[str] | None = None, held_out: bool = False) -> list[PlateCase]:
+    """The benchmark suite: the real Bridge clip plus :data:`SUITE` (only the cases whose plate is present);
+    ``held_out``: :data:`HELD_OUT` instead.
 
     ``names`` restricts it to those case names."""
     data = Path(data)
+    if held_out:
+        plates = real_plates(data)
+        return [synth_clip(name, plates[p], spec, data) for name, p, spec in HELD_OUT
+                if p in plates and (names is None or name in names)]
     out = []
     if names is None or "bridge_real_1" in names:
         real = bridge_real_case(data)
