@@ -116,6 +116,13 @@ class GrabCutConfig:
     """The second cue's GrabCut EM iterations."""
     refine: bool = True
     """Reassign the outline's pixels by colour at full resolution."""
+    consensus_iou: float = 0.6
+    """The taken mask is replaced by the weighted pixel-wise majority of the candidates (cues and sizes) that agree
+    with it at least this well (IoU; 0: off), when there are three or more: independent cues err at different
+    pixels of the outline, so their vote is nearer the object than any one of them."""
+    consensus_power: float = 4.0
+    """Each candidate's vote is weighted by its IoU with the taken mask to this power (the taken mask weighs 1; a
+    candidate that differs from it counts less)."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -559,6 +566,17 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
             and con[0] >= cfg.whole_contrast and confirmed(masks[0], "sizes") >= cfg.part_support:
         best = 0  # never a part of the whole the sizes found
+    if cfg.consensus_iou > 0:
+        pool_m = [masks[i] for i in range(n) if valid[i]] + [f for f in whole_sizes if f is not chosen_full]
+        near = [(m, iou(m, masks[best])) for m in pool_m]
+        near = [(m, a ** cfg.consensus_power) for m, a in near if a >= cfg.consensus_iou]
+        if len(near) >= 3:
+            vote = np.sum([m * a for m, a in near], axis=0) > 0.5 * sum(a for _, a in near)
+            vote = fill_holes(component_at(vote, pos, radius=3))
+            if vote.sum() >= 20:
+                masks[best] = vote
+                if best == 0:
+                    mask, shadow = vote, shadow & ~vote
     if best == 0:  # the sizes' confidence (``conf``), halved when it is a part
         return mask, shadow, "sizes", conf * (0.5 if part[0] and not ambiguous else 1.0), part[0]
     conf = float(np.clip(sup[best], 0, 1) * (0.4 + 0.6 * con[best])) * (0.5 if part[best] else 1.0)
