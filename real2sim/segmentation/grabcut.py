@@ -123,6 +123,19 @@ class GrabCutConfig:
     consensus_power: float = 4.0
     """Each candidate's vote is weighted by its IoU with the taken mask to this power (the taken mask weighs 1; a
     candidate that differs from it counts less)."""
+    denoise_above: float = 3.0
+    """Frames whose estimated sensor noise (sigma, 8-bit levels, :func:`noise_sigma`) is above this are smoothed
+    edge-preservingly first (bilateral filter, colour range ``denoise_k`` sigmas): GrabCut's edge term and colour
+    models then see the objects, not the grain. 0: never."""
+    denoise_k: float = 3.0
+    """Colour range of the bilateral filter in noise sigmas."""
+    deblock_above: float = 1.4
+    """Frames with JPEG blocks (:func:`blockiness` ratio above this) are smoothed the same way, over ``deblock_px``
+    (the blocks are 8 px whatever the image size). 0: never."""
+    deblock_k: float = 3.0
+    """Colour range of the deblocking filter in units of the blocks' step (:func:`blockiness`)."""
+    deblock_px: float = 2.0
+    """Spatial sigma (px) of the deblocking filter."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -398,7 +411,56 @@ def _box_result(image: np.ndarray, prompt: Prompt) -> MaskResult:
     return MaskResult(mask, float(stab), shadow=None, details={"picked": "box", "box_stability": round(stab, 3)})
 
 
+def noise_sigma(image: np.ndarray) -> float:
+    """Sensor noise sigma (8-bit levels) of a ``(h, w, 3) uint8`` frame, from the frame alone: the robust (median)
+    spread of a second-difference filter that cancels flat areas and linear ramps (Immerkaer's mask), on grey; edges
+    and texture are the minority and do not move the median."""
+    import cv2
+
+    g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    k = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
+    r = cv2.filter2D(g, cv2.CV_32F, k)[1:-1, 1:-1]
+    return float(np.median(np.abs(r)) / (0.6745 * 6.0))
+
+
+def blockiness(image: np.ndarray) -> tuple[float, float]:
+    """JPEG block artefacts of a ``(h, w, 3) uint8`` frame: (ratio, step). ``ratio``: mean absolute neighbour
+    difference across the 8-pixel block boundaries over that inside the blocks (about 1 for an uncompressed frame,
+    1.6-2.4 at JPEG quality 25-45); ``step``: the excess difference at the boundaries (8-bit levels)."""
+    import cv2
+
+    g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    dx, dy = np.abs(np.diff(g, axis=1)), np.abs(np.diff(g, axis=0))
+    if dx.shape[1] < 16 or dy.shape[0] < 16:
+        return 1.0, 0.0
+    at = np.concatenate([dx[:, 7::8].ravel(), dy[7::8].ravel()])
+    inside = np.concatenate([np.delete(dx, np.s_[7::8], axis=1).ravel(), np.delete(dy, np.s_[7::8], axis=0).ravel()])
+    a, b = float(at.mean()), float(inside.mean())
+    return a / max(b, 1e-6), max(a - b, 0.0)
+
+
+def _denoised(image: np.ndarray, cfg: GrabCutConfig) -> tuple[np.ndarray, dict]:
+    """The frame smoothed edge-preservingly when its noise is above ``denoise_above`` or it has JPEG blocks
+    (:func:`blockiness` above ``deblock_above``): a bilateral filter whose colour range is ``denoise_k`` times the
+    noise (or the blocks' step) and whose reach is scale-aware (the noise) or 2 px (the 8-px blocks). Returns
+    (image, numbers for the details)."""
+    import cv2
+
+    sig = noise_sigma(image)
+    ratio, step = blockiness(image) if cfg.deblock_above > 0 else (1.0, 0.0)
+    info = {"noise_sigma": round(sig, 2), "blockiness": round(ratio, 2)}
+    S = float(np.sqrt(image.shape[0] * image.shape[1]))
+    if cfg.deblock_above > 0 and ratio > cfg.deblock_above:
+        out = cv2.bilateralFilter(image, 0, cfg.deblock_k * max(sig, step), cfg.deblock_px)
+    elif cfg.denoise_above > 0 and sig > cfg.denoise_above:
+        out = cv2.bilateralFilter(image, 0, cfg.denoise_k * sig, max(1.0, 0.003 * S))
+    else:
+        return image, info
+    return np.ascontiguousarray(out), info
+
+
 def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> MaskResult:
+    image, pre = _denoised(image, cfg)
     h, w = image.shape[:2]
     S = float(np.sqrt(h * w))
     pos = prompt.positives
@@ -452,7 +514,7 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
         mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous, conf,
                                                           [f for f, o in zip(full, ok) if o], full[chosen], cfg)
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
-               "sizes_tried": len(tried)}
+               "sizes_tried": len(tried), **pre}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
 
