@@ -460,7 +460,6 @@ def _denoised(image: np.ndarray, cfg: GrabCutConfig) -> tuple[np.ndarray, dict]:
 
 
 def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> MaskResult:
-    image, pre = _denoised(image, cfg)
     h, w = image.shape[:2]
     S = float(np.sqrt(h * w))
     pos = prompt.positives
@@ -468,6 +467,7 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     ambiguous = False
     if prompt.box is not None:
         return _box_result(image, prompt)
+    image, pre = _denoised(image, cfg)  # clicks only: the box path stays main@02b6871's
     if pos:
         cx, cy = np.mean([p[0] for p in pos]), np.mean([p[1] for p in pos])
         spread = max([abs(p[0] - cx) for p in pos] + [abs(p[1] - cy) for p in pos])
