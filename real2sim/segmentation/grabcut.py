@@ -1,5 +1,8 @@
 """One click (or a box) without a plate: GrabCut over object-size hypotheses, scale-aware, with shadow removal.
 
+A noisy or JPEG-compressed frame is first smoothed edge-preservingly, by how much the frame itself says
+(:func:`noise_sigma`, :func:`blockiness`; clean frames are left as they are).
+
 From a click, the object's size is unknown. Square boxes of growing half-size around the click (``scales``, as
 fractions of ``sqrt(h * w)``) are tried, smallest first. Each is cut out with a margin as wide as the box and
 resampled to ``crop_px`` pixels, so every length below is in that normalised crop, whatever the resolution of
@@ -35,7 +38,9 @@ support (IoU with the best-agreeing other candidate) x (0.5 + outline contrast) 
 part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
 (``whole_contrast``) that another generator's outlined mask confirms (``part_support``). The best-scored is taken;
 a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
-replaced by one of its parts.
+replaced by one of its parts. The taken mask is then the vote of the candidates that agree with it (IoU >=
+``consensus_iou``, each weighted by that IoU to the ``consensus_power``): independent cues err at different pixels
+of the outline.
 """
 from __future__ import annotations
 
