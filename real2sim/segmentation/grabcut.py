@@ -129,7 +129,7 @@ class GrabCutConfig:
     """Each candidate's vote is weighted by its IoU with the taken mask to this power (the taken mask weighs 1; a
     candidate that differs from it counts less)."""
     denoise_above: float = 3.0
-    """Frames whose estimated sensor noise (sigma, 8-bit levels, :func:`noise_sigma`) is above this are smoothed
+    """Frames whose estimated sensor noise (grey sigma, 8-bit levels, :func:`noise_sigma`) is above this are smoothed
     edge-preservingly first (bilateral filter, colour range ``denoise_k`` sigmas): GrabCut's edge term and colour
     models then see the objects, not the grain. 0: never."""
     denoise_k: float = 3.0
@@ -417,9 +417,10 @@ def _box_result(image: np.ndarray, prompt: Prompt) -> MaskResult:
 
 
 def noise_sigma(image: np.ndarray) -> float:
-    """Sensor noise sigma (8-bit levels) of a ``(h, w, 3) uint8`` frame, from the frame alone: the robust (median)
-    spread of a second-difference filter that cancels flat areas and linear ramps (Immerkaer's mask), on grey; edges
-    and texture are the minority and do not move the median."""
+    """Sensor noise sigma (8-bit levels, of the grey image: independent per-channel noise ``s`` reads as about
+    ``0.67 s``) of a ``(h, w, 3) uint8`` frame, from the frame alone: the robust (median) spread of a
+    second-difference filter that cancels flat areas and linear ramps (Immerkaer's mask); edges and texture are the
+    minority and do not move the median."""
     import cv2
 
     g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
