@@ -16,7 +16,7 @@ at another exposure). Per family and overall: mean / min IoU with the ground tru
 Also: shadow IoU of the adaptive shadow mask, the rank correlation of each default's confidence with its IoU, and the
 mean time per mask on the cases at 640x512 or less, with its ratio to the plain alternative measured in the same run.
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_capture_masks.py [--families base,lowres] [--json out.json]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_capture_masks.py [--families base,lowres] [--json out.json] [--seed 1]
 """
 from __future__ import annotations
 
@@ -178,6 +178,7 @@ if __name__ == "__main__":
     ap.add_argument("--families", default="", help="comma-separated subset of real," + ",".join(FAMILIES))
     ap.add_argument("--json", default="", help="write per-case rows here")
     ap.add_argument("--worst", type=int, default=8, help="list this many worst cases per default")
+    ap.add_argument("--seed", type=int, default=0, help="another seed draws other synthetic cases (held-out check)")
     args, _ = ap.parse_known_args()  # run_all.py passes its own filters
     logging.basicConfig(level=logging.ERROR)
     if not DATA.is_dir():
@@ -185,7 +186,7 @@ if __name__ == "__main__":
         sys.exit(0)
     fams = [f for f in args.families.split(",") if f] or None
     t0 = time.perf_counter()
-    cases = mask_cases(DATA, fams)
+    cases = mask_cases(DATA, fams, seed=args.seed)
     print(f"{len(cases)} cases generated in {time.perf_counter() - t0:.1f} s")
     rows = run(cases)
     print(table(rows))

@@ -1,5 +1,8 @@
 """One click (or a box) without a plate: GrabCut over object-size hypotheses, scale-aware, with shadow removal.
 
+A noisy or JPEG-compressed frame is first smoothed edge-preservingly, by how much the frame itself says
+(:func:`noise_sigma`, :func:`blockiness`; clean frames are left as they are).
+
 From a click, the object's size is unknown. Square boxes of growing half-size around the click (``scales``, as
 fractions of ``sqrt(h * w)``) are tried, smallest first. Each is cut out with a margin as wide as the box and
 resampled to ``crop_px`` pixels, so every length below is in that normalised crop, whatever the resolution of
@@ -35,7 +38,9 @@ support (IoU with the best-agreeing other candidate) x (0.5 + outline contrast) 
 part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
 (``whole_contrast``) that another generator's outlined mask confirms (``part_support``). The best-scored is taken;
 a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
-replaced by one of its parts.
+replaced by one of its parts. The taken mask is then the vote of the candidates that agree with it (IoU >=
+``consensus_iou``, each weighted by that IoU to the ``consensus_power``): independent cues err at different pixels
+of the outline.
 """
 from __future__ import annotations
 
@@ -116,6 +121,26 @@ class GrabCutConfig:
     """The second cue's GrabCut EM iterations."""
     refine: bool = True
     """Reassign the outline's pixels by colour at full resolution."""
+    consensus_iou: float = 0.6
+    """The taken mask is replaced by the weighted pixel-wise majority of the candidates (cues and sizes) that agree
+    with it at least this well (IoU; 0: off), when there are three or more: independent cues err at different
+    pixels of the outline, so their vote is nearer the object than any one of them."""
+    consensus_power: float = 4.0
+    """Each candidate's vote is weighted by its IoU with the taken mask to this power (the taken mask weighs 1; a
+    candidate that differs from it counts less)."""
+    denoise_above: float = 3.0
+    """Frames whose estimated sensor noise (grey sigma, 8-bit levels, :func:`noise_sigma`) is above this are smoothed
+    edge-preservingly first (bilateral filter, colour range ``denoise_k`` sigmas): GrabCut's edge term and colour
+    models then see the objects, not the grain. 0: never."""
+    denoise_k: float = 3.0
+    """Colour range of the bilateral filter in noise sigmas."""
+    deblock_above: float = 1.4
+    """Frames with JPEG blocks (:func:`blockiness` ratio above this) are smoothed the same way, over ``deblock_px``
+    (the blocks are 8 px whatever the image size). 0: never."""
+    deblock_k: float = 3.0
+    """Colour range of the deblocking filter in units of the blocks' step (:func:`blockiness`)."""
+    deblock_px: float = 2.0
+    """Spatial sigma (px) of the deblocking filter."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -391,6 +416,55 @@ def _box_result(image: np.ndarray, prompt: Prompt) -> MaskResult:
     return MaskResult(mask, float(stab), shadow=None, details={"picked": "box", "box_stability": round(stab, 3)})
 
 
+def noise_sigma(image: np.ndarray) -> float:
+    """Sensor noise sigma (8-bit levels, of the grey image: independent per-channel noise ``s`` reads as about
+    ``0.67 s``) of a ``(h, w, 3) uint8`` frame, from the frame alone: the robust (median) spread of a
+    second-difference filter that cancels flat areas and linear ramps (Immerkaer's mask); edges and texture are the
+    minority and do not move the median."""
+    import cv2
+
+    g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    k = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
+    r = cv2.filter2D(g, cv2.CV_32F, k)[1:-1, 1:-1]
+    return float(np.median(np.abs(r)) / (0.6745 * 6.0))
+
+
+def blockiness(image: np.ndarray) -> tuple[float, float]:
+    """JPEG block artefacts of a ``(h, w, 3) uint8`` frame: (ratio, step). ``ratio``: mean absolute neighbour
+    difference across the 8-pixel block boundaries over that inside the blocks (about 1 for an uncompressed frame,
+    1.6-2.4 at JPEG quality 25-45); ``step``: the excess difference at the boundaries (8-bit levels)."""
+    import cv2
+
+    g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    dx, dy = np.abs(np.diff(g, axis=1)), np.abs(np.diff(g, axis=0))
+    if dx.shape[1] < 16 or dy.shape[0] < 16:
+        return 1.0, 0.0
+    at = np.concatenate([dx[:, 7::8].ravel(), dy[7::8].ravel()])
+    inside = np.concatenate([np.delete(dx, np.s_[7::8], axis=1).ravel(), np.delete(dy, np.s_[7::8], axis=0).ravel()])
+    a, b = float(at.mean()), float(inside.mean())
+    return a / max(b, 1e-6), max(a - b, 0.0)
+
+
+def _denoised(image: np.ndarray, cfg: GrabCutConfig) -> tuple[np.ndarray, dict]:
+    """The frame smoothed edge-preservingly when its noise is above ``denoise_above`` or it has JPEG blocks
+    (:func:`blockiness` above ``deblock_above``): a bilateral filter whose colour range is ``denoise_k`` times the
+    noise (or the blocks' step) and whose reach is scale-aware (the noise) or 2 px (the 8-px blocks). Returns
+    (image, numbers for the details)."""
+    import cv2
+
+    sig = noise_sigma(image)
+    ratio, step = blockiness(image) if cfg.deblock_above > 0 else (1.0, 0.0)
+    info = {"noise_sigma": round(sig, 2), "blockiness": round(ratio, 2)}
+    S = float(np.sqrt(image.shape[0] * image.shape[1]))
+    if cfg.deblock_above > 0 and ratio > cfg.deblock_above:
+        out = cv2.bilateralFilter(image, 0, cfg.deblock_k * max(sig, step), cfg.deblock_px)
+    elif cfg.denoise_above > 0 and sig > cfg.denoise_above:
+        out = cv2.bilateralFilter(image, 0, cfg.denoise_k * sig, max(1.0, 0.003 * S))
+    else:
+        return image, info
+    return np.ascontiguousarray(out), info
+
+
 def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> MaskResult:
     h, w = image.shape[:2]
     S = float(np.sqrt(h * w))
@@ -399,6 +473,7 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     ambiguous = False
     if prompt.box is not None:
         return _box_result(image, prompt)
+    image, pre = _denoised(image, cfg)  # clicks only: the box path stays main@02b6871's
     if pos:
         cx, cy = np.mean([p[0] for p in pos]), np.mean([p[1] for p in pos])
         spread = max([abs(p[0] - cx) for p in pos] + [abs(p[1] - cy) for p in pos])
@@ -445,7 +520,7 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
         mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous, conf,
                                                           [f for f, o in zip(full, ok) if o], full[chosen], cfg)
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
-               "sizes_tried": len(tried)}
+               "sizes_tried": len(tried), **pre}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
 
@@ -559,6 +634,17 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
             and con[0] >= cfg.whole_contrast and confirmed(masks[0], "sizes") >= cfg.part_support:
         best = 0  # never a part of the whole the sizes found
+    if cfg.consensus_iou > 0:
+        pool_m = [masks[i] for i in range(n) if valid[i]] + [f for f in whole_sizes if f is not chosen_full]
+        near = [(m, iou(m, masks[best])) for m in pool_m]
+        near = [(m, a ** cfg.consensus_power) for m, a in near if a >= cfg.consensus_iou]
+        if len(near) >= 3:
+            vote = np.sum([m * a for m, a in near], axis=0) > 0.5 * sum(a for _, a in near)
+            vote = fill_holes(component_at(vote, pos, radius=3))
+            if vote.sum() >= 20:
+                masks[best] = vote
+                if best == 0:
+                    mask, shadow = vote, shadow & ~vote
     if best == 0:  # the sizes' confidence (``conf``), halved when it is a part
         return mask, shadow, "sizes", conf * (0.5 if part[0] and not ambiguous else 1.0), part[0]
     conf = float(np.clip(sup[best], 0, 1) * (0.4 + 0.6 * con[best])) * (0.5 if part[best] else 1.0)
