@@ -13,23 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import best_of  # noqa: E402  (this folder)
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def best_of(fn, n=2):
-    """(fastest seconds of ``n`` runs, the last result)."""
-    ts, out = [], None
-    for _ in range(n):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts), out
 
 
 def score(case, make_plate, plain_median, repeats: int = 2) -> dict:
