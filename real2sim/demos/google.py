@@ -61,11 +61,49 @@ def scene_names() -> list[str]:
 
 
 def load_scene(name: str) -> dict:
-    """The recipe of Google scene ``name`` (``real2sim/scenes/google/<name>.json``)."""
+    """The recipe of Google scene ``name`` (``real2sim/scenes/google/<name>.json``). A drawer scene's variants are
+    made from its ``placements`` (SIMPLER's robot placements, each with its overlay; or ``placements_from`` another
+    recipe) and its ``drawers``: ``<drawer>_<placement>`` (``variant_names: "placement"``: the placement alone)."""
     path = RECIPES_DIR / f"{name}.json"
     if not path.is_file():
         raise UnknownNameError("Google scene", name, scene_names())
-    return json.loads(path.read_text())
+    spec = json.loads(path.read_text())
+    if "placements_from" in spec:
+        spec["placements"] = load_scene(spec["placements_from"])["placements"]
+    if "placements" in spec and "variants" not in spec:
+        names = spec.get("placement_names", list(spec["placements"]))
+        by_placement = spec.get("variant_names") == "placement"
+        spec["variants"] = {
+            (p if by_placement else f"{d}_{p}"): {"placement": p, "drawer": d,
+                                                   "instruction": spec["instruction"].format(drawer=d)}
+            for d in spec["drawers"] for p in names}
+    return spec
+
+
+def _fill_drawer(v, drawer: str):
+    """``{drawer}`` in every string (keys too) of ``v`` replaced by ``drawer``."""
+    if isinstance(v, str):
+        return v.replace("{drawer}", drawer)
+    if isinstance(v, dict):
+        return {_fill_drawer(k, drawer): _fill_drawer(x, drawer) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_fill_drawer(x, drawer) for x in v]
+    return v
+
+
+def resolve_variant(spec: dict, variant: str) -> dict:
+    """The recipe with ``variant``'s placement applied (a drawer scene: the robot's pose and the overlay of the
+    placement, ``{drawer}`` filled in the cabinet's joints and the task)."""
+    var = spec["variants"][variant]
+    if "placement" not in var:
+        return spec
+    pl = spec["placements"][var["placement"]]
+    out = _fill_drawer({k: v for k, v in spec.items() if k not in ("variants", "placements")}, var["drawer"])
+    out["variants"] = {variant: var}
+    out["overlay"] = pl["overlay"]
+    out["robot"] = {"name": spec["robot"]["name"], "position": [*pl["xy"], spec["robot"]["z"]],
+                    "yaw": float(np.pi + pl["yaw"])}  # SIMPLER: euler(0, 0, yaw) * the base turned by pi
+    return out
 
 
 def _yaw_quat(yaw: float) -> list[float]:
@@ -238,12 +276,23 @@ def _resting_z(mesh_path: Path, quat, table_height: float) -> float:
 def write_recipe(scene: dict, variant: str, data: Path, inputs: Path, table_pose: dict) -> Path:
     """The scene recipe for ``variant`` (absolute mesh paths into ``data``): the table slab at ``table_pose``, the
     objects resting on it at the recipe's placements and the variant's orientations, the robot, the task."""
-    table = scene["table"]
-    th, thick = float(table["height"]), float(table["thickness"])
-    _box_obj(inputs / "table.obj", (table["size"][0], table["size"][1], thick))
-    objects = {"table": {"mesh": "table.obj", "rgba": table["rgba"], "fixed": True,
-                         "pose": {"position": [*table_pose["xy"], th - thick / 2],
-                                  "quaternion_wxyz": _yaw_quat(table_pose["yaw"])}}}
+    if "cabinet" in scene:  # the articulated cabinet is the table (its top plate)
+        cab = scene["cabinet"]
+        urdf = (data / cab["urdf"]).resolve()
+        if not urdf.is_file():
+            raise FileNotFoundError(f"{urdf} is missing: point shared_data_dir at ../shared/data (see its README.md)")
+        th = float(scene.get("table_height", 0.882))
+        objects = {"cabinet": {"urdf": str(urdf), "joints": cab.get("joints", {}),
+                               "joint_friction": cab["joint_friction"], "joint_damping": cab["joint_damping"],
+                               "collide_visuals": cab.get("collide_visuals", []),
+                               "pose": {"position": cab["position"], "quaternion_wxyz": [1.0, 0.0, 0.0, 0.0]}}}
+    else:
+        table = scene["table"]
+        th, thick = float(table["height"]), float(table["thickness"])
+        _box_obj(inputs / "table.obj", (table["size"][0], table["size"][1], thick))
+        objects = {"table": {"mesh": "table.obj", "rgba": table["rgba"], "fixed": True,
+                             "pose": {"position": [*table_pose["xy"], th - thick / 2],
+                                      "quaternion_wxyz": _yaw_quat(table_pose["yaw"])}}}
     var = scene["variants"][variant]
     for oid, od in scene["objects"].items():
         mesh = (data / od["mesh"]).resolve()
@@ -289,6 +338,7 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     variant = variant or spec["default_variant"]
     if variant not in spec["variants"]:
         raise UnknownNameError(f"variant of Google scene '{scene}'", variant, spec["variants"])
+    spec = resolve_variant(spec, variant)
     data, out = Path(shared_data_dir).resolve(), Path(out_dir).resolve()
     desc = data / ROBOT_DIR
     overlay = data / spec["overlay"]
@@ -315,13 +365,19 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     cam = overlay_camera(spec, robot)
     plate = read_overlay(overlay, cam.width, cam.height)
     write_rgb(inputs / "overlay.png", plate)
-    objs_xy = np.array([o["xy"] for o in spec["objects"].values()], float)
+    objs_xy = np.array([o["xy"] for o in spec["objects"].values()], float).reshape(-1, 2)
     box = spec["task"]["init"].get("objects", {})
     pts = [*objs_xy] + [p for o in box.values() for p in np.asarray(o["xy"], float)]
-    guess = np.mean(pts, 0)
-    trep, seg, fitted = table_check(plate, cam, spec["table"], guess)
+    guess = np.mean(pts, 0) if pts else np.zeros(2)
+    if "cabinet" in spec:  # the drawer overlays were painted without the cabinet: nothing to check the camera on
+        trep = {"error": "the overlay holds no cabinet (painted out with the robot): no table check"}
+        seg = fitted = np.zeros((cam.height, cam.width), bool)
+    else:
+        trep, seg, fitted = table_check(plate, cam, spec["table"], guess)
     table_pose = {"xy": trep.get("xy", [float(guess[0]), float(guess[1])]), "yaw": trep.get("yaw", 0.0)}
-    if "error" in trep or trep["iou"] < 0.8:
+    if "cabinet" in spec:
+        pass
+    elif "error" in trep or trep["iou"] < 0.8:
         log.warning("table top: %s; the table is placed under the objects instead", trep)
         table_pose = {"xy": [float(guess[0]), float(guess[1])], "yaw": 0.0}
     trep["used_pose"] = table_pose

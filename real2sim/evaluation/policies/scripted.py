@@ -22,7 +22,7 @@ from real2sim.core.geometry import quat_wxyz_to_matrix
 from real2sim.robots.kinematics import _so3_log, so3_exp
 
 log = logging.getLogger(__name__)
-STRATEGIES = ("auto", "pick", "place", "push", "close")
+STRATEGIES = ("auto", "pick", "place", "push", "close", "open")
 
 
 def _rot_z(a):
@@ -92,7 +92,8 @@ class ScriptedPolicy:
     def __init__(self, noise: float = 0.0, strategy: str = "auto", max_step: float = 0.04, lift: float = 0.10,
                  gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
-                 push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach"):
+                 push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
+                 drawer_hand: str = "down", pull_margin: float = 0.07):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -109,6 +110,10 @@ class ScriptedPolicy:
         if turn not in ("approach", "vertical"):
             raise Real2SimError(f"scripted: turn must be 'approach' or 'vertical', got {turn!r}")
         self.turn = turn
+        if drawer_hand not in ("down", "level"):
+            raise Real2SimError(f"scripted: drawer_hand must be 'down' or 'level', got {drawer_hand!r}")
+        self.drawer_hand = drawer_hand
+        self.pull_margin = float(pull_margin)
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -123,19 +128,32 @@ class ScriptedPolicy:
         self.T_base_world = None if Twb is None else np.linalg.inv(np.asarray(Twb, float))
         pred = info["task"]["success"]
         strat = self.strategy
-        self.joint = None
+        self.joint, self.then = None, None
         jp = _first(pred, ("joint_closed",))
-        if strat in ("auto", "close") and jp is not None and _first(pred, ("lifted", "on_top", "inside", "near")) is None:
-            # close a drawer: push its front face along the joint axis (no grasp)
+        jo = _first(pred, ("joint_opened",))
+        rigid = _first(pred, ("lifted", "on_top", "inside", "near"))
+        if strat in ("auto", "close", "open") and (jp or jo) is not None and (rigid is None or jo is not None):
+            # close a drawer: push its front face along the joint axis (no grasp); open one: pull its handle, then
+            # (an 'inside' or 'on_top' term too, e.g. "put the apple in the drawer") place the object
+            jt = jo if jo is not None and strat != "close" else jp
             joints = {(d["object"], d["joint"]): d for d in info.get("joints", [])}
-            if (jp["object"], jp["joint"]) not in joints:
-                raise Real2SimError("closing a joint needs the env's 'joints' reset info (a joint_closed task)")
-            self.joint, self.pred, self.mode = joints[(jp["object"], jp["joint"])], jp, "close"
+            if (jt["object"], jt["joint"]) not in joints:
+                raise Real2SimError(f"moving a joint needs the env's 'joints' reset info (a {jt['type']} task)")
+            self.joint, self.pred = joints[(jt["object"], jt["joint"])], jt
+            self.mode = "close" if jt is jp else "open"
             if self.joint["type"] != "prismatic":
-                raise Real2SimError(f"the scripted oracle closes prismatic joints (drawers); "
+                raise Real2SimError(f"the scripted oracle moves prismatic joints (drawers); "
                                     f"'{self.joint['joint']}' is {self.joint['type']}")
+            if self.mode == "open" and "handle" not in self.joint:
+                raise Real2SimError(f"opening '{self.joint['joint']}' needs a handle that collides (nothing stands out "
+                                    "of the drawer's front); give its handle collision shapes (collide_visuals)")
+            self.then = rigid if self.mode == "open" and rigid is not None and rigid["type"] in ("inside", "on_top") \
+                else None
+        if self.joint is not None:
             self.plan, self.phase, self.hold = [], 0, 0
             self.offset = np.r_[self.rng.normal(0.0, self.noise, 2), 0.0] if self.noise > 0 else np.zeros(3)
+            self.grip_cmd, self.stalled, self.prev_fingers, self.free_travel = 1.0, False, None, None
+            self.prev_ee, self.still = None, 0
             return
         if strat == "auto":
             p = _first(pred, ("lifted", "on_top", "inside", "near"))
@@ -161,7 +179,7 @@ class ScriptedPolicy:
             self.R_top = _top_down(quat_wxyz_to_matrix(ee[3:7]))
             if self.lean:  # lean the hand forward (its approach axis away from the base, about the base's y axis)
                 self.R_top = _rot_y(-self.lean) @ self.R_top
-            self.plan = self._make_plan(np.asarray(observation["objects"], float))
+            self.plan = self._make_plan(np.asarray(observation["objects"], float), ee[:3])
             # the controller applies deltas to its previous *target*: track that target here
             self.cmd_p, self.cmd_R = ee[:3].copy(), quat_wxyz_to_matrix(ee[3:7])
         pos, R, grip, hold = self.plan[self.phase]
@@ -291,10 +309,66 @@ class ScriptedPolicy:
         return [(np.r_[start[:2], max(start[2] + 0.08, over)], Rp, 0.0, 0), (start, Rp, 0.0, 0), (end, Rp, 0.0, 2),
                 (end + a * 0.04, Rp, 0.0, 0)]
 
-    def _make_plan(self, objects) -> list:
+    def _level_R(self, a: np.ndarray) -> np.ndarray:
+        """The hand level, its approach axis along ``-a`` (towards the drawer; ``a`` the opening direction in the
+        base frame), its fingers closing vertically (across a horizontal handle bar): the axes of the hand at rest
+        (approach = its most downward axis, closing = its y axis) are mapped there."""
+        R0 = getattr(self, "R_top", np.eye(3))
+        iz = int(np.argmin(R0[2]))  # the approach axis (the one pointing most down at rest)
+        iy = 1 if iz != 1 else 0
+        d = -np.r_[a[:2], 0.0] / max(np.linalg.norm(a[:2]), 1e-6)
+        cols = {iz: d, iy: np.array([0.0, 0.0, -1.0])}
+        ix = 3 - iz - iy
+        cols[ix] = np.cross(cols[(ix + 1) % 3], cols[(ix + 2) % 3])
+        return np.c_[cols[0], cols[1], cols[2]]
+
+    def _joint_frame(self):
+        T = self.T_base_world
+        if T is None:
+            raise Real2SimError("moving a drawer needs 'robot_base_pose' in the reset info")
+        J = self.joint
+        a = T[:3, :3] @ np.asarray(J["axis"], float)
+        to_base = lambda p: T[:3, :3] @ np.asarray(p, float) + T[:3, 3] + self.offset  # noqa: E731
+        return J, a, to_base
+
+    def _level_close_plan(self, ee) -> list:
+        """Push a drawer shut with the closed hand level (``drawer_hand='level'``): back and level at the start
+        height, down in front of the handle, along -axis until the joint is well inside its closed fraction."""
+        J, a, to_base = self._joint_frame()
+        frac = float(self.pred.get("fraction", 0.1))
+        travel = J["position"] - (J["lower"] + 0.3 * frac * (J["upper"] - J["lower"]))
+        h = to_base(J.get("handle", J["face"]))
+        R = self._level_R(a)
+        start = h + a * 0.08
+        end = h - a * max(travel, 0.0)
+        back = start + a * 0.05
+        return [(back, R, 0.0, 0), (start, R, 0.0, 0), (end, R, 0.0, 2), (end + a * 0.05, R, 0.0, 0)]
+
+    def _open_plan(self, ee) -> list:
+        """Pull a drawer open by its handle (the env's joint info): the hand level (:meth:`_level_R`), back and
+        level at the start height, down in front of the handle, in until the fingertips are past the bar, close,
+        pull along the axis until the joint is ``pull_margin`` past its opened fraction, let go, back off."""
+        J, a, to_base = self._joint_frame()
+        frac = float(self.pred.get("fraction", 0.3))
+        pull = J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin
+        h = to_base(J["handle"])
+        R = self._level_R(a)
+        pre = h + a * 0.10
+        grip = h - a * 0.01  # the fingertips 1 cm past the bar's centre
+        out = h + a * max(pull, 0.0)
+        back = pre + a * 0.05
+        return [(back, R, 1.0, 0), (pre, R, 1.0, 0), (grip, R, 1.0, 1), (grip, R, 0.0, 2), (out, R, 0.0, 1),
+                (out, R, 1.0, 1), (out + a * 0.06, R, 1.0, 0)]
+
+    def _make_plan(self, objects, ee=None) -> list:
         """Waypoints: (position in base frame, orientation, gripper opening, steps to hold once reached)."""
         if self.mode == "close":
-            return self._close_plan()
+            return self._level_close_plan(ee) if self.drawer_hand == "level" else self._close_plan()
+        if self.mode == "open":
+            plan = self._open_plan(ee)
+            if self.then is not None:
+                plan += self._place_in_drawer_plan(objects, plan[-1][0])
+            return plan
         oid = self.pred["object"]
         p, R = self._pose(objects, oid)
         Rg = self._grasp_R(R, oid)
@@ -337,6 +411,31 @@ class ScriptedPolicy:
             plan += [(target + [0, 0, 0.08], Rg, 0.0, 0), (target, Rg, 0.0, 1), (target, Rg, 1.0, 2),
                      (target + [0, 0, 0.08], Rg, 1.0, 0)]
         return plan
+
+    def _place_in_drawer_plan(self, objects, hand) -> list:
+        """After the drawer is open: up over the object's top, pick it (as ``pick``), over the middle of the
+        drawer's opened part, down to just above its rim, let go, up."""
+        J, a, to_base = self._joint_frame()
+        frac = float(self.pred.get("fraction", 0.3))
+        pulled = J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin
+        oid = self.then["object"]
+        p, Ro = self._pose(objects, oid)
+        Rg = self._grasp_R(Ro, oid)
+        hz = self._half_z(oid, Ro)
+        top = (self.T_base_world[:3, :3] @ [0.0, 0.0, J["top"]] + self.T_base_world[:3, 3])[2]
+        up = np.r_[hand[:2], top + hz + self.clearance + 0.05]
+        above = np.r_[p[:2], max(p[2] + hz + self.clearance, up[2])]
+        g = p if self.grasp_depth is None else np.r_[p[:2], max(p[2] - 0.4 * hz, p[2] + hz - self.grasp_depth)]
+        # the opened part of the drawer: from the cabinet's front (the handle's front at the closed position, less
+        # the handle's depth and the front's) to the drawer front's inside; its middle
+        h = to_base(J["handle"])
+        depth = float(np.abs(np.asarray(J["handle_size"])) @ np.abs(J["axis"]))
+        mid = h - a * (depth + 0.03) + a * (pulled / 2)
+        rim = to_base(J["face"])[2]  # the drawer's height at its centre; its rim is above
+        drop = np.r_[mid[:2], max(rim + 0.07 + hz + 0.02, g[2])]
+        return [(up, Rg, 1.0, 0), (above, Rg, 1.0, 1), (g, Rg, 1.0, 1), (g, Rg, 0.0, 3), (above, Rg, 0.0, 0),
+                (np.r_[drop[:2], above[2]], Rg, 0.0, 0), (drop, Rg, 0.0, 1), (drop, Rg, 1.0, 2),
+                (np.r_[drop[:2], above[2]], Rg, 1.0, 0)]
 
     def _world_to_base(self, p):
         T = self.T_base_world
