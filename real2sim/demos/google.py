@@ -438,7 +438,7 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     task_id = spec["task"]["id"]
     policy = policy or spec["variants"][variant].get("policy") or spec.get("policy", "scripted")
     rep["policy"] = policy
-    for engine in (evaluate_in or simulator_names()):
+    for engine in (evaluate_in if evaluate_in is not None else simulator_names()):
         res_dir = bundle.root / "results" / engine
         s = evaluate(bundle.root, task_id, policy, episodes, workers=1, backend=engine, out_dir=res_dir,
                      obs_mode=obs_mode)

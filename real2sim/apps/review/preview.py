@@ -20,8 +20,13 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.errors import BundleError, UnknownNameError
 from real2sim.core.manifest import Manifest
 from real2sim.engines import engine_for, get_exporter
-from real2sim.evaluation.envs.observation import (apply_shading, composite, observed_objects, rendered_objects,
-                                                 scene_shading)
+from real2sim.evaluation.envs.observation import (
+    apply_shading,
+    composite,
+    observed_objects,
+    rendered_objects,
+    scene_shading,
+)
 
 log = logging.getLogger(__name__)
 

@@ -93,7 +93,7 @@ class ScriptedPolicy:
                  gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
                  push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
-                 drawer_hand: str = "down", pull_margin: float = 0.07):
+                 drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level"):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -114,6 +114,9 @@ class ScriptedPolicy:
             raise Real2SimError(f"scripted: drawer_hand must be 'down' or 'level', got {drawer_hand!r}")
         self.drawer_hand = drawer_hand
         self.pull_margin = float(pull_margin)
+        if close_hand not in ("level", "rest"):
+            raise Real2SimError(f"scripted: close_hand must be 'level' or 'rest', got {close_hand!r}")
+        self.close_hand = close_hand
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -338,7 +341,9 @@ class ScriptedPolicy:
         frac = float(self.pred.get("fraction", 0.1))
         travel = J["position"] - (J["lower"] + 0.3 * frac * (J["upper"] - J["lower"]))
         h = to_base(J.get("handle", J["face"]))
-        R = self._level_R(a)
+        # close_hand='rest': the hand as it rests (no turn; in MuJoCo the Google Robot's arm sags ~0.2 m while it
+        # turns the hand level and lands on the open drawer)
+        R = self.R_top if self.close_hand == "rest" else self._level_R(a)
         start = h + a * 0.08
         end = h - a * max(travel, 0.0)
         back = start + a * 0.05
@@ -366,7 +371,8 @@ class ScriptedPolicy:
             return self._level_close_plan(ee) if self.drawer_hand == "level" else self._close_plan()
         if self.mode == "open":
             plan = self._open_plan(ee)
-            if self.then is not None:
+            if self.then is not None:  # back off further, still level, before turning the hand (it sweeps ahead)
+                plan.append((plan[-1][0] + np.r_[plan[-1][0][:2] - plan[-2][0][:2], 0.0] * 1.5, plan[-1][1], 1.0, 0))
                 plan += self._place_in_drawer_plan(objects, plan[-1][0])
             return plan
         oid = self.pred["object"]
