@@ -93,7 +93,8 @@ class ScriptedPolicy:
                  gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
                  push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
-                 drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level"):
+                 drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level",
+                 grip_past: float = 0.0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -114,6 +115,7 @@ class ScriptedPolicy:
             raise Real2SimError(f"scripted: drawer_hand must be 'down' or 'level', got {drawer_hand!r}")
         self.drawer_hand = drawer_hand
         self.pull_margin = float(pull_margin)
+        self.grip_past = float(grip_past)
         if close_hand not in ("level", "rest"):
             raise Real2SimError(f"scripted: close_hand must be 'level' or 'rest', got {close_hand!r}")
         self.close_hand = close_hand
@@ -349,17 +351,19 @@ class ScriptedPolicy:
         back = start + a * 0.05
         return [(back, R, 0.0, 0), (start, R, 0.0, 0), (end, R, 0.0, 2), (end + a * 0.05, R, 0.0, 0)]
 
-    def _open_plan(self, ee) -> list:
+    def _open_plan(self, ee, min_pull: float = 0.0) -> list:
         """Pull a drawer open by its handle (the env's joint info): the hand level (:meth:`_level_R`), back and
         level at the start height, down in front of the handle, in until the fingertips are past the bar, close,
-        pull along the axis until the joint is ``pull_margin`` past its opened fraction, let go, back off."""
+        pull along the axis until the joint is ``pull_margin`` past its opened fraction (at least ``min_pull``), let go,
+        back off."""
         J, a, to_base = self._joint_frame()
         frac = float(self.pred.get("fraction", 0.3))
-        pull = J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin
+        pull = max(J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin, min_pull)
         h = to_base(J["handle"])
         R = self._level_R(a)
         pre = h + a * 0.10
-        grip = h - a * 0.01  # the fingertips 1 cm past the bar's centre
+        # the fingertips this far past the bar's centre (1 cm past: the fingers, opening, threw the drawer shut)
+        grip = h - a * self.grip_past
         out = h + a * max(pull, 0.0)
         back = pre + a * 0.05
         return [(back, R, 1.0, 0), (pre, R, 1.0, 0), (grip, R, 1.0, 1), (grip, R, 0.0, 2), (out, R, 0.0, 1),
@@ -370,7 +374,11 @@ class ScriptedPolicy:
         if self.mode == "close":
             return self._level_close_plan(ee) if self.drawer_hand == "level" else self._close_plan()
         if self.mode == "open":
-            plan = self._open_plan(ee)
+            min_pull = 0.0
+            if self.then is not None:  # the opening must take the object: its width, 4 cm each side and the front's
+                oid = self.then["object"]
+                min_pull = 2 * self._half_xy(oid, self._pose(objects, oid)[1]) + 0.12
+            plan = self._open_plan(ee, min_pull)
             if self.then is not None:  # back off further, still level, before turning the hand (it sweeps ahead)
                 plan.append((plan[-1][0] + np.r_[plan[-1][0][:2] - plan[-2][0][:2], 0.0] * 1.5, plan[-1][1], 1.0, 0))
                 plan += self._place_in_drawer_plan(objects, plan[-1][0])
@@ -422,9 +430,10 @@ class ScriptedPolicy:
         """After the drawer is open: up over the object's top, pick it (as ``pick``), over the middle of the
         drawer's opened part, down to just above its rim, let go, up."""
         J, a, to_base = self._joint_frame()
-        frac = float(self.pred.get("fraction", 0.3))
-        pulled = J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin
         oid = self.then["object"]
+        frac = float(self.pred.get("fraction", 0.3))
+        pulled = max(J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin,
+                     2 * self._half_xy(oid, self._pose(objects, oid)[1]) + 0.12)
         p, Ro = self._pose(objects, oid)
         Rg = self._grasp_R(Ro, oid)
         hz = self._half_z(oid, Ro)
