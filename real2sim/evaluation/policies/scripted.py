@@ -94,7 +94,7 @@ class ScriptedPolicy:
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
                  push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
                  drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level",
-                 grip_past: float = 0.0, level_roll: float = -1.0):
+                 grip_past: float = 0.0, level_roll: float = 1.0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
