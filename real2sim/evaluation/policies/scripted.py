@@ -94,7 +94,7 @@ class ScriptedPolicy:
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
                  push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
                  drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level",
-                 grip_past: float = 0.0, level_roll: float = 1.0):
+                 grip_past: float = 0.0, level_roll: float = 1.0, open_step: float = 0.0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -116,6 +116,7 @@ class ScriptedPolicy:
         self.drawer_hand = drawer_hand
         self.pull_margin = float(pull_margin)
         self.grip_past = float(grip_past)
+        self.open_step = float(open_step)
         self.level_roll = 1.0 if float(level_roll) > 0 else -1.0
         if close_hand not in ("level", "rest"):
             raise Real2SimError(f"scripted: close_hand must be 'level' or 'rest', got {close_hand!r}")
@@ -199,6 +200,10 @@ class ScriptedPolicy:
             reached = self.still >= self.settle_steps and np.linalg.norm(ee[:3] - self.cmd_p) < 0.03
         self.prev_ee = ee[:3].copy()
         ramping = self._gripper(grip, observation)
+        if self.close_step is not None and grip < 0.5 and self.stalled and commanded:
+            # closing on something that pushes the hand back (a round object gripped at the arm's reach, the hand
+            # pushed 5 cm off): fingers that hold it count as there
+            reached = True
         if reached and not ramping:
             self.hold += 1
             if self.hold > hold and self.phase < len(self.plan) - 1:
@@ -224,11 +229,17 @@ class ScriptedPolicy:
         fingers (the last two joints) stop following (a step shorter than ``STALL_FRACTION`` of the longest, free
         one), then one step more (the squeeze) and no further: the drive then presses with its stiffness times one step,
         not with its force limit (SIMPLER's Google Robot fingers, 200 N m/rad up to 60 N m, eject a 20 g can when
-        driven straight to closed). Opening is immediate. Returns whether the gripper is still closing."""
+        driven straight to closed). Opening is immediate, or by ``open_step`` per step. Returns whether the gripper is
+        still closing (or opening)."""
         if self.close_step is None:
             return False
         f = np.asarray(observation["qpos"], float)[-2:]
         if grip >= self.grip_cmd:
+            if self.open_step and grip > self.grip_cmd:  # open gently too (fingers snapped open on a drawer's
+                # handle throw the drawer shut in MuJoCo)
+                self.grip_cmd, self.stalled, self.free_travel = min(grip, self.grip_cmd + self.open_step), False, None
+                self.prev_fingers = f
+                return self.grip_cmd < grip
             self.grip_cmd, self.stalled, self.free_travel = grip, False, None
         elif not self.stalled:
             if self.prev_fingers is not None and self.grip_cmd < 1.0:
