@@ -94,7 +94,7 @@ class ScriptedPolicy:
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
                  push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
                  drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level",
-                 grip_past: float = 0.0, level_roll: float = 1.0, open_step: float = 0.0):
+                 grip_past: float = 0.0, level_roll: float = 1.0, open_step: float = 0.0, level_pitch: float = 0.0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -117,6 +117,7 @@ class ScriptedPolicy:
         self.pull_margin = float(pull_margin)
         self.grip_past = float(grip_past)
         self.open_step = float(open_step)
+        self.level_pitch = float(level_pitch)
         self.level_roll = 1.0 if float(level_roll) > 0 else -1.0
         if close_hand not in ("level", "rest"):
             raise Real2SimError(f"scripted: close_hand must be 'level' or 'rest', got {close_hand!r}")
@@ -337,7 +338,10 @@ class ScriptedPolicy:
         cols = {iz: d, iy: np.array([0.0, 0.0, self.level_roll])}  # level_roll: the hand's y down (-1) or up
         ix = 3 - iz - iy
         cols[ix] = np.cross(cols[(ix + 1) % 3], cols[(ix + 2) % 3])
-        return np.c_[cols[0], cols[1], cols[2]]
+        R = np.c_[cols[0], cols[1], cols[2]]
+        if self.level_pitch:  # pitched down by level_pitch about the horizontal axis across the approach
+            R = so3_exp(np.cross(d, [0.0, 0.0, 1.0]) * -self.level_pitch) @ R
+        return R
 
     def _joint_frame(self):
         T = self.T_base_world
