@@ -503,7 +503,9 @@ def write_picture(path: Path, plate, frame, seg, fitted, title: str, trep: dict)
     tiles = [cv2.resize(t, (320, 256), interpolation=cv2.INTER_AREA) for t in (plate, frame, check)]
     after = trep.get("refined", {}).get("iou")
     labels = ["real overlay (SIMPLER's plate)", "composited first frame",
-              f"table top IoU {trep.get('iou', float('nan')):.3f}" + (f", head refined {after:.3f}" if after else "")]
+              f"table top IoU {trep['iou']:.3f}" + (f", head refined {after:.3f}" if after else "") if "iou" in trep
+              else "no table check: " + ("the overlay holds no cabinet" if "cabinet" in trep.get("error", "")
+                                         else trep.get("error", "?"))[:60]]
     write_rgb(path, titled(np.concatenate(tiles, 1), f"{title}: table top real (red), known size via camera (blue), "
                            "both (green)", labels))
 
