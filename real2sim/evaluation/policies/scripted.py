@@ -94,7 +94,7 @@ class ScriptedPolicy:
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
                  push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
                  drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level",
-                 grip_past: float = 0.0, level_roll: float = 1.0, open_step: float = 0.0, level_pitch: float = 0.0):
+                 grip_past: float = 0.0, level_roll: float = 0.0, open_step: float = 0.0, level_pitch: float = 0.0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -118,7 +118,7 @@ class ScriptedPolicy:
         self.grip_past = float(grip_past)
         self.open_step = float(open_step)
         self.level_pitch = float(level_pitch)
-        self.level_roll = 1.0 if float(level_roll) > 0 else -1.0
+        self.level_roll = float(np.sign(level_roll))  # 0: whichever is the smaller turn from the hand at rest
         if close_hand not in ("level", "rest"):
             raise Real2SimError(f"scripted: close_hand must be 'level' or 'rest', got {close_hand!r}")
         self.close_hand = close_hand
@@ -332,10 +332,17 @@ class ScriptedPolicy:
         base frame), its fingers closing vertically (across a horizontal handle bar): the axes of the hand at rest
         (approach = its most downward axis, closing = its y axis) are mapped there."""
         R0 = getattr(self, "R_top", np.eye(3))
+        if not self.level_roll:
+            return min((self._level_R_roll(a, r) for r in (1.0, -1.0)),
+                       key=lambda R: np.linalg.norm(_so3_log(R @ R0.T)))
+        return self._level_R_roll(a, self.level_roll)
+
+    def _level_R_roll(self, a: np.ndarray, roll: float) -> np.ndarray:
+        R0 = getattr(self, "R_top", np.eye(3))
         iz = int(np.argmin(R0[2]))  # the approach axis (the one pointing most down at rest)
         iy = 1 if iz != 1 else 0
         d = -np.r_[a[:2], 0.0] / max(np.linalg.norm(a[:2]), 1e-6)
-        cols = {iz: d, iy: np.array([0.0, 0.0, self.level_roll])}  # level_roll: the hand's y down (-1) or up
+        cols = {iz: d, iy: np.array([0.0, 0.0, roll])}  # roll: the hand's y up (1) or down (-1)
         ix = 3 - iz - iy
         cols[ix] = np.cross(cols[(ix + 1) % 3], cols[(ix + 2) % 3])
         R = np.c_[cols[0], cols[1], cols[2]]
