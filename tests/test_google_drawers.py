@@ -74,7 +74,7 @@ def test_top_drawer_scene_builds_with_handles_and_draws_the_cabinet(top_drawer_a
 @pytest.mark.parametrize("backend", ["mujoco", "sapien"])
 def test_oracle_opens_the_top_drawer_by_its_handle(top_drawer_a0, backend):
     """The Google Robot's hand, level, grips the handle's bar and pulls: joint_opened (SIMPLER's >= 0.15 m) holds
-    within SIMPLER's 113 steps (measured: MuJoCo 69 steps, SAPIEN 63)."""
+    within SIMPLER's 113 steps (measured: MuJoCo 84 steps, SAPIEN 43)."""
     from real2sim.demos.google import load_scene
     from real2sim.evaluation.envs.env import Real2SimEnv
     from real2sim.evaluation.policies.base import make_policy
