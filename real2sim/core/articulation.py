@@ -398,6 +398,30 @@ class ArticulatedModel:
         pts = np.concatenate([self.shape_mesh(s).vertices for s in shapes])
         return np.stack([pts.min(0), pts.max(0)])
 
+    def link_handle(self, link: str, axis) -> tuple[np.ndarray, np.ndarray] | None:
+        """The handle of ``link`` for a pull along ``axis`` (link frame): the box (min, max) of the collision shapes
+        that stand wholly out in front of the link's front, where the front is the outermost extent along ``axis``
+        of the shapes broad across it (a cross-section of at least a quarter of the link's); None when nothing stands
+        out (a flat front: push it, or add collision shapes for the handle, ``collide_visuals``)."""
+        a = np.asarray(axis, float)
+        shapes = self.links[link].collisions if link in self.links else []
+        if not shapes:
+            return None
+        boxes = [self.shape_mesh(s).bounds for s in shapes]
+        k = int(np.argmax(np.abs(a)))
+        if abs(a[k]) < 0.999:  # an axis not along a link axis: no axis-aligned front to measure
+            return None
+        sgn = np.sign(a[k])
+        other = [i for i in range(3) if i != k]
+        lo, hi = np.min([b[0] for b in boxes], 0), np.max([b[1] for b in boxes], 0)
+        full = np.prod((hi - lo)[other])
+        broad = [b for b in boxes if np.prod((b[1] - b[0])[other]) >= 0.25 * full]
+        front = max(sgn * (b[1][k] if sgn > 0 else b[0][k]) for b in broad)
+        out = [b for b in boxes if sgn * (b[0][k] if sgn > 0 else b[1][k]) >= front - 1e-9]
+        if not out:
+            return None
+        return np.min([b[0] for b in out], 0), np.max([b[1] for b in out], 0)
+
     def link_inertials(self, density: float) -> dict[str, tuple[float, np.ndarray, np.ndarray]]:
         """``{link: (mass kg, com (3,), inertia about the com (3, 3))}`` in the link frame: the URDF's ``<inertial>``
         where given, else the link's collision shapes (its visuals when it has none) filled at ``density``."""
@@ -442,9 +466,51 @@ class ArticulatedModel:
         return out
 
 
-def package_urdf(src: Path, dst_dir: Path) -> Path:
+def add_visual_collisions(root_el, patterns, path: Path) -> list[str]:
+    """Give every ``<visual>`` whose name matches one of the glob ``patterns`` (e.g. ``handle*``) a ``<collision>``
+    of its own: the same origin, a primitive copied as it is, a mesh replaced by its bounding box (a box collides
+    alike in every engine). For URDFs whose graspable parts are visual only (the mk_station cabinet's drawer
+    handles). Returns ``link/visual`` for each shape given one; a pattern that matches no visual is an error naming
+    the visuals there are."""
+    from fnmatch import fnmatchcase
+
+    done, names = [], []
+    for l_el in root_el.findall("link"):
+        for v in l_el.findall("visual"):
+            name = v.get("name") or ""
+            names.append(f"{l_el.get('name')}/{name}")
+            if not name or not any(fnmatchcase(name, p) for p in patterns):
+                continue
+            c = ET.SubElement(l_el, "collision", {"name": f"{name}_collision"})
+            o_el = v.find("origin")
+            g = v.find("geometry")
+            prim = g[0] if g is not None and len(g) else None
+            if prim is not None and prim.tag in ("box", "cylinder", "sphere"):
+                if o_el is not None:
+                    c.append(o_el)
+                ET.SubElement(c, "geometry").append(prim)
+            else:  # a mesh: its bounding box (in the visual's frame), placed by the visual's origin
+                shape = ArticulatedModel._shape(v, f"link '{l_el.get('name')}' visual '{name}'", path, {}, True)
+                lo, hi = ArticulatedModel(path, "", {}, [], "").shape_mesh(Shape(np.eye(4), shape.geometry)).bounds
+                T = shape.origin
+                xyz = T[:3, :3] @ ((lo + hi) / 2) + T[:3, 3]
+                rpy = o_el.get("rpy", "0 0 0") if o_el is not None else "0 0 0"
+                ET.SubElement(c, "origin", {"xyz": " ".join(f"{x:.6g}" for x in xyz), "rpy": rpy})
+                ET.SubElement(ET.SubElement(c, "geometry"), "box",
+                              {"size": " ".join(f"{x:.6g}" for x in np.maximum(hi - lo, 1e-4))})
+            done.append(f"{l_el.get('name')}/{name}")
+    missing = [p for p in patterns if not any(fnmatchcase(n.split("/", 1)[1], p) for n in names)]
+    if missing:
+        raise ArticulationError(f"{path}: no <visual> is named like {missing} (collide_visuals); its visuals: "
+                                f"{', '.join(names[:20]) or 'none named'}. Fix: give patterns of visual names")
+    return done
+
+
+def package_urdf(src: Path, dst_dir: Path, collide_visuals=()) -> Path:
     """Copy an object URDF into ``dst_dir`` with its meshes converted to OBJ under ``dst_dir/meshes/`` (content-
     addressed names) and the filenames rewritten relative to the copy; returns the copied URDF's path.
+    ``collide_visuals``: glob patterns of visual names that get collision shapes of their own in the copy
+    (:func:`add_visual_collisions`).
 
     Validates first (:meth:`ArticulatedModel.load`): nothing is written for a URDF that cannot be used."""
     from real2sim.core.meshes import load_mesh
@@ -453,6 +519,9 @@ def package_urdf(src: Path, dst_dir: Path) -> Path:
     src = Path(src).resolve()
     ArticulatedModel.load(src)
     tree = ET.parse(src)
+    if collide_visuals:
+        added = add_visual_collisions(tree.getroot(), list(collide_visuals), src)
+        log.info("%s: collision shapes added from the visuals %s", src.name, added)
     dst_dir = Path(dst_dir)
     (dst_dir / "meshes").mkdir(parents=True, exist_ok=True)
     done: dict[str, str] = {}

@@ -63,11 +63,49 @@ def scene_names() -> list[str]:
 
 
 def load_scene(name: str) -> dict:
-    """The recipe of Google scene ``name`` (``real2sim/scenes/google/<name>.json``)."""
+    """The recipe of Google scene ``name`` (``real2sim/scenes/google/<name>.json``). A drawer scene's variants are
+    made from its ``placements`` (SIMPLER's robot placements, each with its overlay; or ``placements_from`` another
+    recipe) and its ``drawers``: ``<drawer>_<placement>`` (``variant_names: "placement"``: the placement alone)."""
     path = RECIPES_DIR / f"{name}.json"
     if not path.is_file():
         raise UnknownNameError("Google scene", name, scene_names())
-    return json.loads(path.read_text())
+    spec = json.loads(path.read_text())
+    if "placements_from" in spec:
+        spec["placements"] = load_scene(spec["placements_from"])["placements"]
+    if "placements" in spec and "variants" not in spec:
+        names = spec.get("placement_names", list(spec["placements"]))
+        by_placement = spec.get("variant_names") == "placement"
+        spec["variants"] = {
+            (p if by_placement else f"{d}_{p}"): {"placement": p, "drawer": d,
+                                                   "instruction": spec["instruction"].format(drawer=d)}
+            for d in spec["drawers"] for p in names}
+    return spec
+
+
+def _fill_drawer(v, drawer: str):
+    """``{drawer}`` in every string (keys too) of ``v`` replaced by ``drawer``."""
+    if isinstance(v, str):
+        return v.replace("{drawer}", drawer)
+    if isinstance(v, dict):
+        return {_fill_drawer(k, drawer): _fill_drawer(x, drawer) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_fill_drawer(x, drawer) for x in v]
+    return v
+
+
+def resolve_variant(spec: dict, variant: str) -> dict:
+    """The recipe with ``variant``'s placement applied (a drawer scene: the robot's pose and the overlay of the
+    placement, ``{drawer}`` filled in the cabinet's joints and the task)."""
+    var = spec["variants"][variant]
+    if "placement" not in var:
+        return spec
+    pl = spec["placements"][var["placement"]]
+    out = _fill_drawer({k: v for k, v in spec.items() if k not in ("variants", "placements")}, var["drawer"])
+    out["variants"] = {variant: var}
+    out["overlay"] = pl["overlay"]
+    out["robot"] = {"name": spec["robot"]["name"], "position": [*pl["xy"], spec["robot"]["z"]],
+                    "yaw": float(np.pi + pl["yaw"])}  # SIMPLER: euler(0, 0, yaw) * the base turned by pi
+    return out
 
 
 def demo_scenes() -> dict[str, str]:
@@ -88,16 +126,19 @@ def default_data_dir() -> Path:
 
 def required_files(spec: dict) -> list[str]:
     """The files (relative to the shared data folder) a Google scene recipe reads: the robot's URDF, the overlay and
-    every object's mesh and collision mesh."""
+    every object's mesh and collision mesh, the cabinet's URDF. ``spec`` is one variant's (:func:`resolve_variant`)."""
     rel = [f"{ROBOT_DIR}/{URDF}", spec["overlay"]]
     for od in spec["objects"].values():
         rel += [od["mesh"]] + ([od["collision"]] if od.get("collision") else [])
+    if spec.get("cabinet"):
+        rel.append(spec["cabinet"]["urdf"])
     return rel
 
 
-def check_shared_data(shared_data_dir, scene: str) -> Path:
-    """The resolved shared data folder, after checking it holds every file Google scene ``scene`` reads; otherwise a
-    :class:`Real2SimError` naming the folder, the missing files and the fix."""
+def check_shared_data(shared_data_dir, scene: str, variant: str | None = None) -> Path:
+    """The resolved shared data folder, after checking it holds every file Google scene ``scene`` reads (for
+    ``variant``, or every variant when None); otherwise a :class:`Real2SimError` naming the folder, the missing
+    files and the fix."""
     spec = load_scene(scene)
     given = Path(shared_data_dir).expanduser()
     data = given.resolve()
@@ -106,7 +147,9 @@ def check_shared_data(shared_data_dir, scene: str) -> Path:
            "(../shared/data next to the repository; see google_robot/README.md there)")
     if not data.is_dir():
         raise Real2SimError(f"scene '{spec['name']}' is built from the shared data, but {shown} is not a folder: {how}")
-    missing = [r for r in required_files(spec) if not (data / r).is_file()]
+    needed = dict.fromkeys(r for v in ([variant] if variant else spec["variants"])
+                           for r in required_files(resolve_variant(spec, v)))
+    missing = [r for r in needed if not (data / r).is_file()]
     if missing:
         raise Real2SimError(f"scene '{spec['name']}': {shown} lacks {len(missing)} file(s) it needs "
                             f"({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}): {how}")
@@ -295,12 +338,23 @@ def _resting_z(mesh_path: Path, quat, table_height: float) -> float:
 def write_recipe(scene: dict, variant: str, data: Path, inputs: Path, table_pose: dict) -> Path:
     """The scene recipe for ``variant`` (absolute mesh paths into ``data``): the table slab at ``table_pose``, the
     objects resting on it at the recipe's placements and the variant's orientations, the robot, the task."""
-    table = scene["table"]
-    th, thick = float(table["height"]), float(table["thickness"])
-    _box_obj(inputs / "table.obj", (table["size"][0], table["size"][1], thick))
-    objects = {"table": {"mesh": "table.obj", "rgba": table["rgba"], "fixed": True,
-                         "pose": {"position": [*table_pose["xy"], th - thick / 2],
-                                  "quaternion_wxyz": _yaw_quat(table_pose["yaw"])}}}
+    if "cabinet" in scene:  # the articulated cabinet is the table (its top plate)
+        cab = scene["cabinet"]
+        urdf = (data / cab["urdf"]).resolve()
+        if not urdf.is_file():
+            raise FileNotFoundError(f"{urdf} is missing: point shared_data_dir at ../shared/data (see its README.md)")
+        th = float(scene.get("table_height", 0.882))
+        objects = {"cabinet": {"urdf": str(urdf), "joints": cab.get("joints", {}),
+                               "joint_friction": cab["joint_friction"], "joint_damping": cab["joint_damping"],
+                               "collide_visuals": cab.get("collide_visuals", []),
+                               "pose": {"position": cab["position"], "quaternion_wxyz": [1.0, 0.0, 0.0, 0.0]}}}
+    else:
+        table = scene["table"]
+        th, thick = float(table["height"]), float(table["thickness"])
+        _box_obj(inputs / "table.obj", (table["size"][0], table["size"][1], thick))
+        objects = {"table": {"mesh": "table.obj", "rgba": table["rgba"], "fixed": True,
+                             "pose": {"position": [*table_pose["xy"], th - thick / 2],
+                                      "quaternion_wxyz": _yaw_quat(table_pose["yaw"])}}}
     var = scene["variants"][variant]
     for oid, od in scene["objects"].items():
         mesh = (data / od["mesh"]).resolve()
@@ -348,7 +402,8 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     variant = variant or spec["default_variant"]
     if variant not in spec["variants"]:
         raise UnknownNameError(f"variant of Google scene '{scene}'", variant, spec["variants"])
-    data, out = check_shared_data(shared_data_dir, scene), Path(out_dir).resolve()
+    spec = resolve_variant(spec, variant)
+    data, out = check_shared_data(shared_data_dir, scene, variant), Path(out_dir).resolve()
     desc = data / ROBOT_DIR
     overlay = data / spec["overlay"]
     notify = on_stage or (lambda name: None)
@@ -374,13 +429,19 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     cam = overlay_camera(spec, robot)
     plate = read_overlay(overlay, cam.width, cam.height)
     write_rgb(inputs / "overlay.png", plate)
-    objs_xy = np.array([o["xy"] for o in spec["objects"].values()], float)
+    objs_xy = np.array([o["xy"] for o in spec["objects"].values()], float).reshape(-1, 2)
     box = spec["task"]["init"].get("objects", {})
     pts = [*objs_xy] + [p for o in box.values() for p in np.asarray(o["xy"], float)]
-    guess = np.mean(pts, 0)
-    trep, seg, fitted = table_check(plate, cam, spec["table"], guess)
+    guess = np.mean(pts, 0) if pts else np.zeros(2)
+    if "cabinet" in spec:  # the drawer overlays were painted without the cabinet: nothing to check the camera on
+        trep = {"error": "the overlay holds no cabinet (painted out with the robot): no table check"}
+        seg = fitted = np.zeros((cam.height, cam.width), bool)
+    else:
+        trep, seg, fitted = table_check(plate, cam, spec["table"], guess)
     table_pose = {"xy": trep.get("xy", [float(guess[0]), float(guess[1])]), "yaw": trep.get("yaw", 0.0)}
-    if "error" in trep or trep["iou"] < 0.8:
+    if "cabinet" in spec:
+        pass
+    elif "error" in trep or trep["iou"] < 0.8:
         log.warning("table top: %s; the table is placed under the objects instead", trep)
         table_pose = {"xy": [float(guess[0]), float(guess[1])], "yaw": 0.0}
     trep["used_pose"] = table_pose
@@ -506,7 +567,9 @@ def write_picture(path: Path, plate, frame, seg, fitted, title: str, trep: dict)
     tiles = [cv2.resize(t, (320, 256), interpolation=cv2.INTER_AREA) for t in (plate, frame, check)]
     after = trep.get("refined", {}).get("iou")
     labels = ["real overlay (SIMPLER's plate)", "composited first frame",
-              f"table top IoU {trep.get('iou', float('nan')):.3f}" + (f", head refined {after:.3f}" if after else "")]
+              f"table top IoU {trep['iou']:.3f}" + (f", head refined {after:.3f}" if after else "") if "iou" in trep
+              else "no table check: " + ("the overlay holds no cabinet" if "cabinet" in trep.get("error", "")
+                                         else trep.get("error", "?"))[:60]]
     write_rgb(path, titled(np.concatenate(tiles, 1), f"{title}: table top real (red), known size via camera (blue), "
                            "both (green)", labels))
 

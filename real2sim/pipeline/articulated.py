@@ -50,11 +50,14 @@ def _write_visual(bundle: Bundle, oid: str, model: ArticulatedModel, q: dict) ->
 
 def add_articulated_object(bundle: Bundle, oid: str, urdf: Path, joints: dict | None = None, position=None,
                            quaternion_wxyz=(1.0, 0.0, 0.0, 0.0), damping: dict | float | None = None,
-                           joint_friction: dict | float | None = None, **props) -> ObjectSpec:
+                           joint_friction: dict | float | None = None, collide_visuals=(), **props) -> ObjectSpec:
     """Add the URDF ``urdf`` as articulated object ``oid`` (fixed to the world unless ``fixed=False``).
 
     ``joints``: start positions {movable joint: m or rad} (others 0, clipped into their limits); ``damping`` /
     ``joint_friction``: one number for every movable joint or {joint: value}, overriding the URDF's ``<dynamics>``.
+    ``collide_visuals``: glob patterns of visual names (e.g. ``["handle*"]``) given collision shapes of their own in
+    the bundle's copy of the URDF (:func:`real2sim.core.articulation.add_visual_collisions`; for handles that a
+    URDF draws but does not collide, which a hand then cannot grasp).
     Without ``position`` the object stands at x = y = 0 on the table (its lowest point at ``table_height``).
     ``props``: fixed, density, friction (contact), restitution. Nothing is written for a URDF that cannot be used.
     """
@@ -93,7 +96,7 @@ def add_articulated_object(bundle: Bundle, oid: str, urdf: Path, joints: dict | 
     obj_dir.mkdir(parents=True, exist_ok=True)
     try:
         with replace_dir_atomically(obj_dir / "urdf") as tmp:
-            packaged = package_urdf(urdf, tmp)
+            packaged = package_urdf(urdf, tmp, collide_visuals)
             name = packaged.name
         packaged = obj_dir / "urdf" / name
         model = ArticulatedModel.load(packaged)

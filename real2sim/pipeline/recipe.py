@@ -149,14 +149,15 @@ def _import_object(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dic
     return spec
 
 
-ARTICULATED_KEYS = {"urdf", "joints", "joint_damping", "joint_friction", "pose", "fixed", "density", "friction",
-                    "restitution"}
+ARTICULATED_KEYS = {"urdf", "joints", "joint_damping", "joint_friction", "collide_visuals", "pose", "fixed", "density",
+                    "friction", "restitution"}
 
 
 def _import_articulated(bundle: Bundle, r: FieldReader, base: Path, oid: str, od: dict) -> None:
     """A recipe object ``{"urdf": path, "joints": {name: q}?, "joint_damping": number | {name: d}?,
-    "joint_friction": number | {name: f}?, "pose"?, "fixed"? (default true), "density"?, "friction"?,
-    "restitution"?}``."""
+    "joint_friction": number | {name: f}?, "collide_visuals": [glob of visual names]?, "pose"?, "fixed"? (default
+    true), "density"?, "friction"?, "restitution"?}``; ``collide_visuals`` gives those visuals collision shapes of
+    their own (e.g. ``["handle*"]``: drawer handles a URDF draws but does not collide)."""
     from real2sim.pipeline.articulated import add_articulated_object
 
     where = f"objects.{oid}"
@@ -173,9 +174,11 @@ def _import_articulated(bundle: Bundle, r: FieldReader, base: Path, oid: str, od
 
     pose = Pose.parse(r, od["pose"], f"{where}.pose") if "pose" in od else None
     props = {k: od[k] for k in ("density", "friction", "restitution") if k in od}
+    collide = [r.text(p, f"{where}.collide_visuals[{i}]", 200)
+               for i, p in enumerate(r.array(od.get("collide_visuals", []), f"{where}.collide_visuals", "patterns"))]
     add_articulated_object(bundle, oid, urdf, joints, pose.position if pose else None,
                            pose.quaternion_wxyz if pose else (1.0, 0.0, 0.0, 0.0), damping=per_joint("joint_damping"),
-                           joint_friction=per_joint("joint_friction"),
+                           joint_friction=per_joint("joint_friction"), collide_visuals=collide,
                            fixed=r.boolean(od.get("fixed", True), f"{where}.fixed"), **props)
 
 

@@ -20,7 +20,13 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.errors import BundleError, UnknownNameError
 from real2sim.core.manifest import Manifest
 from real2sim.engines import engine_for, get_exporter
-from real2sim.evaluation.envs.observation import apply_shading, composite, observed_objects, scene_shading
+from real2sim.evaluation.envs.observation import (
+    apply_shading,
+    composite,
+    observed_objects,
+    rendered_objects,
+    scene_shading,
+)
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +145,7 @@ class PreviewRenderer:
     def observation(self, camera: str, background: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(image (h, w, 3) uint8, foreground mask (h, w) bool)``: what ``eval --obs-mode composited`` gives the
         policy from ``camera`` (:func:`real2sim.evaluation.envs.observation.composite`) over ``background``."""
-        img, mask, _ = composite(self.scene, camera, observed_objects(self.scene, self.manifest), background)
+        img, mask, _ = composite(self.scene, camera, rendered_objects(self.scene, self.manifest), background)
         return img, mask
 
     def entity_masks(self, camera: str, only=None) -> dict[str, np.ndarray]:

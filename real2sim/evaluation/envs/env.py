@@ -46,6 +46,7 @@ from real2sim.evaluation.envs.observation import (  # noqa: F401  (SHADINGS, res
     apply_shading,
     composite,
     observed_objects,
+    rendered_objects,
     resolve_shading,
 )
 from real2sim.export import failed_engines
@@ -162,6 +163,7 @@ class Real2SimEnv(_env_base()):
         if "appearance" not in self.scene.capabilities:
             self.shading = "lit"  # a scene that cannot change its lights does not render either
         self.movable = observed_objects(self.scene, m)
+        self._drawn = rendered_objects(self.scene, m)
         self._fixed = [o for o in self.scene.object_ids() if o in m.objects and m.objects[o].fixed]
         self._articulated = {oid: ArticulatedModel.load(self.bundle.path(o.articulation.urdf))
                              for oid, o in m.objects.items() if o.articulation is not None}
@@ -497,6 +499,11 @@ class Real2SimEnv(_env_base()):
                         "top": float(top),
                         "lower": j.lower, "upper": j.upper, "axis": (Tl[:3, :3] @ j.axis).tolist(),
                         "face": (Tl[:3, :3] @ face + Tl[:3, 3]).tolist()})
+            handle = model.link_handle(j.child, j.axis) if j.type == "prismatic" else None
+            if handle is not None:  # what a hand grips to pull it open (its centre and size, world frame)
+                hc = (handle[0] + handle[1]) / 2
+                out[-1]["handle"] = (Tl[:3, :3] @ hc + Tl[:3, 3]).tolist()
+                out[-1]["handle_size"] = (np.abs(Tl[:3, :3]) @ (handle[1] - handle[0])).tolist()
         return out
 
     def _link_bounds(self, oid: str, link: str) -> np.ndarray:
@@ -572,7 +579,7 @@ class Real2SimEnv(_env_base()):
 
         size = None if self.obs_size == self.native_size else self.obs_size
         if self.obs_mode == "composited":
-            img, _, d = composite(self.scene, self.camera, self.movable, self._background(), size, self.depth)
+            img, _, d = composite(self.scene, self.camera, self._drawn, self._background(), size, self.depth)
         else:
             img = self.scene.render(self.camera, size=size)
             d = self.scene.depth(self.camera, size=size) if self.depth else None

@@ -51,6 +51,13 @@ def observed_objects(scene, manifest) -> list[str]:
     return [o for o in scene.object_ids() if o in manifest.objects and not manifest.objects[o].fixed]
 
 
+def rendered_objects(scene, manifest) -> list[str]:
+    """The objects drawn over the plate: the movable ones and the articulated ones, fixed or not (their links move:
+    a plate holds them at one joint position only; SIMPLER draws its cabinet over the drawer overlays too)."""
+    return [o for o in scene.object_ids() if o in manifest.objects
+            and (not manifest.objects[o].fixed or manifest.objects[o].articulation is not None)]
+
+
 def composite(scene, camera: str, objects, background: np.ndarray, size: tuple[int, int] | None = None,
               depth: bool = False):
     """``(image (h, w, 3) uint8, mask (h, w) bool, depth (h, w) float32 or None)``: the robot and ``objects``

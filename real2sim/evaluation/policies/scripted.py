@@ -22,7 +22,7 @@ from real2sim.core.geometry import quat_wxyz_to_matrix
 from real2sim.robots.kinematics import _so3_log, so3_exp
 
 log = logging.getLogger(__name__)
-STRATEGIES = ("auto", "pick", "place", "push", "close")
+STRATEGIES = ("auto", "pick", "place", "push", "close", "open")
 
 
 def _rot_z(a):
@@ -92,7 +92,9 @@ class ScriptedPolicy:
     def __init__(self, noise: float = 0.0, strategy: str = "auto", max_step: float = 0.04, lift: float = 0.10,
                  gain: float = 1.0, grasp_depth: float | None = None, close_step: float | None = None,
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
-                 push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach"):
+                 push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
+                 drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level",
+                 grip_past: float = 0.0, level_roll: float = 0.0, open_step: float = 0.0, level_pitch: float = 0.0):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -109,6 +111,17 @@ class ScriptedPolicy:
         if turn not in ("approach", "vertical"):
             raise Real2SimError(f"scripted: turn must be 'approach' or 'vertical', got {turn!r}")
         self.turn = turn
+        if drawer_hand not in ("down", "level"):
+            raise Real2SimError(f"scripted: drawer_hand must be 'down' or 'level', got {drawer_hand!r}")
+        self.drawer_hand = drawer_hand
+        self.pull_margin = float(pull_margin)
+        self.grip_past = float(grip_past)
+        self.open_step = float(open_step)
+        self.level_pitch = float(level_pitch)
+        self.level_roll = float(np.sign(level_roll))  # 0: whichever is the smaller turn from the hand at rest
+        if close_hand not in ("level", "rest"):
+            raise Real2SimError(f"scripted: close_hand must be 'level' or 'rest', got {close_hand!r}")
+        self.close_hand = close_hand
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -123,19 +136,32 @@ class ScriptedPolicy:
         self.T_base_world = None if Twb is None else np.linalg.inv(np.asarray(Twb, float))
         pred = info["task"]["success"]
         strat = self.strategy
-        self.joint = None
+        self.joint, self.then = None, None
         jp = _first(pred, ("joint_closed",))
-        if strat in ("auto", "close") and jp is not None and _first(pred, ("lifted", "on_top", "inside", "near")) is None:
-            # close a drawer: push its front face along the joint axis (no grasp)
+        jo = _first(pred, ("joint_opened",))
+        rigid = _first(pred, ("lifted", "on_top", "inside", "near"))
+        if strat in ("auto", "close", "open") and (jp or jo) is not None and (rigid is None or jo is not None):
+            # close a drawer: push its front face along the joint axis (no grasp); open one: pull its handle, then
+            # (an 'inside' or 'on_top' term too, e.g. "put the apple in the drawer") place the object
+            jt = jo if jo is not None and strat != "close" else jp
             joints = {(d["object"], d["joint"]): d for d in info.get("joints", [])}
-            if (jp["object"], jp["joint"]) not in joints:
-                raise Real2SimError("closing a joint needs the env's 'joints' reset info (a joint_closed task)")
-            self.joint, self.pred, self.mode = joints[(jp["object"], jp["joint"])], jp, "close"
+            if (jt["object"], jt["joint"]) not in joints:
+                raise Real2SimError(f"moving a joint needs the env's 'joints' reset info (a {jt['type']} task)")
+            self.joint, self.pred = joints[(jt["object"], jt["joint"])], jt
+            self.mode = "close" if jt is jp else "open"
             if self.joint["type"] != "prismatic":
-                raise Real2SimError(f"the scripted oracle closes prismatic joints (drawers); "
+                raise Real2SimError(f"the scripted oracle moves prismatic joints (drawers); "
                                     f"'{self.joint['joint']}' is {self.joint['type']}")
+            if self.mode == "open" and "handle" not in self.joint:
+                raise Real2SimError(f"opening '{self.joint['joint']}' needs a handle that collides (nothing stands out "
+                                    "of the drawer's front); give its handle collision shapes (collide_visuals)")
+            self.then = rigid if self.mode == "open" and rigid is not None and rigid["type"] in ("inside", "on_top") \
+                else None
+        if self.joint is not None:
             self.plan, self.phase, self.hold = [], 0, 0
             self.offset = np.r_[self.rng.normal(0.0, self.noise, 2), 0.0] if self.noise > 0 else np.zeros(3)
+            self.grip_cmd, self.stalled, self.prev_fingers, self.free_travel = 1.0, False, None, None
+            self.prev_ee, self.still = None, 0
             return
         if strat == "auto":
             p = _first(pred, ("lifted", "on_top", "inside", "near"))
@@ -161,7 +187,7 @@ class ScriptedPolicy:
             self.R_top = _top_down(quat_wxyz_to_matrix(ee[3:7]))
             if self.lean:  # lean the hand forward (its approach axis away from the base, about the base's y axis)
                 self.R_top = _rot_y(-self.lean) @ self.R_top
-            self.plan = self._make_plan(np.asarray(observation["objects"], float))
+            self.plan = self._make_plan(np.asarray(observation["objects"], float), ee[:3])
             # the controller applies deltas to its previous *target*: track that target here
             self.cmd_p, self.cmd_R = ee[:3].copy(), quat_wxyz_to_matrix(ee[3:7])
         pos, R, grip, hold = self.plan[self.phase]
@@ -175,6 +201,10 @@ class ScriptedPolicy:
             reached = self.still >= self.settle_steps and np.linalg.norm(ee[:3] - self.cmd_p) < 0.03
         self.prev_ee = ee[:3].copy()
         ramping = self._gripper(grip, observation)
+        if self.close_step is not None and grip < 0.5 and self.stalled and commanded:
+            # closing on something that pushes the hand back (a round object gripped at the arm's reach, the hand
+            # pushed 5 cm off): fingers that hold it count as there
+            reached = True
         if reached and not ramping:
             self.hold += 1
             if self.hold > hold and self.phase < len(self.plan) - 1:
@@ -200,11 +230,17 @@ class ScriptedPolicy:
         fingers (the last two joints) stop following (a step shorter than ``STALL_FRACTION`` of the longest, free
         one), then one step more (the squeeze) and no further: the drive then presses with its stiffness times one step,
         not with its force limit (SIMPLER's Google Robot fingers, 200 N m/rad up to 60 N m, eject a 20 g can when
-        driven straight to closed). Opening is immediate. Returns whether the gripper is still closing."""
+        driven straight to closed). Opening is immediate, or by ``open_step`` per step. Returns whether the gripper is
+        still closing (or opening)."""
         if self.close_step is None:
             return False
         f = np.asarray(observation["qpos"], float)[-2:]
         if grip >= self.grip_cmd:
+            if self.open_step and grip > self.grip_cmd:  # open gently too (fingers snapped open on a drawer's
+                # handle throw the drawer shut in MuJoCo)
+                self.grip_cmd, self.stalled, self.free_travel = min(grip, self.grip_cmd + self.open_step), False, None
+                self.prev_fingers = f
+                return self.grip_cmd < grip
             self.grip_cmd, self.stalled, self.free_travel = grip, False, None
         elif not self.stalled:
             if self.prev_fingers is not None and self.grip_cmd < 1.0:
@@ -291,10 +327,85 @@ class ScriptedPolicy:
         return [(np.r_[start[:2], max(start[2] + 0.08, over)], Rp, 0.0, 0), (start, Rp, 0.0, 0), (end, Rp, 0.0, 2),
                 (end + a * 0.04, Rp, 0.0, 0)]
 
-    def _make_plan(self, objects) -> list:
+    def _level_R(self, a: np.ndarray) -> np.ndarray:
+        """The hand level, its approach axis along ``-a`` (towards the drawer; ``a`` the opening direction in the
+        base frame), its fingers closing vertically (across a horizontal handle bar): the axes of the hand at rest
+        (approach = its most downward axis, closing = its y axis) are mapped there."""
+        R0 = getattr(self, "R_top", np.eye(3))
+        if not self.level_roll:
+            return min((self._level_R_roll(a, r) for r in (1.0, -1.0)),
+                       key=lambda R: np.linalg.norm(_so3_log(R @ R0.T)))
+        return self._level_R_roll(a, self.level_roll)
+
+    def _level_R_roll(self, a: np.ndarray, roll: float) -> np.ndarray:
+        R0 = getattr(self, "R_top", np.eye(3))
+        iz = int(np.argmin(R0[2]))  # the approach axis (the one pointing most down at rest)
+        iy = 1 if iz != 1 else 0
+        d = -np.r_[a[:2], 0.0] / max(np.linalg.norm(a[:2]), 1e-6)
+        cols = {iz: d, iy: np.array([0.0, 0.0, roll])}  # roll: the hand's y up (1) or down (-1)
+        ix = 3 - iz - iy
+        cols[ix] = np.cross(cols[(ix + 1) % 3], cols[(ix + 2) % 3])
+        R = np.c_[cols[0], cols[1], cols[2]]
+        if self.level_pitch:  # pitched down by level_pitch about the horizontal axis across the approach
+            R = so3_exp(np.cross(d, [0.0, 0.0, 1.0]) * -self.level_pitch) @ R
+        return R
+
+    def _joint_frame(self):
+        T = self.T_base_world
+        if T is None:
+            raise Real2SimError("moving a drawer needs 'robot_base_pose' in the reset info")
+        J = self.joint
+        a = T[:3, :3] @ np.asarray(J["axis"], float)
+        to_base = lambda p: T[:3, :3] @ np.asarray(p, float) + T[:3, 3] + self.offset  # noqa: E731
+        return J, a, to_base
+
+    def _level_close_plan(self, ee) -> list:
+        """Push a drawer shut with the closed hand level (``drawer_hand='level'``): back and level at the start
+        height, down in front of the handle, along -axis until the joint is well inside its closed fraction."""
+        J, a, to_base = self._joint_frame()
+        frac = float(self.pred.get("fraction", 0.1))
+        travel = J["position"] - (J["lower"] + 0.3 * frac * (J["upper"] - J["lower"]))
+        h = to_base(J.get("handle", J["face"]))
+        # close_hand='rest': the hand as it rests (no turn; in MuJoCo the Google Robot's arm sags ~0.2 m while it
+        # turns the hand level and lands on the open drawer)
+        R = self.R_top if self.close_hand == "rest" else self._level_R(a)
+        start = h + a * 0.08
+        end = h - a * max(travel, 0.0)
+        back = start + a * 0.05
+        return [(back, R, 0.0, 0), (start, R, 0.0, 0), (end, R, 0.0, 2), (end + a * 0.05, R, 0.0, 0)]
+
+    def _open_plan(self, ee, min_pull: float = 0.0) -> list:
+        """Pull a drawer open by its handle (the env's joint info): the hand level (:meth:`_level_R`), back and
+        level at the start height, down in front of the handle, in until the fingertips are past the bar, close,
+        pull along the axis until the joint is ``pull_margin`` past its opened fraction (at least ``min_pull``), let go,
+        back off."""
+        J, a, to_base = self._joint_frame()
+        frac = float(self.pred.get("fraction", 0.3))
+        pull = max(J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin, min_pull)
+        h = to_base(J["handle"])
+        R = self._level_R(a)
+        pre = h + a * 0.10
+        # the fingertips this far past the bar's centre (1 cm past: the fingers, opening, threw the drawer shut)
+        grip = h - a * self.grip_past
+        out = h + a * max(pull, 0.0)
+        back = pre + a * 0.05
+        return [(back, R, 1.0, 0), (pre, R, 1.0, 0), (grip, R, 1.0, 1), (grip, R, 0.0, 2), (out, R, 0.0, 1),
+                (out, R, 1.0, 1), (out + a * 0.06, R, 1.0, 0)]
+
+    def _make_plan(self, objects, ee=None) -> list:
         """Waypoints: (position in base frame, orientation, gripper opening, steps to hold once reached)."""
         if self.mode == "close":
-            return self._close_plan()
+            return self._level_close_plan(ee) if self.drawer_hand == "level" else self._close_plan()
+        if self.mode == "open":
+            min_pull = 0.0
+            if self.then is not None:  # the opening must take the object: its width, 4 cm each side and the front's
+                oid = self.then["object"]
+                min_pull = 2 * self._half_xy(oid, self._pose(objects, oid)[1]) + 0.12
+            plan = self._open_plan(ee, min_pull)
+            if self.then is not None:  # back off further, still level, before turning the hand (it sweeps ahead)
+                plan.append((plan[-1][0] + np.r_[plan[-1][0][:2] - plan[-2][0][:2], 0.0] * 1.5, plan[-1][1], 1.0, 0))
+                plan += self._place_in_drawer_plan(objects, plan[-1][0])
+            return plan
         oid = self.pred["object"]
         p, R = self._pose(objects, oid)
         Rg = self._grasp_R(R, oid)
@@ -337,6 +448,32 @@ class ScriptedPolicy:
             plan += [(target + [0, 0, 0.08], Rg, 0.0, 0), (target, Rg, 0.0, 1), (target, Rg, 1.0, 2),
                      (target + [0, 0, 0.08], Rg, 1.0, 0)]
         return plan
+
+    def _place_in_drawer_plan(self, objects, hand) -> list:
+        """After the drawer is open: up over the object's top, pick it (as ``pick``), over the middle of the
+        drawer's opened part, down to just above its rim, let go, up."""
+        J, a, to_base = self._joint_frame()
+        oid = self.then["object"]
+        frac = float(self.pred.get("fraction", 0.3))
+        pulled = max(J["lower"] + frac * (J["upper"] - J["lower"]) - J["position"] + self.pull_margin,
+                     2 * self._half_xy(oid, self._pose(objects, oid)[1]) + 0.12)
+        p, Ro = self._pose(objects, oid)
+        Rg = self._grasp_R(Ro, oid)
+        hz = self._half_z(oid, Ro)
+        top = (self.T_base_world[:3, :3] @ [0.0, 0.0, J["top"]] + self.T_base_world[:3, 3])[2]
+        up = np.r_[hand[:2], top + hz + self.clearance + 0.05]
+        above = np.r_[p[:2], max(p[2] + hz + self.clearance, up[2])]
+        g = p if self.grasp_depth is None else np.r_[p[:2], max(p[2] - 0.4 * hz, p[2] + hz - self.grasp_depth)]
+        # the opened part of the drawer: from the cabinet's front (the handle's front at the closed position, less
+        # the handle's depth and the front's) to the drawer front's inside; its middle
+        h = to_base(J["handle"])
+        depth = float(np.abs(np.asarray(J["handle_size"])) @ np.abs(J["axis"]))
+        mid = h - a * (depth + 0.03) + a * (pulled / 2)
+        rim = to_base(J["face"])[2]  # the drawer's height at its centre; its rim is above
+        drop = np.r_[mid[:2], max(rim + 0.07 + hz + 0.02, g[2])]
+        return [(up, Rg, 1.0, 0), (above, Rg, 1.0, 1), (g, Rg, 1.0, 1), (g, Rg, 0.0, 3), (above, Rg, 0.0, 0),
+                (np.r_[drop[:2], above[2]], Rg, 0.0, 0), (drop, Rg, 0.0, 1), (drop, Rg, 1.0, 2),
+                (np.r_[drop[:2], above[2]], Rg, 1.0, 0)]
 
     def _world_to_base(self, p):
         T = self.T_base_world
