@@ -138,3 +138,36 @@ def test_a_renderer_that_cannot_draw_or_lacks_an_object_is_refused(bundle, tmp_p
         HybridScene(mj, fewer)
     for s in (mj, no_render, fewer):
         s.close()
+
+
+def test_a_drawer_opened_in_the_physics_is_drawn_open(tmp_path):
+    """Articulated objects are synced too: after MuJoCo pulls the drawer out, the hybrid's picture equals SAPIEN's own
+    picture of the drawer at that opening (and not the drawer where it started)."""
+    from articulated import robot_and_drawer_bundle
+
+    from real2sim.engines import HybridScene, get_exporter
+    from real2sim.pipeline import export_bundle
+
+    b = robot_and_drawer_bundle(tmp_path)
+    export_bundle(b, engines=("sapien",))
+    mj_exp, sp_exp = get_exporter("mjcf"), get_exporter("sapien")
+    fixed = [o for o, obj in b.manifest.objects.items() if obj.fixed]
+    hybrid = HybridScene(mj_exp.load(mj_exp.out_dir(b)), sp_exp.load(sp_exp.out_dir(b)), fixed_ids=fixed)
+    own = sp_exp.load(sp_exp.out_dir(b))
+    try:
+        assert hybrid.object_joint_names("cabinet") == ["drawer_joint"]
+        closed = hybrid.render("main").copy()
+        hybrid.set_object_joint_force("cabinet", "drawer_joint", 2.0)
+        hybrid.step(0.4)
+        q = hybrid.object_joint_positions("cabinet")["drawer_joint"]
+        assert q > 0.05  # MuJoCo moved it
+        opened = hybrid.render("main")
+        assert abs(hybrid.renderer.object_joint_positions("cabinet")["drawer_joint"] - q) < 1e-6
+        own.set_robot_qpos(hybrid.physics.robot_qpos())
+        own.set_object_joint_positions("cabinet", {"drawer_joint": q})
+        ref = own.render("main")
+        assert np.abs(opened.astype(int) - closed.astype(int)).max(-1).__gt__(30).sum() > 200  # the picture changed
+        assert np.mean(np.abs(opened.astype(int) - ref.astype(int)).max(-1) > 30) < 0.002  # and shows what SAPIEN shows
+    finally:
+        hybrid.close()
+        own.close()

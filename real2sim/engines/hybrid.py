@@ -1,8 +1,8 @@
 """Physics from one engine, images from another: a :class:`LoadedScene` composed of two loaded exports of one bundle.
 
 :class:`HybridScene` steps, poses and reports the *physics* scene; before each picture it copies the physics state
-into the *render* scene (pose sync: every movable object's world pose and the robot's joint positions; fixed objects
-sit where both exports put them) and asks the render scene for colour, depth, masks and projections. Appearance
+into the *render* scene (pose sync: every movable object's world pose, every articulated object's joint positions and
+the robot's joint positions; fixed objects sit where both exports put them) and asks the render scene for colour, depth, masks and projections. Appearance
 changes (lights, tints) go to the render scene. The render scene is never stepped.
 
 The composition is checked when it is made, so that a scene is refused instead of shown wrong: the renderer must
@@ -17,7 +17,7 @@ import numpy as np
 from real2sim.core.errors import UnsupportedCapability
 from real2sim.engines.base import LoadedScene
 
-PHYSICS_CAPABILITIES = frozenset({"physics", "robot", "mass"})
+PHYSICS_CAPABILITIES = frozenset({"physics", "robot", "mass", "articulation"})
 """What a hybrid takes from its physics scene."""
 IMAGE_CAPABILITIES = frozenset({"render", "depth", "segmentation", "appearance", "project"})
 """What a hybrid takes from its render scene."""
@@ -35,6 +35,7 @@ class HybridScene(LoadedScene):
                                       | (renderer.capabilities & IMAGE_CAPABILITIES))
         self._robot = getattr(physics, "_robot", None)
         self._movable = [o for o in physics.object_ids() if o not in set(fixed_ids)]
+        self._articulated = [o for o in physics.object_ids() if physics.object_joint_names(o)]
         self._synced = False
         self.syncs = 0
         """Pose syncs done (one per picture taken after the physics state changed)."""
@@ -49,6 +50,8 @@ class HybridScene(LoadedScene):
             return
         for oid in self._movable:
             self.renderer.set_object_pose(oid, self.physics.object_pose(oid))
+        for oid in self._articulated:  # a drawer pulled open in the physics is drawn open
+            self.renderer.set_object_joint_positions(oid, self.physics.object_joint_positions(oid))
         if "robot" in self.physics.capabilities:
             self.renderer.set_robot_qpos(self.physics.robot_qpos())
         self._synced = True
@@ -86,6 +89,19 @@ class HybridScene(LoadedScene):
     def reset_state(self) -> None:
         self.physics.reset_state()
         self._changed()
+
+    def object_joint_names(self, oid: str) -> list[str]:
+        return self.physics.object_joint_names(oid)
+
+    def object_joint_positions(self, oid: str) -> dict[str, float]:
+        return self.physics.object_joint_positions(oid)
+
+    def set_object_joint_positions(self, oid: str, positions: dict) -> None:
+        self.physics.set_object_joint_positions(oid, positions)
+        self._changed()
+
+    def set_object_joint_force(self, oid: str, joint: str, force: float) -> None:
+        self.physics.set_object_joint_force(oid, joint, force)
 
     def robot_name(self) -> str:
         return self.physics.robot_name()
@@ -182,6 +198,12 @@ def check_composable(physics: LoadedScene, renderer: LoadedScene, fixed_ids=()) 
             parts.append(f"objects {sorted(theirs - ours)} are drawn but not simulated")
         raise UnsupportedCapability(f"{who}: {'; '.join(parts)}. Fix: export the bundle again to both engines "
                                     "('real2sim export')")
+    for oid in sorted(ours):
+        joints = physics.object_joint_names(oid)
+        if joints and ("articulation" not in renderer.capabilities or renderer.object_joint_names(oid) != joints):
+            raise UnsupportedCapability(f"{who}: articulated object '{oid}' (joints {joints}) cannot be posed in the "
+                                        f"{renderer.engine} scene, so its moving parts would be drawn where they "
+                                        "started. Fix: export the bundle again to both engines, or use one engine")
     if "robot" in physics.capabilities:
         if "robot" not in renderer.capabilities:
             raise UnsupportedCapability(f"{who}: the {renderer.engine} scene has no robot to show the simulated one")
