@@ -94,3 +94,13 @@ def test_oracle_opens_the_top_drawer_by_its_handle(top_drawer_a0, backend):
     env.close()
     assert info["success"], info["object_joints"]
     assert info["object_joints"]["cabinet"]["top_drawer_joint"] >= 0.15
+
+
+def test_the_demo_does_not_ask_a_drawer_scene_for_a_table_check_but_still_checks_the_oracle():
+    from real2sim.apps.cli.demo import google_ok
+
+    rep = {"exports": {"mjcf": "ok"}, "success": {"mujoco": {"rate": 1.0}, "sapien": {"rate": 0.0}},
+           "table_check": {"error": "the overlay holds no cabinet", "not_applicable": True}}
+    assert google_ok(rep) == ["oracle in sapien 0.00 < 0.5"]
+    rep["table_check"] = {"error": "no table top found in the overlay"}  # a coke-can overlay whose fit failed
+    assert any("table top IoU None" in b for b in google_ok(rep))

@@ -434,7 +434,8 @@ def build_google_scene(shared_data_dir, out_dir, scene: str = "pick_coke_can", v
     pts = [*objs_xy] + [p for o in box.values() for p in np.asarray(o["xy"], float)]
     guess = np.mean(pts, 0) if pts else np.zeros(2)
     if "cabinet" in spec:  # the drawer overlays were painted without the cabinet: nothing to check the camera on
-        trep = {"error": "the overlay holds no cabinet (painted out with the robot): no table check"}
+        trep = {"error": "the overlay holds no cabinet (painted out with the robot): no table check",
+                "not_applicable": True}
         seg = fitted = np.zeros((cam.height, cam.width), bool)
     else:
         trep, seg, fitted = table_check(plate, cam, spec["table"], guess)

@@ -70,7 +70,8 @@ def _google_demo(cfg: DemoConfig, out: Path) -> int:
     """SIMPLER's Google Robot scene ``cfg.scene`` rebuilt from the shared data (``real2sim.demos.google``): built,
     exported (MJCF, SAPIEN, USD, each loaded back) and evaluated with the recipe's scripted oracle in every simulator;
     one bundle per variant in ``out/<scene>_<variant>/scene``. OK when every export loaded, the camera explains the
-    real table top (IoU >= 0.8) and the oracle succeeded in at least half of its episodes in every engine."""
+    real table top (IoU >= 0.8; not checked in the drawer scenes, whose overlays hold no cabinet) and the oracle
+    succeeded in at least half of its episodes in every engine."""
     name = google.demo_scenes()[cfg.scene]
     spec = google.load_scene(name)
     if cfg.task is not None and cfg.task != spec["task"]["id"]:
@@ -92,7 +93,7 @@ def google_ok(rep: dict) -> list[str]:
     """What is wrong with one variant's ``reports/google.json`` (empty: the demo's checks hold)."""
     bad = [f"export {k} {v}" for k, v in rep["exports"].items() if str(v).startswith("failed")]
     iou = rep["table_check"].get("iou")
-    if iou is None or iou < 0.8:
+    if not rep["table_check"].get("not_applicable") and (iou is None or iou < 0.8):
         bad.append(f"table top IoU {iou} < 0.8 (the camera does not explain the real table)")
     bad += [f"oracle in {eng} {s['rate']:.2f} < 0.5" for eng, s in rep["success"].items() if s["rate"] < 0.5]
     return bad
