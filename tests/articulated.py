@@ -79,3 +79,15 @@ def robot_and_drawer_bundle(root: Path, robot_q=(0.0, 1.2, 1.2, 0.03, 0.03)):
     b.save()
     export_bundle(b, engines=("mjcf",))
     return b
+
+
+def run_policy_episode(env, policy, obs, info, seed: int = 0) -> dict:
+    """Reset ``policy`` on the env's reset ``(obs, info)`` and step until the episode ends; closes the env and
+    returns the last step's info."""
+    policy.reset(info["instruction"], info, seed=seed)
+    for _ in range(env.max_steps):
+        obs, _, term, trunc, info = env.step(policy.act(obs)[0])
+        if term or trunc:
+            break
+    env.close()
+    return info

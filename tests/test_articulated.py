@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from articulated import DRAWER_TRAVEL, write_drawer_urdf
+from articulated import DRAWER_TRAVEL, run_policy_episode, write_drawer_urdf
 
 from real2sim.core.articulation import ArticulatedModel, ArticulationError
 from real2sim.core.camera import Camera
@@ -383,12 +383,6 @@ def test_scripted_oracle_closes_a_drawer(tmp_path, backend):
     (joint,) = info["joints"]
     np.testing.assert_allclose(joint["axis"], [-1, 0, 0], atol=1e-6)
     np.testing.assert_allclose(joint["face"], [0.05 - 0.15 - 0.1, -0.3, 0.1], atol=1e-6)  # the front's outer face
-    pol = ScriptedPolicy()
-    pol.reset(task["instruction"], info, seed=0)
-    for _ in range(env.max_steps):
-        obs, _, term, trunc, info = env.step(pol.act(obs)[0])
-        if term or trunc:
-            break
-    env.close()
+    info = run_policy_episode(env, ScriptedPolicy(), obs, info)
     assert info["success"], info["object_joints"]
     assert info["object_joints"]["cabinet"]["drawer_joint"] < 0.015

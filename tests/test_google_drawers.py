@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from articulated import run_policy_episode
 
 from real2sim.core.articulation import ArticulatedModel, ArticulationError, package_urdf
 
@@ -85,13 +86,7 @@ def test_oracle_opens_the_top_drawer_by_its_handle(top_drawer_a0, backend):
     (joint,) = info["joints"]
     # the handle: its bar and two posts (x 0.3225 to 0.345 in the drawer frame), 2 cm above the drawer centre
     np.testing.assert_allclose(joint["handle"], [-0.295 + (0.3225 + 0.345) / 2, 0.0, 0.017 + 0.668 + 0.02], atol=1e-6)
-    pol = make_policy(load_scene("open_drawer")["policy"])
-    pol.reset(info["instruction"], info, seed=0)
-    for _ in range(env.max_steps):
-        obs, _, term, trunc, info = env.step(pol.act(obs)[0])
-        if term or trunc:
-            break
-    env.close()
+    info = run_policy_episode(env, make_policy(load_scene("open_drawer")["policy"]), obs, info)
     assert info["success"], info["object_joints"]
     assert info["object_joints"]["cabinet"]["top_drawer_joint"] >= 0.15
 
