@@ -313,3 +313,34 @@ def test_a_later_pass_that_peels_what_most_frames_show_is_put_back():
     peeled[:, :20] = peeled[:, 40:] = True
     keep = peel_supported(frames, None, before, after, peeled, tol=10.0, ratio=0.5, majority=0.7)
     assert not keep[:, :20].any() and keep[:, 40:].all()
+
+
+def test_arbiter_drops_a_pick_whose_frames_cover_its_surroundings():
+    """The arbiter's pick for a part stands when the frames backing it show the part's well-decided surroundings
+    as the plate has them; when those frames cover the surroundings too (a robot link along an edge), the pick is
+    the thing in front and is dropped. Decided from the frames alone."""
+    from real2sim.capture.plate_background import surround_disagrees
+
+    n, h, w = 6, 60, 80
+    rng = np.random.default_rng(1)
+    plate = np.full((h, w, 3), 120, np.uint8)
+    frames = np.clip(plate[None] + rng.normal(0, 1.5, (n, h, w, 3)), 0, 255).astype(np.uint8)
+    unknown = np.zeros((h, w), bool)
+    unknown[20:40, 10:30] = unknown[20:40, 50:70] = True  # two mixed places
+    take = np.zeros((h, w), bool)
+    take[24:36, 14:26] = take[24:36, 54:66] = True  # the arbiter's picks inside them
+    agree = np.zeros((n, h, w), bool)
+    used = np.zeros((n, h, w), bool)
+    agree[0] = agree[1] = take  # frames 0-1 back both picks
+    used[2:] = take[None]  # frames 2-5 backed the plate there
+    frames[1, 10:50, 40:80] = 30  # frame 1's dark thing covers the right place and its surroundings
+    frames[0, 10:50, 40:80] = 30  # ... and frame 0's
+    tol = np.full((h, w), 8.0, np.float32)
+    out = surround_disagrees(frames, plate, tol, None, unknown, take, agree, used, (5, 15), 0.6)
+    assert out[24:36, 54:66].all()  # the right pick: its frames show no surroundings: dropped
+    assert not out[24:36, 14:26].any()  # the left pick: its frames show the surroundings: kept
+    # masked samples (valid False) do not show the surroundings either: the right pick is still dropped
+    valid = np.ones((n, h, w), bool)
+    valid[:2, 10:50, 40:80] = False
+    out = surround_disagrees(frames, plate, tol, valid, unknown, take, agree, used, (5, 15), 0.6)
+    assert out[24:36, 54:66].all() and not out[24:36, 14:26].any()

@@ -115,6 +115,10 @@ class PlateConfig:
     """... and backed by at least this fraction of the number of frames that back the plate there ..."""
     arbiter_min_support: float = 0.1
     """... and by at least this fraction of the usable frames (one frame of 60 is more likely a thing passing)."""
+    arbiter_surround: float = 0.6
+    """... and (each connected part) when the frames that back its new colour show the part's well-decided
+    surroundings as the plate has them at least this times as often as the frames that back the plate there: frames
+    whose surroundings are covered show the thing in front, not the background. 0: no check."""
     undecided_fraction: float = 0.15
     """Pixels covered by undecided regions in at least this fraction of the frames (and 2) get confidence 128."""
     average_sigmas: float = 3.0

@@ -881,6 +881,10 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     n_avail = n if valid is None else valid[:, box[0], box[1]].sum(0)
     take &= (cnt >= cfg.arbiter_support * count[box]) & (cnt >= np.maximum(1, np.ceil(cfg.arbiter_min_support * n_avail)))
     take = clean_mask(take, 0, 0, False, max(4, int(cfg.min_blob_frac * h * w)))
+    if take.any() and cfg.arbiter_surround > 0:
+        ok = valid[:, box[0], box[1]] if valid is not None else None
+        take &= ~surround_disagrees(sub, plate[box], tol[box], ok, unk, take, agree, used[:, box[0], box[1]],
+                                    (2 * r + 3, 6 * r + 3), cfg.arbiter_surround)
     if not take.any():
         return none
     mean = np.clip(acc / np.maximum(cnt, 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
@@ -889,6 +893,52 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     used[:, box[0], box[1]][:, take] = agree[:, take]
     out = none
     out[box] = take
+    return out
+
+
+def surround_disagrees(frames: np.ndarray, plate: np.ndarray, tol: np.ndarray, valid: np.ndarray | None,
+                       unknown: np.ndarray, take: np.ndarray, agree: np.ndarray, used: np.ndarray,
+                       widths: tuple[int, ...], ratio: float) -> np.ndarray:
+    """``(h, w) bool``: the connected parts of ``take`` (the arbiter's picks) whose backing frames (``agree``) show
+    the part's surroundings as ``plate`` has them (within ``tol``) less than ``ratio`` times as often as the frames
+    that back the plate there (``used``), weighting each frame by the share of the part it backs.
+
+    The surroundings are the pixels outside ``unknown`` within the first of ``widths`` (pixels) that holds any. A
+    frame that shows the background in a part shows the well-decided pixels around it as the plate does; a frame
+    whose colour there is a thing in front (a robot link lingering along the table's edge, held_noisy_640) usually
+    covers the surroundings too. Needs no truth: only the frames and the plate."""
+    import cv2
+
+    out = np.zeros(take.shape, bool)
+    k, lab = cv2.connectedComponents(take.view(np.uint8), connectivity=8)
+    hh, ww = take.shape
+    for i in range(1, k):
+        ys, xs = np.nonzero(lab == i)
+        for rw in widths:
+            y0, y1 = max(0, ys.min() - rw), min(hh, ys.max() + rw + 1)
+            x0, x1 = max(0, xs.min() - rw), min(ww, xs.max() + rw + 1)
+            part = (lab[y0:y1, x0:x1] == i).view(np.uint8)
+            ring = (cv2.dilate(part, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * rw + 1, 2 * rw + 1))) > 0)
+            ring &= ~unknown[y0:y1, x0:x1]
+            if ring.any():
+                break
+        else:
+            continue  # nothing well-decided near the part: no evidence against it
+        ry, rx = np.nonzero(ring)
+        ry, rx = ry + y0, rx + x0
+        same = chan_max(np.abs(frames[:, ry, rx].astype(np.int16) - plate[ry, rx].astype(np.int16))) <= tol[ry, rx]
+        if valid is not None:
+            n_ok = valid[:, ry, rx].sum(1)
+            shown = np.where(n_ok > 0, (same & valid[:, ry, rx]).sum(1) / np.maximum(n_ok, 1), 0.0)
+        else:
+            shown = same.mean(1)
+        w_new, w_old = agree[:, ys, xs].mean(1), used[:, ys, xs].mean(1)
+        if w_new.sum() <= 0 or w_old.sum() <= 0:
+            continue
+        a = float((w_new * shown).sum() / w_new.sum())
+        b = float((w_old * shown).sum() / w_old.sum())
+        if a < ratio * b:
+            out[ys, xs] = True
     return out
 
 
