@@ -298,7 +298,7 @@ def test_one_click_on_a_grainy_frame_of_a_real_plate(shared_data):
     pl = plates(shared_data)
     objs = [o for o in OBJECTS if (shared_data / OBJECTS[o][0]).is_file()]
     if "open_drawer_b1" not in pl or len(objs) < len(OBJECTS):
-        pytest.skip("the open_drawer_b1 plate or a benchmark mesh is missing from ../shared/data")
+        pytest.skip("the open_drawer_b1 plate or a benchmark mesh is missing from the shared data")
     pi, fi = list(pl).index("open_drawer_b1"), FAMILIES.index("noise")
     c = synthetic_case(shared_data, "open_drawer_b1", pl["open_drawer_b1"], "noise", objs[(pi + 3 * fi) % len(objs)],
                        100003 + 1000 * fi + pi)  # the case mask_cases(data, seed=1) makes
