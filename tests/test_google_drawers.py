@@ -75,7 +75,7 @@ def test_top_drawer_scene_builds_with_handles_and_draws_the_cabinet(top_drawer_a
 @pytest.mark.parametrize("backend", ["mujoco", "sapien"])
 def test_oracle_opens_the_top_drawer_by_its_handle(top_drawer_a0, backend):
     """The Google Robot's hand, level, grips the handle's bar and pulls: joint_opened (SIMPLER's >= 0.15 m) holds
-    within SIMPLER's 113 steps (measured: MuJoCo 84 steps, SAPIEN 43)."""
+    within SIMPLER's 113 steps (measured: MuJoCo 66 steps, SAPIEN 54)."""
     from real2sim.demos.google import load_scene
     from real2sim.evaluation.envs.env import Real2SimEnv
     from real2sim.evaluation.policies.base import make_policy
@@ -99,3 +99,32 @@ def test_the_demo_does_not_ask_a_drawer_scene_for_a_table_check_but_still_checks
     assert google_ok(rep) == ["oracle in sapien 0.00 < 0.5"]
     rep["table_check"] = {"error": "no table top found in the overlay"}  # a coke-can overlay whose fit failed
     assert any("table top IoU None" in b for b in google_ok(rep))
+
+
+def test_level_turn_first_turns_the_hand_where_it_is_before_it_travels():
+    """level_turn='first' (open_drawer's oracle): the plan starts with the hand turned level at its own position, then
+    the same approach as 'moving' (turning while it travelled 0.8 m down, the Google Robot's local IK wound a wrist
+    joint onto its limit and stalled short of the bottom drawer's handle at b0 and c0); a bad value is refused."""
+    from real2sim.core.errors import Real2SimError
+    from real2sim.evaluation.policies.scripted import ScriptedPolicy
+
+    info = {"task": {"success": {"type": "joint_opened", "object": "cab", "joint": "j", "fraction": 0.3}},
+            "object_ids": [], "robot_base_pose": np.eye(4).tolist(),
+            "joints": [{"object": "cab", "joint": "j", "type": "prismatic", "position": 0.0, "lower": 0.0,
+                        "upper": 0.5, "axis": [-1.0, 0.0, 0.0], "face": [0.6, 0.0, 0.2], "handle": [0.58, 0.0, 0.2]}]}
+    ee = np.r_[0.4, -0.2, 0.9, 1.0, 0.0, 0.0, 0.0]
+    obs = {"ee_pose": ee, "objects": np.zeros((0, 7)), "qpos": np.zeros(9)}
+    plans = {}
+    for turn in ("moving", "first"):
+        pol = ScriptedPolicy(drawer_hand="level", level_turn=turn, close_step=0.1)
+        pol.reset("open", info, seed=0)
+        pol.act(obs)
+        plans[turn] = pol.plan
+    first, moving = plans["first"], plans["moving"]
+    assert len(first) == len(moving) + 1
+    np.testing.assert_allclose(first[0][0], ee[:3])  # turns where the hand is ...
+    np.testing.assert_allclose(first[0][1], moving[0][1])  # ... to the level hand of the approach
+    for a, b in zip(first[1:], moving):
+        np.testing.assert_allclose(a[0], b[0])
+    with pytest.raises(Real2SimError, match="level_turn"):
+        ScriptedPolicy(level_turn="later")

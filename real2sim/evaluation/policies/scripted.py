@@ -94,7 +94,8 @@ class ScriptedPolicy:
                  clearance: float = 0.05, max_rot: float = 0.2, lean: float = 0.0, push_turn: bool = True,
                  push_gap: float | None = None, settle_steps: int = 0, turn: str = "approach",
                  drawer_hand: str = "down", pull_margin: float = 0.07, close_hand: str = "level",
-                 grip_past: float = 0.0, level_roll: float = 0.0, open_step: float = 0.0, level_pitch: float = 0.0):
+                 grip_past: float = 0.0, level_roll: float = 0.0, open_step: float = 0.0, level_pitch: float = 0.0,
+                 level_turn: str = "moving"):
         if strategy not in STRATEGIES:
             raise Real2SimError(f"scripted strategy '{strategy}' unknown; use one of {STRATEGIES}")
         self.name = "scripted"
@@ -122,6 +123,9 @@ class ScriptedPolicy:
         if close_hand not in ("level", "rest"):
             raise Real2SimError(f"scripted: close_hand must be 'level' or 'rest', got {close_hand!r}")
         self.close_hand = close_hand
+        if level_turn not in ("moving", "first"):
+            raise Real2SimError(f"scripted: level_turn must be 'moving' or 'first', got {level_turn!r}")
+        self.level_turn = level_turn
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -389,7 +393,10 @@ class ScriptedPolicy:
         grip = h - a * self.grip_past
         out = h + a * max(pull, 0.0)
         back = pre + a * 0.05
-        return [(back, R, 1.0, 0), (pre, R, 1.0, 0), (grip, R, 1.0, 1), (grip, R, 0.0, 2), (out, R, 0.0, 1),
+        # level_turn='first': the hand turns level where it is, then goes (turning while it travels ~0.8 m down, a
+        # local IK can wind a wrist joint onto its limit on the way and stall there, short of the handle)
+        turn = [(np.asarray(ee, float).copy(), R, 1.0, 0)] if self.level_turn == "first" and ee is not None else []
+        return turn + [(back, R, 1.0, 0), (pre, R, 1.0, 0), (grip, R, 1.0, 1), (grip, R, 0.0, 2), (out, R, 0.0, 1),
                 (out, R, 1.0, 1), (out + a * 0.06, R, 1.0, 0)]
 
     def _make_plan(self, objects, ee=None) -> list:
