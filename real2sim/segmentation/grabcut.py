@@ -33,9 +33,10 @@ its stability under a 5 % looser box as the confidence.
 Other cues (clicks), :func:`_pick_cue`: main@02b6871's GrabCut from a colour region grown at the click
 (:mod:`segmentation.grabcut_legacy`), and plain GrabCut from boxes of ``context_scales`` x the image's smaller side
 around the click with a wide context as background and no sure foreground at the click (a click on a lid does not
-make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored as
-support (IoU with the best-agreeing other candidate) x (0.5 + outline contrast) x solidity, halved when it is a
-part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
+make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored from the image
+alone as sqrt(support) (IoU with the best-agreeing other candidate) x solidity^2 x sqrt(0.1 + outline edge: the
+median colour gradient on the outline over the image's own typical gradient) x sqrt(0.05 + colour separation: 1 -
+Bhattacharyya coefficient of the Lab histograms inside and in a ring outside), halved when it is a part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
 (``whole_contrast``) that another generator's outlined mask confirms (``part_support``). The best-scored is taken;
 a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
 replaced by one of its parts. The taken mask is then the vote of the candidates that agree with it (IoU >=
@@ -632,7 +633,8 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     """The chosen size's mask against the other cues' masks (colour region, context boxes).
 
     Every candidate is scored as support (IoU with the best-agreeing other candidate: an object is found by
-    independent hypotheses, a leak or a fragment by one) x (0.5 + outline contrast) x solidity, halved when a
+    independent hypotheses, a leak or a fragment by one) x solidity x outline edge (:func:`_edge_strength`) x
+    colour separation from a ring around it (:func:`_separation`), with ``GrabCutConfig``'s powers, halved when a
     larger compact candidate holds it (a part: a lid, a label). The best-scored is taken; a part is replaced by the
     best-scored larger compact candidate holding it when that one is supported (a can, not its lid), and a whole
     is never replaced by one of its parts. Returns (mask, shadow, picked, confidence, part)."""
