@@ -33,10 +33,9 @@ its stability under a 5 % looser box as the confidence.
 Other cues (clicks), :func:`_pick_cue`: main@02b6871's GrabCut from a colour region grown at the click
 (:mod:`segmentation.grabcut_legacy`), and plain GrabCut from boxes of ``context_scales`` x the image's smaller side
 around the click with a wide context as background and no sure foreground at the click (a click on a lid does not
-make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored from the image
-alone as sqrt(support) (IoU with the best-agreeing other candidate) x solidity^2 x sqrt(0.1 + outline edge: the
-median colour gradient on the outline over the image's own typical gradient) x sqrt(0.05 + colour separation: 1 -
-Bhattacharyya coefficient of the Lab histograms inside and in a ring outside), halved when it is a part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
+make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored as
+support (IoU with the best-agreeing other candidate) x (0.5 + outline contrast) x solidity, halved when it is a
+part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
 (``whole_contrast``) that another generator's outlined mask confirms (``part_support``). The best-scored is taken;
 a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
 replaced by one of its parts. The taken mask is then the vote of the candidates that agree with it (IoU >=
@@ -142,16 +141,6 @@ class GrabCutConfig:
     """Colour range of the deblocking filter in units of the blocks' step (:func:`blockiness`)."""
     deblock_px: float = 2.0
     """Spatial sigma (px) of the deblocking filter."""
-    support_power: float = 0.5
-    """A candidate's score (:func:`_pick_cue`) is support ** this x solidity ** ``solidity_power`` x (0.1 + outline
-    edge) ** ``edge_power`` x (0.05 + colour separation) ** ``separation_power`` (see :func:`_edge_strength`,
-    :func:`_separation`); tuned on the benchmark's seed-0 cases, checked on seed 1."""
-    solidity_power: float = 2.0
-    """See ``support_power``."""
-    edge_power: float = 0.5
-    """See ``support_power``."""
-    separation_power: float = 0.5
-    """See ``support_power``."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -323,46 +312,6 @@ def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
     d = float(np.linalg.norm(np.median(lab[inner], 0) - np.median(lab[outer], 0)))
     spread = float(np.sqrt(lab[mask].var(0).sum()))
     return float(np.clip(d / (0.5 * spread + 8.0) / 2.0, 0, 1))
-
-
-def _gradient(lab: np.ndarray) -> tuple[np.ndarray, float]:
-    """Colour gradient magnitude of a Lab image (Sobel of the image smoothed by 1 px, over the three channels) and
-    the image's own typical gradient (its median, at least 0.5): the scale an outline's edge is measured in."""
-    import cv2
-
-    sm = cv2.GaussianBlur(lab, (0, 0), 1.0)
-    gx, gy = cv2.Sobel(sm, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(sm, cv2.CV_32F, 0, 1, ksize=3)
-    grad = np.sqrt((gx ** 2 + gy ** 2).sum(-1)) / 8.0
-    return grad, max(float(np.median(grad)), 0.5)
-
-
-def _edge_strength(grad: np.ndarray, typical: float, mask: np.ndarray) -> float:
-    """How sharp the outline of ``mask`` is, in [0, 1]: the median colour gradient on its outline over the image's
-    typical gradient (:func:`_gradient`), / 10 (an outline on a real edge; a cut through a flat table reads ~1)."""
-    import cv2
-
-    outline = mask & ~(cv2.erode(mask.astype(np.uint8), disk(1)) > 0)
-    if outline.sum() < 5:
-        return 0.0
-    return float(min(np.median(grad[outline]) / typical / 10.0, 1.0))
-
-
-def _separation(lab: np.ndarray, mask: np.ndarray) -> float:
-    """How well the colours inside ``mask`` are told from those of a ring around it (a quarter of the mask's
-    equivalent side wide), in [0, 1]: 1 - Bhattacharyya coefficient of their Lab histograms (8 x 12 x 12 bins).
-    A mask that stops inside the object or leaks into the table shares colours with its ring."""
-    import cv2
-
-    a = int(mask.sum())
-    r = max(3, int(round(0.25 * np.sqrt(a))))
-    ring = (cv2.dilate(mask.astype(np.uint8), disk(r)) > 0) & ~mask
-    if ring.sum() < 10 or a < 10:
-        return 0.0
-    q = np.clip((lab / 256 * np.array([8, 12, 12])).astype(int), 0, [7, 11, 11])
-    idx = q[..., 0] * 144 + q[..., 1] * 12 + q[..., 2]
-    hi = np.bincount(idx[mask], minlength=1152) / a
-    ho = np.bincount(idx[ring], minlength=1152) / ring.sum()
-    return float(1.0 - np.sqrt(hi * ho).sum())
 
 
 def _finish(mask_c: np.ndarray, clicks_c, lab_c, cfg: GrabCutConfig):
@@ -633,8 +582,7 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     """The chosen size's mask against the other cues' masks (colour region, context boxes).
 
     Every candidate is scored as support (IoU with the best-agreeing other candidate: an object is found by
-    independent hypotheses, a leak or a fragment by one) x solidity x outline edge (:func:`_edge_strength`) x
-    colour separation from a ring around it (:func:`_separation`), with ``GrabCutConfig``'s powers, halved when a
+    independent hypotheses, a leak or a fragment by one) x (0.5 + outline contrast) x solidity, halved when a
     larger compact candidate holds it (a part: a lid, a label). The best-scored is taken; a part is replaced by the
     best-scored larger compact candidate holding it when that one is supported (a can, not its lid), and a whole
     is never replaced by one of its parts. Returns (mask, shadow, picked, confidence, part)."""
@@ -674,15 +622,9 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     part = [(i == 0 and ambiguous) or any(_holds(b, masks[i], cfg.part_growth, cfg.max_growth)
                                           and bs >= cfg.min_solidity and bsup >= cfg.part_support
                                           for b, bs, bsup in pool) for i in range(n)]
-    grad, typical = _gradient(lab_full)
-    edge = [_edge_strength(grad, typical, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
-    sep = [_separation(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
-    score = [sup[i] ** cfg.support_power * sol[i] ** cfg.solidity_power * (0.1 + edge[i]) ** cfg.edge_power
-             * (0.05 + sep[i]) ** cfg.separation_power * (0.5 if part[i] else 1.0) if valid[i] else -1.0
-             for i in range(n)]
+    score = [sup[i] * (0.5 + con[i]) * sol[i] * (0.5 if part[i] else 1.0) if valid[i] else -1.0 for i in range(n)]
     best = max(range(n), key=lambda i: (score[i], -i))
-    log.debug("cues %s", [(names[i], round(sup[i], 2), round(edge[i], 2), round(sep[i], 2), round(sol[i], 2), part[i],
-                           round(score[i], 2),
+    log.debug("cues %s", [(names[i], round(sup[i], 2), round(con[i], 2), round(sol[i], 2), part[i], round(score[i], 2),
                            int(masks[i].sum())) for i in range(n)])
     if part[best]:  # a part: the best-supported larger compact candidate holding it
         wholes = [i for i in range(n) if i != best and valid[i] and sup[i] >= cfg.stable_iou and con[i] >= cfg.whole_contrast
