@@ -51,19 +51,6 @@ def _fill_small_holes(mask: np.ndarray, max_frac: float) -> np.ndarray:
     return mask | small[lab]
 
 
-def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
-    import cv2
-
-    m8 = mask.astype(np.uint8)
-    inner = mask & ~(cv2.erode(m8, disk(3)) > 0)
-    outer = (cv2.dilate(m8, disk(3)) > 0) & ~mask
-    if inner.sum() < 10 or outer.sum() < 10:
-        return 0.0
-    d = float(np.linalg.norm(np.median(lab[inner], 0) - np.median(lab[outer], 0)))
-    spread = float(np.sqrt(lab[mask].var(0).sum()))
-    return float(np.clip(d / (0.5 * spread + 8.0) / 2.0, 0, 1))
-
-
 class ColourModel:
     """The object's colours against its surroundings', learnt from one mask (e.g. the clicked photo's): Lab
     histograms (lightness coarse: shading changes between views, hue does not) of the mask and of a ring around it.
@@ -175,7 +162,7 @@ def prior_grabcut(image: np.ndarray, prior: np.ndarray, core: np.ndarray | None 
         pts = [(x0 + (j + 0.5) / s - 0.5, y0 + (i + 0.5) / s - 0.5) for i, j in seeds[:: max(1, len(seeds) // 50)]]
         mask = component_at(mask, pts, radius=max(2, int(round(2 / s))))
     mask = _fill_small_holes(mask, cfg.max_hole)
-    from real2sim.segmentation.grabcut import _lab
+    from real2sim.segmentation.grabcut import _contrast, _lab
 
     agree = iou(mask, prior)
     con = _contrast(_lab(img_c), mask[y0:y1, x0:x1]) if mask.any() else 0.0

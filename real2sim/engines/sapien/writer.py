@@ -340,13 +340,7 @@ def _articulated_entry(w: _Writer, bundle: Bundle, oid: str, obj: ObjectSpec) ->
                 total += float(a @ (R @ I @ R.T) @ a) + m * float(r @ r)
         eff[j.name] = _r(total)
     return {
-        "urdf": urdf_rel,
-        "pose": _pose_json(obj.pose.position, obj.pose.quaternion_wxyz),
-        "fixed": bool(obj.fixed),
-        "static_friction": _r(obj.friction), "dynamic_friction": _r(obj.friction),
-        "restitution": _r(obj.restitution),
-        "density": _r(obj.density),
-        "collision_shapes": n_collisions,
+        **_object_entry(obj, urdf_rel, n_collisions),
         "articulation": {"root_link": model.root, "joint_positions": {k: _r(v) for k, v in q.items()},
                          "damping": {k: _r(v[0]) for k, v in dyn.items()},
                          "friction": {k: _r(v[1]) for k, v in dyn.items()}, "effective_mass": eff},
@@ -392,15 +386,7 @@ def build_sapien_files(bundle: Bundle) -> tuple[dict[str, bytes], list[str]]:
         collisions = _collision_xml(w, bundle, oid, obj, warnings)
         urdf_rel = w.add(f"objects/{oid}.urdf", _urdf_text(oid, visual_rel, collisions,
                                                             _inertial_xml(oid, obj, warnings)).encode())
-        objects[oid] = {
-            "urdf": urdf_rel,
-            "pose": _pose_json(obj.pose.position, obj.pose.quaternion_wxyz),
-            "fixed": bool(obj.fixed),
-            "static_friction": _r(obj.friction), "dynamic_friction": _r(obj.friction),
-            "restitution": _r(obj.restitution),
-            "density": _r(obj.density),
-            "collision_shapes": len(collisions),
-        }
+        objects[oid] = _object_entry(obj, urdf_rel, len(collisions))
     m = bundle.manifest
     scene = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -511,3 +497,16 @@ class SapienExporter(Exporter):
 
     def load(self, out_dir: Path, render: bool = True) -> "SapienScene":
         return load_sapien_scene(Path(out_dir) / SCENE_FILE, render=render)
+
+
+def _object_entry(obj, urdf_rel: str, n_collisions: int) -> dict:
+    """The scene file's entry of one object: its URDF, pose and contact/mass settings."""
+    return {
+        "urdf": urdf_rel,
+        "pose": _pose_json(obj.pose.position, obj.pose.quaternion_wxyz),
+        "fixed": bool(obj.fixed),
+        "static_friction": _r(obj.friction), "dynamic_friction": _r(obj.friction),
+        "restitution": _r(obj.restitution),
+        "density": _r(obj.density),
+        "collision_shapes": n_collisions,
+    }
