@@ -22,6 +22,10 @@ Sources:
   in half of the cases also locally displaced by a smooth field of up to 1.5 px, in half of them taken at another
   exposure (gain 0.85-1.15, white balance +-3 %), always with its own sensor noise; :attr:`MaskCase.plate` is that
   plate).
+  ``textured``: the object stands on a textured surface laid on the real plate's table (:func:`textured_plate`:
+  a ChArUco board with its white margin, a black-and-white or coloured checkerboard, a plaid cloth, a dotted
+  cloth or wood grain, procedurally made and seen in perspective, lit by the plate's own light): the surface's
+  strong edges next to the object's outline, as on a scanning board.
 - :func:`procedural_case`: a data-free case (textured procedural plate, a shaded cylinder with a bright and a
   dark half, a cast shadow) for tests on machines without ``shared/data``.
 
@@ -42,7 +46,7 @@ from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg")
+FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg", "textured")
 """Synthetic case families (see the module docstring)."""
 
 OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
@@ -364,6 +368,104 @@ def resize_plate(plate: np.ndarray, family: str) -> np.ndarray:
     return plate
 
 
+TEXTURES = ("charuco", "checker", "plaid", "dots", "wood")
+"""Surfaces of the ``textured`` family (:func:`surface_texture`)."""
+
+
+def surface_texture(kind: str, rng: np.random.Generator, size: tuple[int, int] = (720, 960)) -> np.ndarray:
+    """A flat surface's texture ``(h, w, 3)`` float in [0, 1] (``kind`` in :data:`TEXTURES`), seeded by ``rng``:
+
+    - ``charuco``: a printed ChArUco board (5-9 squares across, markers of a random dictionary) with a white margin;
+    - ``checker``: a checkerboard, black and white or two random colours, 4-10 squares across;
+    - ``plaid``: a woven cloth: bands of 2-4 colours across and along, multiplied, with thread grain;
+    - ``dots``: a cloth of one colour with dots of another on a grid, jittered;
+    - ``wood``: wood grain: warped growth rings of two browns, with fibres along the board.
+    """
+    import cv2
+
+    h, w = size
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    if kind in ("charuco", "checker"):
+        n = int(rng.integers(5, 10)) if kind == "charuco" else int(rng.integers(4, 11))
+        m = max(3, int(round(n * h / w)))
+        margin = 0.06 * min(h, w) if kind == "charuco" else 0.0
+        sq = (min((w - 2 * margin) / n, (h - 2 * margin) / m))
+        if kind == "charuco":
+            d = cv2.aruco.getPredefinedDictionary(int(rng.choice([cv2.aruco.DICT_4X4_50, cv2.aruco.DICT_5X5_100,
+                                                                   cv2.aruco.DICT_6X6_250])))
+            board = cv2.aruco.CharucoBoard((n, m), 1.0, float(rng.uniform(0.6, 0.8)), d)
+            bw, bh = int(round(sq * n)), int(round(sq * m))
+            g = board.generateImage((bw, bh)).astype(np.float32) / 255.0
+            img = np.ones((h, w), np.float32)
+            y0, x0 = (h - bh) // 2, (w - bw) // 2
+            img[y0:y0 + bh, x0:x0 + bw] = g
+            img = np.repeat((0.06 + 0.88 * img)[..., None], 3, -1)
+        else:
+            chk = ((np.floor(xx / sq) + np.floor(yy / sq)) % 2).astype(np.float32)[..., None]
+            if rng.random() < 0.5:
+                a, b = np.full(3, 0.08, np.float32), np.full(3, 0.92, np.float32)
+            else:
+                a, b = rng.uniform(0.05, 0.95, 3).astype(np.float32), rng.uniform(0.05, 0.95, 3).astype(np.float32)
+            img = a + (b - a) * chk
+    elif kind == "plaid":
+        img = np.ones((h, w, 3), np.float32)
+        for axis in (xx, yy):
+            period = rng.uniform(0.08, 0.2) * w
+            bands = rng.uniform(0.25, 1.0, (int(rng.integers(2, 5)), 3)).astype(np.float32)
+            widths = rng.dirichlet(np.ones(len(bands)))
+            phase = np.mod(axis / period + rng.uniform(0, 1), 1.0)
+            idx = np.searchsorted(np.cumsum(widths), phase.ravel()).clip(0, len(bands) - 1).reshape(axis.shape)
+            img = img * bands[idx]
+        img = np.sqrt(img) * (0.9 + 0.1 * np.sin(xx * 1.7 + yy * 1.7)[..., None])
+    elif kind == "dots":
+        base = rng.uniform(0.2, 0.9, 3).astype(np.float32)
+        dot = rng.uniform(0.05, 0.95, 3).astype(np.float32)
+        period = rng.uniform(0.05, 0.12) * w
+        jx, jy = xx + rng.uniform(0, period), yy + rng.uniform(0, period)
+        dx, dy = np.mod(jx, period) - period / 2, np.mod(jy + (np.floor(jx / period) % 2) * period / 2, period) - period / 2
+        r = rng.uniform(0.18, 0.35) * period
+        cov = np.clip(r + 0.5 - np.sqrt(dx ** 2 + dy ** 2), 0, 1)[..., None]
+        img = base + (dot - base) * cov
+    elif kind == "wood":
+        light_c = np.array([0.72, 0.52, 0.32], np.float32) * rng.uniform(0.8, 1.15)
+        dark_c = light_c * rng.uniform(0.45, 0.7)
+        warp = cv2.resize(rng.normal(0, 1, (4, 6)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
+        rings = np.sin((yy / (rng.uniform(0.02, 0.05) * h) + 3.0 * warp + 0.002 * xx) * np.pi) ** 2
+        fib = cv2.GaussianBlur(rng.normal(0, 1, (h, w)).astype(np.float32), (0, 0), sigmaX=25, sigmaY=0.8)
+        t = np.clip(rings + 2.0 * fib, 0, 1)[..., None]
+        img = light_c + (dark_c - light_c) * t
+    else:
+        raise ValueError(f"surface_texture: unknown kind {kind!r}; one of {TEXTURES}")
+    return np.clip(img, 0, 1).astype(np.float32)
+
+
+def textured_plate(plate: np.ndarray, rng: np.random.Generator, kind: str | None = None) -> np.ndarray:
+    """The real ``plate`` with a textured surface (:func:`surface_texture`, ``kind`` or a random one) laid on its
+    table: seen in perspective (narrower far away), covering the lower 55-65 % of the frame and most of its width,
+    rotated a little, shaded by the plate's own low-frequency light. ``(h, w, 3) uint8`` in and out."""
+    import cv2
+
+    H, W = plate.shape[:2]
+    kind = kind or str(rng.choice(TEXTURES))
+    tex = surface_texture(kind, rng)
+    th, tw = tex.shape[:2]
+    top, bottom = rng.uniform(0.35, 0.45) * H, rng.uniform(1.0, 1.15) * H
+    half_far, half_near = rng.uniform(0.3, 0.42) * W, rng.uniform(0.5, 0.65) * W
+    cx = W / 2 + rng.uniform(-0.08, 0.08) * W
+    skew = rng.uniform(-0.1, 0.1) * W
+    dst = np.float32([[cx - half_far + skew, top], [cx + half_far + skew, top], [cx + half_near, bottom],
+                      [cx - half_near, bottom]])
+    src = np.float32([[0, 0], [tw - 1, 0], [tw - 1, th - 1], [0, th - 1]])
+    M = cv2.getPerspectiveTransform(src, dst)
+    warped = cv2.warpPerspective(tex, M, (W, H), flags=cv2.INTER_AREA if W < tw else cv2.INTER_LINEAR)
+    cover = cv2.warpPerspective(np.ones((th, tw), np.float32), M, (W, H), flags=cv2.INTER_LINEAR)[..., None]
+    pf = plate.astype(np.float32) / 255.0
+    lum = cv2.GaussianBlur(pf.mean(-1), (0, 0), 0.05 * max(H, W))
+    shade = np.clip(lum / max(float(lum[int(0.6 * H):].mean()), 1e-3), 0.6, 1.4)[..., None]
+    out = pf * (1 - cover) + np.clip(warped * shade, 0, 1) * cover
+    return np.clip(out * 255, 0, 255).round().astype(np.uint8)
+
+
 # -- clicks and boxes ------------------------------------------------------------------------------------------
 def sample_click(mask: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
     """A click inside ``mask``: a random pixel at least a third of the largest inner distance from the edge."""
@@ -415,6 +517,8 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
     light /= np.linalg.norm(light)
     rgb, alpha, base_row = render_sprite(parts, rng.uniform(0, 2 * np.pi), el, light, spec, backend=backend)
     plate = resize_plate(plate, family)
+    if family == "textured":
+        plate = textured_plate(plate, rng, TEXTURES[seed % len(TEXTURES)])
     H, W = plate.shape[:2]
     rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, rng.uniform(0.09, 0.22) * H)
     x, y = _placement(plate, rng, alpha.shape[0], alpha.shape[1])
