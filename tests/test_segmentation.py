@@ -315,3 +315,16 @@ def test_cli_handlers(tmp_path):
     assert ref_psnr(read_rgb(tmp_path / "p.png"), plate, seen) > ref_psnr(frame0, plate, seen) + 10  # the cube is gone
     a = ap.parse_args(["init", str(tmp_path / "scene"), "--frames", str(tmp_path / "frames"), "--robot", "widowx"])
     assert a.fn(a) == 0 and (tmp_path / "scene" / "scene.json").is_file()
+
+
+def test_one_click_keeps_the_whole_object_on_a_board():
+    """One click on a can standing on a ChArUco board (the scan's setting): the board's squares give edges as strong as
+    the can's, so an outline that follows them must not win the pick; the can is kept whole, without board squares
+    (six seeded scenes; main@008fafa's pick by outline contrast: mean IoU 0.81, worst 0.61)."""
+    from real2sim.demos.mask_cases import procedural_case
+
+    ious = []
+    for seed in range(6):
+        c = procedural_case(seed, size=(240, 320), surface="charuco")
+        ious.append(iou(segment(c.image, Prompt([c.click]), backend="grabcut"), c.mask))
+    assert np.mean(ious) >= 0.9 and min(ious) >= 0.75, ious

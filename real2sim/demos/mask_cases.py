@@ -596,15 +596,18 @@ def procedural_plate(h: int, w: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def procedural_case(seed: int = 0, size: tuple[int, int] = (240, 320), contrast: float = 1.0, noise: float = 1.5,
-                    shadow: float = 0.45, colour=None) -> MaskCase:
+                    shadow: float = 0.45, colour=None, surface: str | None = None) -> MaskCase:
     """A shaded upright cylinder (bright left half, dark right half) with a cast shadow on a procedural plate.
 
-    ``contrast`` scales the object's colour distance from the local plate colour (1 = a saturated colour)."""
+    ``contrast`` scales the object's colour distance from the local plate colour (1 = a saturated colour);
+    ``surface``: a textured surface on the table (one of :data:`TEXTURES`, :func:`textured_plate`)."""
     import cv2
 
     rng = np.random.default_rng(seed)
     h, w = size
     plate = procedural_plate(h, w, rng)
+    if surface is not None:
+        plate = textured_plate(plate, rng, surface)
     oh, ow = int(rng.uniform(0.25, 0.4) * h), int(rng.uniform(0.12, 0.2) * w)
     yy, xx = np.mgrid[0:oh * 2, 0:ow * 2] / 2.0
     u = (xx - ow / 2) / (ow / 2)

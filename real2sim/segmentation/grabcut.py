@@ -33,8 +33,11 @@ its stability under a 5 % looser box as the confidence.
 Other cues (clicks), :func:`_pick_cue`: main@02b6871's GrabCut from a colour region grown at the click
 (:mod:`segmentation.grabcut_legacy`), and plain GrabCut from boxes of ``context_scales`` x the image's smaller side
 around the click with a wide context as background and no sure foreground at the click (a click on a lid does not
-make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored as
-support (IoU with the best-agreeing other candidate) x (0.5 + outline contrast) x solidity, halved when it is a
+make the lid's colour the object's). Every candidate (the chosen size's mask and the cues' masks) is scored from the
+image alone as support (IoU with the best-agreeing other candidate) x solidity^3 x sqrt(0.1 + outline edge: 1 - 1 /
+(the median colour gradient on the outline over the median in a band around it, on both sides: a board's squares or
+a cloth's pattern raise that reference, so an outline that follows the texture reads as no edge)) x (0.05 + colour
+separation: 1 - Bhattacharyya coefficient of the Lab histograms inside and in a ring outside), halved when it is a
 part: held by a larger (``part_growth`` to ``max_growth`` times), compact candidate with an outline
 (``whole_contrast``) that another generator's outlined mask confirms (``part_support``). The best-scored is taken;
 a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
@@ -141,6 +144,30 @@ class GrabCutConfig:
     """Colour range of the deblocking filter in units of the blocks' step (:func:`blockiness`)."""
     deblock_px: float = 2.0
     """Spatial sigma (px) of the deblocking filter."""
+    pick_score: str = "image"
+    """How :func:`_pick_cue` scores a candidate: ``"image"``, from the image alone: support ** ``support_power`` x
+    solidity ** ``solidity_power`` x (``edge_floor`` + outline edge) ** ``edge_power`` x (``separation_floor`` +
+    colour separation) ** ``separation_power`` (:func:`_outline_edge`, :func:`_separation`); or ``"contrast"``
+    (main@008fafa's support x (0.5 + outline contrast) x solidity). Tuned on the mask benchmark's seed-0 cases
+    (textured family included) and the one-click scan's board photos, checked on seed 1."""
+    support_power: float = 1.0
+    """See ``pick_score``."""
+    solidity_power: float = 3.0
+    """See ``pick_score``."""
+    edge_power: float = 0.5
+    """See ``pick_score``."""
+    separation_power: float = 1.0
+    """See ``pick_score``."""
+    edge_floor: float = 0.1
+    """Added to the outline edge before its power (an outline on no edge is not ruled out alone)."""
+    separation_floor: float = 0.05
+    """Added to the colour separation before its power."""
+    edge_ref: str = "local"
+    """What an outline's gradient is measured against: ``"local"`` the gradient in a band around the outline (on
+    both sides, ``edge_band`` x the mask's equivalent side wide: a board's squares or a cloth's pattern raise it, so
+    an outline that follows the texture reads as no edge) or ``"global"`` the image's median gradient."""
+    edge_band: float = 0.15
+    """Width of the ``"local"`` band, fraction of the mask's equivalent side (sqrt of its area), at least 3 px."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -312,6 +339,72 @@ def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
     d = float(np.linalg.norm(np.median(lab[inner], 0) - np.median(lab[outer], 0)))
     spread = float(np.sqrt(lab[mask].var(0).sum()))
     return float(np.clip(d / (0.5 * spread + 8.0) / 2.0, 0, 1))
+
+
+def _gradient(lab: np.ndarray) -> tuple[np.ndarray, float]:
+    """Colour gradient magnitude of a Lab image (Sobel of the image smoothed by 1 px, over the three channels) and
+    the image's own typical gradient (its median, at least 0.5): the noise and texture an edge must stand out of."""
+    import cv2
+
+    sm = cv2.GaussianBlur(lab, (0, 0), 1.0)
+    gx, gy = cv2.Sobel(sm, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(sm, cv2.CV_32F, 0, 1, ksize=3)
+    grad = np.sqrt((gx ** 2 + gy ** 2).sum(-1)) / 8.0
+    return grad, max(float(np.median(grad)), 0.5)
+
+
+def _bbox(mask: np.ndarray, pad: int) -> tuple[slice, slice]:
+    ys, xs = np.nonzero(mask.any(1))[0], np.nonzero(mask.any(0))[0]
+    h, w = mask.shape
+    return slice(max(0, ys[0] - pad), min(h, ys[-1] + pad + 1)), slice(max(0, xs[0] - pad), min(w, xs[-1] + pad + 1))
+
+
+def _outline_edge(grad: np.ndarray, typical: float, mask: np.ndarray, cfg: GrabCutConfig) -> float:
+    """How much the outline of ``mask`` stands on an edge, in [0, 1): 1 - 1 / ratio, ratio = the median colour
+    gradient on the outline over the reference gradient (``edge_ref``: the median in a band around the outline on
+    both sides, at least the image's typical gradient; or the typical gradient alone). An outline through a flat
+    table or one that follows a board's squares as much as the squares around it reads ~0."""
+    import cv2
+
+    a = int(mask.sum())
+    if a < 10:
+        return 0.0
+    r = max(3, int(round(cfg.edge_band * np.sqrt(a))))
+    ys, xs = _bbox(mask, r + 2)
+    m8 = mask[ys, xs].astype(np.uint8)
+    g = grad[ys, xs]
+    outline = m8.astype(bool) & ~(cv2.erode(m8, disk(1)) > 0)
+    if outline.sum() < 5:
+        return 0.0
+    ref = typical
+    if cfg.edge_ref == "local":
+        band = (cv2.dilate(m8, disk(r)) > 0) & ~(cv2.erode(m8, disk(r)) > 0)
+        band &= ~(cv2.dilate(outline.astype(np.uint8), disk(2)) > 0)
+        if band.sum() >= 10:
+            ref = max(ref, float(np.median(g[band])))
+    ratio = float(np.median(g[outline])) / ref
+    return float(np.clip(1.0 - 1.0 / max(ratio, 1e-6), 0.0, 1.0))
+
+
+def _separation(lab: np.ndarray, mask: np.ndarray) -> float:
+    """How well the colours inside ``mask`` are told from those of a ring around it (a quarter of the mask's
+    equivalent side wide), in [0, 1]: 1 - Bhattacharyya coefficient of their Lab histograms (8 x 12 x 12 bins).
+    A mask that stops inside the object or leaks into the table shares colours with its ring."""
+    import cv2
+
+    a = int(mask.sum())
+    r = max(3, int(round(0.25 * np.sqrt(a))))
+    if a < 10:
+        return 0.0
+    ys, xs = _bbox(mask, r + 1)
+    m, lb = mask[ys, xs], lab[ys, xs]
+    ring = (cv2.dilate(m.astype(np.uint8), disk(r)) > 0) & ~m
+    if ring.sum() < 10:
+        return 0.0
+    q = np.clip((lb / 256 * np.array([8, 12, 12])).astype(int), 0, [7, 11, 11])
+    idx = q[..., 0] * 144 + q[..., 1] * 12 + q[..., 2]
+    hi = np.bincount(idx[m], minlength=1152) / a
+    ho = np.bincount(idx[ring], minlength=1152) / ring.sum()
+    return float(1.0 - np.sqrt(hi * ho).sum())
 
 
 def _finish(mask_c: np.ndarray, clicks_c, lab_c, cfg: GrabCutConfig):
@@ -582,8 +675,9 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     """The chosen size's mask against the other cues' masks (colour region, context boxes).
 
     Every candidate is scored as support (IoU with the best-agreeing other candidate: an object is found by
-    independent hypotheses, a leak or a fragment by one) x (0.5 + outline contrast) x solidity, halved when a
-    larger compact candidate holds it (a part: a lid, a label). The best-scored is taken; a part is replaced by the
+    independent hypotheses, a leak or a fragment by one) x solidity x outline edge against the texture around it
+    (:func:`_outline_edge`) x colour separation from a ring around it (:func:`_separation`), with
+    ``GrabCutConfig``'s powers (``pick_score``), halved when a larger compact candidate holds it (a part: a lid, a label). The best-scored is taken; a part is replaced by the
     best-scored larger compact candidate holding it when that one is supported (a can, not its lid), and a whole
     is never replaced by one of its parts. Returns (mask, shadow, picked, confidence, part)."""
     h, w = image.shape[:2]
@@ -622,10 +716,19 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     part = [(i == 0 and ambiguous) or any(_holds(b, masks[i], cfg.part_growth, cfg.max_growth)
                                           and bs >= cfg.min_solidity and bsup >= cfg.part_support
                                           for b, bs, bsup in pool) for i in range(n)]
-    score = [sup[i] * (0.5 + con[i]) * sol[i] * (0.5 if part[i] else 1.0) if valid[i] else -1.0 for i in range(n)]
+    if cfg.pick_score == "contrast":
+        edge, sep = con, [0.0] * n
+        score = [sup[i] * (0.5 + con[i]) * sol[i] * (0.5 if part[i] else 1.0) if valid[i] else -1.0 for i in range(n)]
+    else:
+        grad, typical = _gradient(lab_full)
+        edge = [_outline_edge(grad, typical, m, cfg) if valid[i] else 0.0 for i, m in enumerate(masks)]
+        sep = [_separation(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
+        score = [sup[i] ** cfg.support_power * sol[i] ** cfg.solidity_power * (cfg.edge_floor + edge[i]) ** cfg.edge_power
+                 * (cfg.separation_floor + sep[i]) ** cfg.separation_power * (0.5 if part[i] else 1.0)
+                 if valid[i] else -1.0 for i in range(n)]
     best = max(range(n), key=lambda i: (score[i], -i))
-    log.debug("cues %s", [(names[i], round(sup[i], 2), round(con[i], 2), round(sol[i], 2), part[i], round(score[i], 2),
-                           int(masks[i].sum())) for i in range(n)])
+    log.debug("cues %s", [(names[i], round(sup[i], 2), round(con[i], 2), round(edge[i], 2), round(sep[i], 2),
+                           round(sol[i], 2), part[i], round(score[i], 2), int(masks[i].sum())) for i in range(n)])
     if part[best]:  # a part: the best-supported larger compact candidate holding it
         wholes = [i for i in range(n) if i != best and valid[i] and sup[i] >= cfg.stable_iou and con[i] >= cfg.whole_contrast
                   and sol[i] >= cfg.min_solidity and _holds(masks[i], masks[best], cfg.part_growth, cfg.max_growth)]
