@@ -437,6 +437,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     bg = np.zeros(small.shape[:3], bool)
     fg = np.zeros_like(bg)
     und = np.zeros_like(bg)
+    both = _with_ones(anchor_s, anchor_s)  # frame, anchor, 1: the anchor and the ones are set once
     for t in range(n):
         dev = chan_max(np.abs(small[t] - anchor_s)) > tau[t]
         if valid_s is not None:
@@ -456,19 +457,24 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
                 links[t] = (box, agreement_links(small, t, tau, valid_s, split, box))
             return split_by_agreement(links[t][1], part, min_area)
 
+        both[..., :3] = small[t]
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
-                                               pieces if split > 0 else None)
+                                               pieces if split > 0 else None, both)
         if attached and fg[t].any():
             und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
 
 
 def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau: float, ratio: float, open_px: int,
-                    min_area: int, pieces=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    min_area: int, pieces=None, both: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bg, fg, undecided) ``(h, w) bool`` of one frame's deviating regions ``dev``: whole regions by their outline
     (:func:`region_seams`); regions that are neither (a thing that moved next to where it lingered) pixel by
-    pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline."""
-    both = _with_ones(frame, anchor)
+    pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline.
+    ``both``: ``_with_ones(frame, anchor)`` if the caller has it."""
+    import cv2
+
+    both = _with_ones(frame, anchor) if both is None else both
     lab, s_f, s_a, k = region_seams(frame, anchor, dev, both=both)
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
@@ -487,8 +493,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         whole = ~und_r
         r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
     around = local_background(anchor, ~dev, need=dev)
-    e_f = chan_max(np.abs(frame - around))
-    e_a = chan_max(np.abs(anchor - around))
+    e_f = chan_max(cv2.absdiff(frame, around))
+    e_a = chan_max(cv2.absdiff(anchor, around))
     px_bg = dev & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
     px_fg = dev & (e_f > ratio * e_a) & (e_f > tau)
     # a region's call holds for its pixels unless they say the opposite (a region that merged a thing in front
@@ -852,7 +858,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     win = (2 * r + 1, 2 * r + 1)
 
     def distance(img):
-        return cv2.boxFilter(chan_max(np.abs(img.astype(np.float32) - pred)), -1, win)
+        return cv2.boxFilter(chan_max(cv2.absdiff(img.astype(np.float32), pred)), -1, win)
 
     d_plate = distance(plate[box])
     best = np.full(d_plate.shape, np.inf, np.float32)
