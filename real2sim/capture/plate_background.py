@@ -437,6 +437,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     bg = np.zeros(small.shape[:3], bool)
     fg = np.zeros_like(bg)
     und = np.zeros_like(bg)
+    both = _with_ones(anchor_s, anchor_s)  # frame, anchor, 1: the anchor and the ones are set once
     for t in range(n):
         dev = chan_max(np.abs(small[t] - anchor_s)) > tau[t]
         if valid_s is not None:
@@ -456,19 +457,24 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
                 links[t] = (box, agreement_links(small, t, tau, valid_s, split, box))
             return split_by_agreement(links[t][1], part, min_area)
 
+        both[..., :3] = small[t]
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
-                                               pieces if split > 0 else None)
+                                               pieces if split > 0 else None, both)
         if attached and fg[t].any():
             und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
 
 
 def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau: float, ratio: float, open_px: int,
-                    min_area: int, pieces=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    min_area: int, pieces=None, both: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bg, fg, undecided) ``(h, w) bool`` of one frame's deviating regions ``dev``: whole regions by their outline
     (:func:`region_seams`); regions that are neither (a thing that moved next to where it lingered) pixel by
-    pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline."""
-    both = _with_ones(frame, anchor)
+    pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline.
+    ``both``: ``_with_ones(frame, anchor)`` if the caller has it."""
+    import cv2
+
+    both = _with_ones(frame, anchor) if both is None else both
     lab, s_f, s_a, k = region_seams(frame, anchor, dev, both=both)
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
@@ -487,8 +493,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         whole = ~und_r
         r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
     around = local_background(anchor, ~dev, need=dev)
-    e_f = chan_max(np.abs(frame - around))
-    e_a = chan_max(np.abs(anchor - around))
+    e_f = chan_max(cv2.absdiff(frame, around))
+    e_a = chan_max(cv2.absdiff(anchor, around))
     px_bg = dev & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
     px_fg = dev & (e_f > ratio * e_a) & (e_f > tau)
     # a region's call holds for its pixels unless they say the opposite (a region that merged a thing in front
@@ -851,8 +857,17 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     pred = local_background(plate[box].astype(np.float32), ~unk, need=mix)
     win = (2 * r + 1, 2 * r + 1)
 
+    # the distances are read at the mixed pixels only: computed over their box plus the window (the box filter's
+    # sums are exact in double precision, so the values there are the same as over the whole box)
+    my, mx = np.nonzero(mix)
+    hb, wb = mix.shape
+    c0, c1 = max(0, my.min() - r - 1), min(hb, my.max() + r + 2)
+    c2, c3 = max(0, mx.min() - r - 1), min(wb, mx.max() + r + 2)
+    pred_c = pred[c0:c1, c2:c3]
+    my, mx = my - c0, mx - c2
+
     def distance(img):
-        return cv2.boxFilter(chan_max(np.abs(img.astype(np.float32) - pred)), -1, win)
+        return cv2.boxFilter(chan_max(cv2.absdiff(img[c0:c1, c2:c3].astype(np.float32), pred_c)), -1, win)[my, mx]
 
     d_plate = distance(plate[box])
     best = np.full(d_plate.shape, np.inf, np.float32)
@@ -860,37 +875,45 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     for t in range(n):
         d = distance(frames[t][box])
         if valid is not None:
-            d[~valid[t][box]] = np.inf
+            d[~valid[t][box][c0:c1, c2:c3][my, mx]] = np.inf
         b = d < best
         best[b], arg[b] = d[b], t
-    take = mix & (best < cfg.arbiter_ratio * d_plate) & (d_plate - best > cfg.arbiter_margin * sigma)
-    if not take.any():
+    pick = (best < cfg.arbiter_ratio * d_plate) & (d_plate - best > cfg.arbiter_margin * sigma)
+    if not pick.any():
         return none
+    # what follows is read at the picked pixels only (every later test narrows them)
+    ty, tx, arg = my[pick] + c0, mx[pick] + c2, arg[pick]
+    take = np.zeros(mix.shape, bool)
+    take[ty, tx] = True
     sub = frames[:, box[0], box[1]]
-    chosen = np.take_along_axis(sub, arg[None, ..., None], 0)[0]
-    tol8 = np.clip(np.floor(tol[box]), 0, 255).astype(np.uint8)
-    acc = np.zeros(chosen.shape, np.float32)
-    agree = np.empty((n,) + take.shape, bool)
-    for t in range(n):
-        a = chan_max(cv2.absdiff(sub[t], chosen)) <= tol8
-        if valid is not None:
-            a &= valid[t][box]
-        agree[t] = a
-        cv2.accumulate(sub[t], acc, mask=(a & take).view(np.uint8))
-    cnt = agree.sum(0, dtype=np.int32)
-    n_avail = n if valid is None else valid[:, box[0], box[1]].sum(0)
-    take &= (cnt >= cfg.arbiter_support * count[box]) & (cnt >= np.maximum(1, np.ceil(cfg.arbiter_min_support * n_avail)))
+    vals = sub[:, ty, tx]  # (n, k, 3)
+    chosen = vals[arg, np.arange(len(arg))]
+    tol8 = np.clip(np.floor(tol[box][ty, tx]), 0, 255).astype(np.uint8)
+    agree_k = chan_max(np.abs(vals.astype(np.int16) - chosen.astype(np.int16))) <= tol8
+    if valid is not None:
+        agree_k &= valid[:, box[0], box[1]][:, ty, tx]
+    acc = (vals * agree_k[..., None]).sum(0, dtype=np.float32)  # whole levels: exact in any order
+    cnt = agree_k.sum(0, dtype=np.int32)
+    n_avail = n if valid is None else valid[:, box[0], box[1]][:, ty, tx].sum(0)
+    keep = (cnt >= cfg.arbiter_support * count[box][ty, tx]) & (cnt >= np.maximum(1, np.ceil(cfg.arbiter_min_support * n_avail)))
+    take[ty[~keep], tx[~keep]] = False
     take = clean_mask(take, 0, 0, False, max(4, int(cfg.min_blob_frac * h * w)))
+    agree = np.zeros((n,) + take.shape, bool)
+    agree[:, ty, tx] = agree_k
     if take.any() and cfg.arbiter_surround > 0:
         ok = valid[:, box[0], box[1]] if valid is not None else None
         take &= ~surround_disagrees(sub, plate[box], tol[box], ok, unk, take, agree, used[:, box[0], box[1]],
                                     (2 * r + 3, 6 * r + 3), cfg.arbiter_surround)
     if not take.any():
         return none
-    mean = np.clip(acc / np.maximum(cnt, 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
-    plate[box][take] = mean[take]
-    count[box][take] = cnt[take]
-    used[:, box[0], box[1]][:, take] = agree[:, take]
+    at = np.full(take.shape, -1, np.int64)
+    at[ty, tx] = np.arange(len(ty))
+    fy, fx = np.nonzero(take)
+    k = at[fy, fx]
+    mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
+    plate[box][fy, fx] = mean
+    count[box][fy, fx] = cnt[k]
+    used[:, box[0], box[1]][:, fy, fx] = agree_k[:, k]
     out = none
     out[box] = take
     return out
