@@ -37,9 +37,9 @@ def region_psnr(a: np.ndarray, b: np.ndarray, region: np.ndarray) -> float:
 
 
 def compare(lod_root: Path, full_root: Path, backend: str, seeds: int, n: int) -> dict:
+    from bench_google import round_robin
     from scipy import ndimage
 
-    from bench_google import round_robin
     from real2sim.evaluation.envs.env import Real2SimEnv
 
     envs = {k: Real2SimEnv(r, backend=backend, obs_mode="composited", camera="main", render_mode=None)
@@ -80,6 +80,7 @@ def main() -> None:
         print(f"bench_lod: {DATA} has no Google Robot data (google_robot/, objects/coke_can); nothing measured")
         return
     from bench_google import google_bundle
+
     from real2sim import pipeline
     from real2sim.core.bundle import Bundle
     from real2sim.render.lod import ENV_SWITCH, object_lod
