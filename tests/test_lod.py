@@ -154,6 +154,12 @@ def test_lod_is_content_addressed_and_deterministic(tmp_path):
     r2 = lod.object_lod(bundle, "can")
     assert r2.path == r1.path and r2.path.read_bytes() == data
     assert r1.path.parent == bundle.object_dir("can") / "lod"
+    # the camera moved twice as far: a new, coarser copy replaces the old one in the bundle
+    cam = camera_at(1.6)
+    bundle.manifest.cameras["main"] = CameraSpec(W, H, cam.K.tolist(), cam.T_world_camera.tolist())
+    r3 = lod.object_lod(bundle, "can")
+    assert r3.path != r1.path and r3.faces < r1.faces
+    assert sorted(p.name for p in r3.path.parent.iterdir()) == sorted([r3.path.name, r3.path.stem + ".json"])
 
 
 def test_lod_is_scale_aware_and_not_made_for_small_or_close_meshes(tmp_path):

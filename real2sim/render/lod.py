@@ -353,6 +353,9 @@ def object_lod(bundle, oid: str, config: LodConfig | None = None) -> LodResult:
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, obj_text(d).encode())
         atomic_write_json(meta_path, meta)
+        for old in out_dir.iterdir():  # copies for an earlier camera or mesh (exports hold their own copies)
+            if old.is_file() and old.stem != key and old.suffix in (".obj", ".json"):
+                old.unlink()
     if meta["faces"] * cfg.min_reduction > n:
         return LodResult(None, f"decimation kept {meta['faces']} of {n} faces (less than {cfg.min_reduction:g}x "
                          "fewer)", source_faces=n)
