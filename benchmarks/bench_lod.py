@@ -33,7 +33,7 @@ BACKENDS = ("mujoco", "sapien")
 def region_psnr(a: np.ndarray, b: np.ndarray, region: np.ndarray) -> float:
     d = (a.astype(np.float64) - b.astype(np.float64))[region] / 255.0
     mse = float(np.mean(d ** 2)) if d.size else 0.0
-    return float("inf") if mse == 0 else 10.0 * np.log10(1.0 / mse)
+    return float("inf") if mse == 0 else float(10.0 * np.log10(1.0 / mse))
 
 
 def compare(lod_root: Path, full_root: Path, backend: str, seeds: int, n: int) -> dict:
@@ -44,7 +44,7 @@ def compare(lod_root: Path, full_root: Path, backend: str, seeds: int, n: int) -
 
     envs = {k: Real2SimEnv(r, backend=backend, obs_mode="composited", camera="main", render_mode=None)
             for k, r in (("lod", lod_root), ("full", full_root))}
-    psnrs = []
+    psnrs: list[float] = []
     for seed in range(seeds):
         img, mask = {}, {}
         for k, env in envs.items():
@@ -52,7 +52,7 @@ def compare(lod_root: Path, full_root: Path, backend: str, seeds: int, n: int) -
             img[k] = obs["image"]
             mask[k] = env.scene.foreground_mask(env.camera, ["coke_can"], False)
         region = ndimage.binary_dilation(mask["lod"] | mask["full"], iterations=2)
-        psnrs.append(region_psnr(img["lod"], img["full"], region))
+        psnrs.append(round(region_psnr(img["lod"], img["full"], region), 2))
     fns = {k: (lambda env=env: env.scene.render_layers(env.camera, env.movable)) for k, env in envs.items()}
     wall, cpu = round_robin(fns, n)
     for env in envs.values():
