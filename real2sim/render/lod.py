@@ -9,17 +9,20 @@ full mesh (USD, texture, pose and mask stages read it).
 How much (scale-aware, no constant face count): for each fixed camera of the bundle the object's bounding sphere at
 its pose gives a metres-per-pixel scale at its *closest approach* (the sphere's near side brought ``approach``
 times closer, so an object lifted towards the camera still holds the bound). The geometric tolerance is
-``pixel_error`` pixels at that scale; Garland-Heckbert quadric decimation (open3d) is searched for the fewest faces
-whose deviation from the original (both ways, 99.9th percentile over sampled surface points) stays within it. The copy is used only when the mesh has more faces than
-``faces_per_pixel`` x its bounding sphere's projected area in pixels and the decimation removes at least ``1 - 1/min_reduction`` of
-them; other meshes (boxes, the demo scene's objects) render as they are.
+``pixel_error`` pixels at that scale; Garland-Heckbert quadric decimation (open3d, on the mesh welded by position)
+is searched for the fewest faces whose deviation from the original (both ways, 99.9th percentile over sampled
+surface points) stays within it. The copy is made only when the mesh has more faces than ``faces_per_pixel`` x its
+bounding sphere's projected area in pixels, and used only when it has at most ``1/min_reduction`` of the faces;
+other meshes (boxes, the demo scene's objects) render as they are.
 
-Texture: the decimated triangles get face-varying UVs from the original surface. Each new corner takes the UV of
-its closest point on the original mesh; a triangle whose corners land in different UV charts (it straddles a
-seam: their UVs disagree with the chart at its centroid) instead takes the affine xyz->uv map of the original face
-nearest its centroid, extended to its corners, so no triangle smears the atlas across a seam. Normals: the original
-surface's shading normals (area-weighted over the welded mesh) at each corner's closest point, so the shading does
-not turn faceted.
+Texture: the decimated triangles get face-varying UVs from the original surface. Each new triangle belongs to the
+UV chart (mesh welded by position *and* UV, split at seams) of the original surface nearest its centroid; each of
+its corners takes the UV of its closest point within that chart, so no triangle samples another chart's part of the
+atlas (one crossing a seam stretches its chart's edge texels instead). A chart that meets itself (a cylinder's side
+unwrapped once) would send a corner past that seam to the chart's far side: a corner whose UV lies further from the
+affine xyz->uv map of the centroid's original face (extended to the corner) than half the triangle's UV size takes
+that extension instead. Normals: the original surface's smooth normals (area-weighted over the position-welded
+mesh) at each corner's closest point.
 
 Cached in the bundle, content-addressed: ``objects/<id>/lod/<key>.obj`` (+ ``.json``: faces, tolerance, measured
 deviation), ``key`` = hash of the source mesh bytes, the (quantised) tolerance and the method version. Deterministic
@@ -175,8 +178,9 @@ def _decimate_to(o3d, v0, f0, wv, wf, tolerance: float, steps: int = 4):
 def decimate_textured(vertices, faces, uv, face_uv, tolerance: float):
     """Decimate to ``tolerance`` (metres) and transfer UVs and shading normals. Returns a dict: ``vertices (n, 3)``,
     ``faces (m, 3)``, ``uv (3m, 2)``, ``face_uv (m, 3)``, ``normals (3m, 3)`` (face-varying), ``deviation`` (metres,
-    the larger of the two one-sided max distances over sampled points), ``straddling`` (fraction of triangles that
-    took their centroid chart's affine map)."""
+    the larger of the two one-sided 99.9th-percentile distances over sampled points), ``straddling`` (fraction of
+    triangles with a corner nearer another chart) and ``seam_corners`` (fraction of corners that took the affine
+    extension)."""
     o3d = _open3d()
     v0, f0 = np.asarray(vertices, float), np.asarray(faces, np.int64)
     uv0, fuv0 = np.asarray(uv, float), np.asarray(face_uv, np.int64)
