@@ -14,6 +14,7 @@ from real2sim.core.bundle import Bundle, hash_jsonable, sweep_temp_dirs
 from real2sim.core.errors import ExportError, Real2SimError
 from real2sim.core.stages import files_hash, run_stage
 from real2sim.engines import engine_names, get_engine, get_exporter
+from real2sim.render.lod import settings_key as lod_settings_key
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,8 @@ def export_bundle(bundle: Bundle, engines=None, force: bool = False) -> dict:
     refs += [p for t in (m.robot.textures.values() if m.robot is not None else ()) for p in (t["mesh"], t["texture"])]
     refs += [bundle.rel(f) for o in m.objects.values() if o.articulation is not None  # the URDF and its meshes
              for f in sorted(bundle.path(o.articulation.urdf).parent.rglob("*")) if f.is_file()]
-    input_hash = hash_jsonable([scene, files_hash(bundle, refs), sorted(engines)])
+    # + the level-of-detail settings of the rendered visuals (render/lod.py: the MJCF and SAPIEN exports carry them)
+    input_hash = hash_jsonable([scene, files_hash(bundle, refs), sorted(engines), lod_settings_key()])
     results: dict = {}
 
     def work():

@@ -22,6 +22,7 @@ from real2sim.core.geometry import matrix_to_quat_wxyz
 from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import articulated_setup, content_addressed_copy, fmt, require_ready
 from real2sim.engines.mujoco.scene import MujocoScene
+from real2sim.render.lod import render_mesh_path
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR as ROBOT_PACKAGE_DIR
 from real2sim.robots.robotfile import write_robot_package
 from real2sim.robots.scene import ROBOT_PREFIX as P
@@ -110,7 +111,9 @@ class MjcfExporter(Exporter):
             _sub(body, "inertial", pos=fmt(obj.inertial.com), mass=fmt([obj.inertial.mass], 12),
                  fullinertia=fmt([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]], 15))
         mat = self._material(bundle, asset, out, oid, obj, seen)
-        mesh = self._mesh_asset(asset, out, bundle.path(obj.visual.mesh), seen, visual=True)
+        # the env renders this export: the visual is the level-of-detail copy where the mesh has far more triangles
+        # than its size on the bundle's cameras shows (render/lod.py); objects/<id>/visual.* stays the full mesh
+        mesh = self._mesh_asset(asset, out, render_mesh_path(bundle, oid), seen, visual=True)
         _sub(body, "geom", name=f"{oid}_visual", class_="visual", type="mesh", mesh=mesh, material=mat)
         friction = f"{obj.friction:g} 0.005 0.0001"
         col = obj.collision

@@ -77,6 +77,7 @@ from real2sim.engines.sapien.scene import (
     SapienScene,
     load_sapien_scene,
 )
+from real2sim.render.lod import render_mesh_path
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR, PACKAGE_DEFINITION, package_robot_files
 from real2sim.robots.scene import robot_cameras, robot_setup
 from real2sim.robots.spec import is_file_robot
@@ -131,9 +132,13 @@ def _read_required(path: Path, what: str, fix: str) -> bytes:
 
 
 def _visual_obj_text(bundle: Bundle, oid: str, obj: ObjectSpec) -> str:
-    """The visual mesh as OBJ text without material statements (geometry and UVs kept as they are)."""
+    """The visual mesh as OBJ text without material statements (geometry and UVs kept as they are): the
+    level-of-detail copy where the mesh has far more triangles than its size on the bundle's cameras shows (the env
+    renders this export; ``render/lod.py``), else ``objects/<id>/visual.*``."""
 
     path = bundle.path(obj.visual.mesh)
+    if path.is_file():
+        path = render_mesh_path(bundle, oid)
     fix = f"re-run the stage that writes object '{oid}' visual mesh, or fix 'objects.{oid}.visual.mesh' in scene.json"
     if not path.is_file():
         raise ExportError(f"{path}: visual mesh of object '{oid}' not found. Fix: {fix}")
