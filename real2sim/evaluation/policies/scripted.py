@@ -238,10 +238,13 @@ class ScriptedPolicy:
         self.prev_ee = ee[:3].copy()
         ramping = self._gripper(grip, observation)
         closing = grip < 0.5 and (self.phase == 0 or self.plan[self.phase - 1][2] >= 0.5)
-        if self.close_step is not None and closing and self.stalled and commanded:
+        dragging = grip < 0.5 and id(pos) in getattr(self, "_drags", ())
+        if self.close_step is not None and (closing or dragging) and self.stalled and commanded:
             # closing on something that pushes the hand back (a round object gripped at the arm's reach, the hand
-            # pushed 5 cm off): fingers that hold it count as there - at the waypoint where they close only (at
-            # every later closed-hand waypoint it let the apple go 7 cm above the drawer)
+            # pushed 5 cm off), or dragging something that holds it back (a drawer pulled open: let go while the
+            # drawer still moves out; slowed to a stop first, MuJoCo's opening fingers threw it shut again, 0.22 ->
+            # 0.05 m): fingers that hold it count as there - at those waypoints only (at every closed-hand waypoint,
+            # the apple was let go 7 cm above the drawer)
             reached = True
         if reached and not ramping:
             self.hold += 1
@@ -476,6 +479,7 @@ class ScriptedPolicy:
         # level_turn='first': the hand turns level where it is, then goes (turning while it travels ~0.8 m down, a
         # local IK can wind a wrist joint onto its limit on the way and stall there, short of the handle)
         turn = [(np.asarray(ee, float).copy(), R, 1.0, 0)] if self.level_turn == "first" and ee is not None else []
+        self._drags = {id(out)}
         return turn + [(back, R, 1.0, 0), (pre, R, 1.0, 0), (grip, R, 1.0, 1), (grip, R, 0.0, 2), (out, R, 0.0, 1),
                 (out, R, 1.0, 1), (out + a * 0.06, R, 1.0, 0)]
 
@@ -503,7 +507,7 @@ class ScriptedPolicy:
                         plan = self._drawer_plan(objects, ee)
                         err, _ = self._rollout(plan, self.q_start)
                         if best is None or err < best[0]:
-                            best = (err, (pitch, turn, roll), plan, self._tracked)
+                            best = (err, (pitch, turn, roll), plan, self._tracked, self._drags)
                         if err < REACH_TOL:
                             break
                     if best[0] < REACH_TOL:
@@ -512,7 +516,7 @@ class ScriptedPolicy:
                     break
         finally:
             self.level_pitch, self.level_turn, self.level_roll = pitch0, turn0, roll0
-        err, (pitch, turn, roll), plan, self._tracked = best
+        err, (pitch, turn, roll), plan, self._tracked, self._drags = best
         log.debug("scripted: drawer with pitch %.2f, turn %s, roll %s (mirrored IK ends %.1f cm from a waypoint at "
                   "most)", pitch, turn, roll, 100 * err)
         self.chosen = {"level_pitch": pitch, "level_turn": turn, "level_roll": roll, "reach_error": round(err, 4)}
@@ -582,8 +586,8 @@ class ScriptedPolicy:
         return plan
 
     def _place_in_drawer_plan(self, objects, hand) -> list:
-        """After the drawer is open: up over the object's top, pick it (as ``pick``), over the middle of the
-        drawer's opened part, down to just above its rim, let go, up."""
+        """After the drawer is open: up over the object's top, pick it (as ``pick``), lift it by its half height
+        (above the drawer's rim), carry it low over the middle of the drawer's opened part, let go, up."""
         J, a, to_base = self._joint_frame()
         oid = self.then["object"]
         frac = float(self.pred.get("fraction", 0.3))
@@ -604,8 +608,12 @@ class ScriptedPolicy:
         rim = to_base(J["face"])[2]  # the drawer's height at its centre; its rim is above
         drop = np.r_[mid[:2], max(rim + 0.07 + hz + 0.02, g[2])]
         self._track(oid, above, g)
-        return [(up, Rg, 1.0, 0), (above, Rg, 1.0, 1), (g, Rg, 1.0, 1), (g, Rg, 0.0, 3), (above, Rg, 0.0, 0),
-                (np.r_[drop[:2], above[2]], Rg, 0.0, 0), (drop, Rg, 0.0, 1), (drop, Rg, 1.0, 2),
+        # carried low: lifted by its half height (above the drawer's rim), over the drawer, let go there. Carried
+        # over the top (up to the approach height, across, down: ~14 steps), MuJoCo's apple slid out along the
+        # tilted fingers (3 cm) and fell onto the cabinet (a0, b0: 0/6); a harder squeeze ejected it sooner
+        carry = np.r_[g[:2], max(g[2], drop[2]) + hz]
+        return [(up, Rg, 1.0, 0), (above, Rg, 1.0, 1), (g, Rg, 1.0, 1), (g, Rg, 0.0, 3), (carry, Rg, 0.0, 0),
+                (np.r_[drop[:2], carry[2]], Rg, 0.0, 0), (np.r_[drop[:2], carry[2]], Rg, 1.0, 2),
                 (np.r_[drop[:2], above[2]], Rg, 1.0, 0)]
 
     def _track(self, oid, *points) -> None:
