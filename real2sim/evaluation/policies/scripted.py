@@ -161,6 +161,7 @@ class ScriptedPolicy:
         if not info or "task" not in info or "object_ids" not in info:
             raise Real2SimError("the scripted oracle needs the env's reset info (task predicate, object ids)")
         self.rng = np.random.default_rng(seed)
+        self._tracked, self._drags = {}, set()  # waypoints that follow the object / that drag a drawer (by id)
         self.kin = _kinematics(info.get("robot")) if info.get("controller", {}).get("mode") == "ee_delta" else None
         self.ik_iters = int(info.get("controller", {}).get("ik_iters", 50))
         self.ids = list(info["object_ids"])
@@ -238,7 +239,7 @@ class ScriptedPolicy:
         self.prev_ee = ee[:3].copy()
         ramping = self._gripper(grip, observation)
         closing = grip < 0.5 and (self.phase == 0 or self.plan[self.phase - 1][2] >= 0.5)
-        dragging = grip < 0.5 and id(pos) in getattr(self, "_drags", ())
+        dragging = grip < 0.5 and id(pos) in self._drags
         if self.close_step is not None and (closing or dragging) and self.stalled and commanded:
             # closing on something that pushes the hand back (a round object gripped at the arm's reach, the hand
             # pushed 5 cm off), or dragging something that holds it back (a drawer pulled open: let go while the
@@ -624,7 +625,7 @@ class ScriptedPolicy:
 
     def _follow(self, objects) -> None:
         pos, _, grip, _ = self.plan[self.phase]
-        tr = getattr(self, "_tracked", {}).get(id(pos))
+        tr = self._tracked.get(id(pos))
         if tr is None or grip < 0.5:
             return
         oid, pt = tr
