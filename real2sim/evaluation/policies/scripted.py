@@ -281,14 +281,14 @@ class ScriptedPolicy:
             r *= self.max_rot / rn
         return d, r
 
-    def _rollout(self, plan, q) -> tuple[float, float]:
+    def _rollout(self, plan, q) -> tuple[float, float, np.ndarray]:
         """The plan's commands through a mirror of the controller's local IK, from joints ``q``.
 
         The ee_delta controller moves its target by each delta and solves IK from its previous joint targets; a
         redundant arm (the Google Robot's 7 joints) can wind a joint onto its limit on the way to a pose that is
         reachable from the rest pose, and then holds the closest pose short of the waypoint. Returns (the largest
         distance between a waypoint and where the mirrored target ends, m; the smallest margin of a moving joint to
-        its limits over the path, rad)."""
+        its limits over the path, rad; the joint targets at the end)."""
         kin, n = self.kin, self.kin.robot.n_arm
         q = np.asarray(q, float).copy()
         T = kin.fk(q)
@@ -311,7 +311,7 @@ class ScriptedPolicy:
                 if moved.any():
                     margin = min(margin, float(np.minimum(qa - kin.lower[:n], kin.upper[:n] - qa)[moved].min()))
             err = max(err, float(np.linalg.norm(kin.fk(q)[:3, 3] - pos)))
-        return err, margin
+        return err, margin, q
 
     def _gripper(self, grip: float, observation: dict) -> bool:
         """With ``close_step``: close gently. The gripper command falls by ``close_step`` per step until the
@@ -506,7 +506,7 @@ class ScriptedPolicy:
                         self.level_pitch, self.level_turn, self.level_roll = pitch, turn, roll
                         self._tracked = {}
                         plan = self._drawer_plan(objects, ee)
-                        err, _ = self._rollout(plan, self.q_start)
+                        err = self._rollout(plan, self.q_start)[0]
                         if best is None or err < best[0]:
                             best = (err, (pitch, turn, roll), plan, self._tracked, self._drags)
                         if err < REACH_TOL:
