@@ -153,6 +153,7 @@ class ScriptedPolicy:
         if level_turn not in ("moving", "first"):
             raise Real2SimError(f"scripted: level_turn must be 'moving' or 'first', got {level_turn!r}")
         self.level_turn = level_turn
+        self.back_off = "far"  # after a drawer is opened for an object: "far" (back, then up) or "rise" (up)
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -498,29 +499,34 @@ class ScriptedPolicy:
         turns = (turn0, "moving" if turn0 == "first" else "first")
         rolls = (roll0, -roll0) if roll0 else (0.0,)
         rolls = rolls + tuple(r for r in (1.0, -1.0) if r not in rolls)
+        backs = ("rise", "far") if self.then is not None else ("far",)
         best = None
         try:
-            for roll in rolls:
-                for turn in turns:
-                    for pitch in pitches:
-                        self.level_pitch, self.level_turn, self.level_roll = pitch, turn, roll
-                        self._tracked = {}
-                        plan = self._drawer_plan(objects, ee)
-                        err = self._rollout(plan, self.q_start)[0]
-                        if best is None or err < best[0]:
-                            best = (err, (pitch, turn, roll), plan, self._tracked, self._drags)
-                        if err < REACH_TOL:
+            for back in backs:
+                for roll in rolls:
+                    for turn in turns:
+                        for pitch in pitches:
+                            self.level_pitch, self.level_turn, self.level_roll = pitch, turn, roll
+                            self.back_off, self._tracked = back, {}
+                            plan = self._drawer_plan(objects, ee)
+                            err = self._rollout(plan, self.q_start)[0]
+                            if best is None or err < best[0]:
+                                best = (err, (pitch, turn, roll, back), plan, self._tracked, self._drags)
+                            if err < REACH_TOL:
+                                break
+                        if best[0] < REACH_TOL:
                             break
                     if best[0] < REACH_TOL:
                         break
                 if best[0] < REACH_TOL:
                     break
         finally:
-            self.level_pitch, self.level_turn, self.level_roll = pitch0, turn0, roll0
-        err, (pitch, turn, roll), plan, self._tracked, self._drags = best
-        log.debug("scripted: drawer with pitch %.2f, turn %s, roll %s (mirrored IK ends %.1f cm from a waypoint at "
-                  "most)", pitch, turn, roll, 100 * err)
-        self.chosen = {"level_pitch": pitch, "level_turn": turn, "level_roll": roll, "reach_error": round(err, 4)}
+            self.level_pitch, self.level_turn, self.level_roll, self.back_off = pitch0, turn0, roll0, "far"
+        err, (pitch, turn, roll, back), plan, self._tracked, self._drags = best
+        log.debug("scripted: drawer with pitch %.2f, turn %s, roll %s, back-off %s (mirrored IK ends %.1f cm from a "
+                  "waypoint at most)", pitch, turn, roll, back, 100 * err)
+        self.chosen = {"level_pitch": pitch, "level_turn": turn, "level_roll": roll, "back_off": back,
+                       "reach_error": round(err, 4)}
         return plan
 
     def _drawer_plan(self, objects, ee) -> list:
@@ -530,8 +536,16 @@ class ScriptedPolicy:
             oid = self.then["object"]
             min_pull = 2 * self._half_xy(oid, self._pose(objects, oid)[1]) + 0.12
         plan = self._open_plan(ee, min_pull)
-        if self.then is not None:  # back off further, still level, before turning the hand (it sweeps ahead)
-            plan.append((plan[-1][0] + np.r_[plan[-1][0][:2] - plan[-2][0][:2], 0.0] * 1.5, plan[-1][1], 1.0, 0))
+        if self.then is not None:
+            last, R = plan[-1][0], plan[-1][1]
+            if self.back_off == "far":  # back off further, still level, before turning the hand (it sweeps ahead)
+                plan.append((last + np.r_[last[:2] - plan[-2][0][:2], 0.0] * 1.5, R, 1.0, 0))
+            else:  # "rise": up, still level, to the height the hand turns at (over the cabinet top)
+                J, _, _ = self._joint_frame()
+                oid = self.then["object"]
+                top = (self.T_base_world[:3, :3] @ [0.0, 0.0, J["top"]] + self.T_base_world[:3, 3])[2]
+                hz = self._half_z(oid, self._pose(objects, oid)[1])
+                plan.append((np.r_[last[:2], top + hz + self.clearance + 0.05], R, 1.0, 0))
             plan += self._place_in_drawer_plan(objects, plan[-1][0])
         return plan
 
