@@ -489,7 +489,8 @@ class ScriptedPolicy:
         """:meth:`_drawer_plan` with the level hand's pitch, its roll and ``level_turn`` chosen by the arm's
         kinematics: the controller's IK, mirrored along the whole plan (:meth:`_rollout`; for "put the apple in the
         drawer" that includes the pick and the drop), must reach every waypoint within ``REACH_TOL``. Candidates in
-        order: the configured roll (with ``level_roll=0``: both), then the configured turn, then pitches of
+        order: with an object to place, the back-off after the drawer (``"rise"``, then ``"far"``); the configured
+        roll (with ``level_roll=0``: both), then the configured turn, then pitches of
         ``PITCHES`` nearest to the configured ``level_pitch`` first; the first that reaches is taken, else the one that
         comes closest. Without the robot's kinematics (a remote env), the configured plan."""
         if self.kin is None or getattr(self, "q_start", None) is None:
