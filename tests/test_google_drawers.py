@@ -91,6 +91,40 @@ def test_oracle_opens_the_top_drawer_by_its_handle(top_drawer_a0, backend):
     assert info["object_joints"]["cabinet"]["top_drawer_joint"] >= 0.15
 
 
+def test_oracle_mirrors_the_controllers_ik_to_choose_a_reachable_hand(top_drawer_a0):
+    """The oracle mirrors the ee_delta controller's local IK: the same commands sent to the env's controller end at
+    the joint targets the mirror predicted; the opening plan it chose reaches every waypoint within REACH_TOL and, at
+    top a0, is the recipe's own (pitch 0.3)."""
+    from real2sim.core.geometry import quat_wxyz_to_matrix
+    from real2sim.demos.google import load_scene
+    from real2sim.evaluation.envs.env import Real2SimEnv
+    from real2sim.evaluation.policies.base import make_policy
+    from real2sim.evaluation.policies.scripted import REACH_TOL, so3_exp
+
+    bundle, _ = top_drawer_a0
+    env = Real2SimEnv(bundle.root, backend="mujoco", obs_mode="state", render_mode=None, privileged=True)
+    obs, info = env.reset(seed=0)
+    pol = make_policy(load_scene("open_drawer")["policy"])
+    pol.reset(info["instruction"], info, 0)
+    pol.act(obs)
+    assert pol.chosen["reach_error"] < REACH_TOL and pol.chosen["level_pitch"] == 0.3, pol.chosen
+    obs, info = env.reset(seed=0)
+    plan = pol.plan[:2]  # turn level where the hand is, then back from the handle: ~0.6 m and a 1.5 rad turn
+    err, _, q_mirror = pol._rollout(plan, obs["qpos"])
+    ee = np.asarray(obs["ee_pose"], float)
+    cmd_p, cmd_R = ee[:3].copy(), quat_wxyz_to_matrix(ee[3:7])
+    for pos, R, _, _ in plan:
+        for _ in range(100):
+            d, r = pol._delta(pos, R, cmd_p, cmd_R)
+            if np.linalg.norm(d) < 1e-3 and np.linalg.norm(r) < 0.02:
+                break
+            cmd_p, cmd_R = cmd_p + d, so3_exp(r) @ cmd_R
+            env.step(np.r_[d, r, 1.0])
+    n = env.controller.n_arm
+    np.testing.assert_allclose(env.controller.q_target[:n], q_mirror[:n], atol=1e-4)
+    assert err < REACH_TOL
+
+
 def test_the_demo_does_not_ask_a_drawer_scene_for_a_table_check_but_still_checks_the_oracle():
     from real2sim.apps.cli.demo import google_ok
 

@@ -96,6 +96,70 @@ def test_oracle_closes_gently_until_the_fingers_stall():
     assert snap._gripper(0.0, {"qpos": np.zeros(3)}) is False
 
 
+def _picking_oracle(**kw):
+    from real2sim.evaluation.policies.scripted import ScriptedPolicy
+
+    pol = ScriptedPolicy(close_step=0.1, **kw)
+    pol.reset("pick", {"task": {"success": {"type": "lifted", "object": "a"}}, "object_ids": ["a"]}, seed=0)
+    obs = {"objects": np.array([[0.5, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0]]), "ee_pose": np.r_[0.5, 0.0, 0.3, 1.0, 0, 0, 0],
+           "qpos": np.zeros(3)}
+    pol.act(obs)
+    return pol, obs
+
+
+def test_oracle_counts_stalled_fingers_as_arrived_only_where_they_close():
+    """Fingers that stall on the object count the hand as arrived at the waypoint where they close (the object pushes
+    the hand back), not at a later closed-hand waypoint (there it once let the apple go 7 cm above the drawer)."""
+    pol, obs = _picking_oracle()
+    R = pol.plan[0][1]
+    A, B, C = np.r_[0.5, 0.0, 0.2], np.r_[0.5, 0.0, 0.1], np.r_[0.3, 0.0, 0.3]
+    pol.plan = [(A, R, 1.0, 0), (B, R, 0.0, 0), (C, R, 0.0, 0), (C, R, 1.0, 0)]
+    pol.grip_cmd, pol.stalled = 0.4, True
+    far = {**obs, "ee_pose": np.r_[0.5, 0.0, 0.15, 1.0, 0, 0, 0]}  # 5 cm from the commanded waypoint
+    pol.phase, pol.hold, pol.cmd_p, pol.cmd_R = 1, 0, B.copy(), R.copy()
+    pol.act(far)
+    assert pol.phase == 2  # closing on the object, pushed back: arrived
+    pol.cmd_p = C.copy()
+    far = {**obs, "ee_pose": np.r_[0.3, 0.0, 0.25, 1.0, 0, 0, 0]}
+    for _ in range(5):
+        pol.act(far)
+    assert pol.phase == 2  # carrying: not there until the hand is
+
+
+def test_oracle_grasp_waypoints_follow_the_object_while_the_hand_is_open():
+    """While the hand goes open to the approach waypoint over the object, it and the grasp waypoint are re-aimed at
+    the object's measured x, y each step (an object nudged on the way is gripped where it is); heights stay; on the
+    way down to the grasp (fingers near the object) the waypoints stay put."""
+    pol, obs = _picking_oracle()
+    z0, z1 = pol.plan[0][0][2], pol.plan[1][0][2]
+    moved = {**obs, "objects": np.array([[0.55, 0.04, 0.1, 1.0, 0.0, 0.0, 0.0]])}
+    pol.act(moved)
+    np.testing.assert_allclose(pol.plan[0][0], [0.55, 0.04, z0])
+    np.testing.assert_allclose(pol.plan[1][0], [0.55, 0.04, z1])
+    pol.phase = 1
+    pol.act({**obs, "objects": np.array([[0.56, 0.05, 0.1, 1.0, 0.0, 0.0, 0.0]])})
+    np.testing.assert_allclose(pol.plan[1][0], [0.55, 0.04, z1])
+
+
+def test_oracle_holds_sideways_motion_while_the_hand_sags_below_its_command():
+    """A hand measured more than SAG_HOLD below its command gets no sideways step (it would sweep low over what it
+    passes) but still rises; after SAG_HOLD_STEPS steps in a row it moves on (a height it cannot reach must not stop
+    it)."""
+    from real2sim.evaluation.policies.scripted import SAG_HOLD, SAG_HOLD_STEPS
+
+    pol, obs = _picking_oracle()
+    R = pol.plan[0][1]
+    pol.plan, pol.phase = [(np.r_[0.5, 0.3, 0.4], R, 1.0, 0)], 0
+    pol.cmd_p, pol.cmd_R = np.r_[0.5, 0.0, 0.3], R.copy()
+    sag = {**obs, "ee_pose": np.r_[0.5, 0.0, 0.3 - SAG_HOLD - 0.05, 1.0, 0, 0, 0]}
+    steps = [pol.act(sag)[0] for _ in range(SAG_HOLD_STEPS + 1)]
+    for a in steps[:SAG_HOLD_STEPS]:
+        assert a[1] == 0.0 and a[2] > 0.0, a
+    assert steps[-1][1] > 0.0
+    level = {**obs, "ee_pose": np.r_[pol.cmd_p, 1.0, 0, 0, 0]}
+    assert pol.act(level)[0][1] > 0.0
+
+
 # -- real data ------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def coke_can(shared_data, tmp_path_factory):

@@ -431,6 +431,11 @@ class Real2SimEnv(_env_base()):
         info = self._info(success=False)
         info["object_bounds"] = {o: b.tolist() for o, b in self._bounds.items()}
         info["robot_base_pose"] = self.scene.robot_base_pose().tolist()
+        # the robot and its controller (a privileged policy can mirror the controller's IK: the scripted oracle
+        # checks that its waypoints are reachable along the way before it moves)
+        rdef = self.scene.robot_def()  # the export's packaged definition file where it has one
+        info["robot"] = str(rdef.source["definition"]) if rdef.source.get("kind") == "file" else rdef.name
+        info["controller"] = {"mode": self.controller.config.mode, "ik_iters": int(self.controller.config.ik_iters)}
         if self._joint_terms:
             info["joints"] = self._joint_info()
         info["init"] = {o: [round(float(x), 6) for x in (*P[:3, 3], np.arctan2(P[1, 0], P[0, 0]))]

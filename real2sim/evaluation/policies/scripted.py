@@ -55,6 +55,14 @@ def _nearest_axis_aligned(R: np.ndarray) -> np.ndarray:
 
 STALL_FRACTION = 0.75
 """Closing fingers that move less than this fraction of their longest (free) step are taken as holding something."""
+SAG_HOLD = 0.04
+"""The oracle holds its command's sideways motion while the measured hand is this far (m) below the command..."""
+SAG_HOLD_STEPS = 6
+"""... for at most this many steps in a row."""
+REACH_TOL = 0.015
+"""A plan whose waypoints the controller's IK (mirrored, :meth:`ScriptedPolicy._rollout`) reaches within this (m)."""
+PITCHES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+"""The level hand's pitches (rad, down) the oracle may open a drawer with (:meth:`ScriptedPolicy._reachable_open_plan`)."""
 TILT_KEEP_DEG = 10.0
 """A hand that starts more than this tilted from straight down keeps its tilt (see :func:`_top_down`)."""
 
@@ -72,6 +80,25 @@ def _top_down(R: np.ndarray) -> np.ndarray:
     down = P[2].argmin()  # the hand axis that points down
     tilt = np.degrees(np.arccos(np.clip(-R[2, down], -1.0, 1.0)))
     return P if tilt <= TILT_KEEP_DEG else R.copy()
+
+
+_KINEMATICS: dict = {}
+
+
+def _kinematics(robot: str | None):
+    """The robot's :class:`~real2sim.robots.kinematics.Kinematics` (cached per process), or None when the robot is not
+    known here (a remote env, pinocchio missing): the oracle then moves without checking its plan."""
+    if not robot:
+        return None
+    if robot not in _KINEMATICS:
+        try:
+            from real2sim.robots.kinematics import Kinematics
+
+            _KINEMATICS[robot] = Kinematics(robot)
+        except Exception as exc:  # noqa: BLE001 - any failure only turns the check off
+            log.info("scripted: no kinematics for robot '%s' (%s); the plan is not checked", robot, exc)
+            _KINEMATICS[robot] = None
+    return _KINEMATICS[robot]
 
 
 def _first(pred: dict, types) -> dict | None:
@@ -126,6 +153,7 @@ class ScriptedPolicy:
         if level_turn not in ("moving", "first"):
             raise Real2SimError(f"scripted: level_turn must be 'moving' or 'first', got {level_turn!r}")
         self.level_turn = level_turn
+        self.back_off = "far"  # after a drawer is opened for an object: "far" (back, then up) or "rise" (up)
         self.rng = np.random.default_rng(0)
         self.plan: list = []
 
@@ -134,6 +162,9 @@ class ScriptedPolicy:
         if not info or "task" not in info or "object_ids" not in info:
             raise Real2SimError("the scripted oracle needs the env's reset info (task predicate, object ids)")
         self.rng = np.random.default_rng(seed)
+        self._tracked, self._drags = {}, set()  # waypoints that follow the object / that drag a drawer (by id)
+        self.kin = _kinematics(info.get("robot")) if info.get("controller", {}).get("mode") == "ee_delta" else None
+        self.ik_iters = int(info.get("controller", {}).get("ik_iters", 50))
         self.ids = list(info["object_ids"])
         self.bounds = {k: np.asarray(v, float) for k, v in info.get("object_bounds", {}).items()}
         Twb = info.get("robot_base_pose")
@@ -165,7 +196,7 @@ class ScriptedPolicy:
             self.plan, self.phase, self.hold = [], 0, 0
             self.offset = np.r_[self.rng.normal(0.0, self.noise, 2), 0.0] if self.noise > 0 else np.zeros(3)
             self.grip_cmd, self.stalled, self.prev_fingers, self.free_travel = 1.0, False, None, None
-            self.prev_ee, self.still = None, 0
+            self.prev_ee, self.still, self.sagging = None, 0, 0
             return
         if strat == "auto":
             p = _first(pred, ("lifted", "on_top", "inside", "near"))
@@ -191,9 +222,12 @@ class ScriptedPolicy:
             self.R_top = _top_down(quat_wxyz_to_matrix(ee[3:7]))
             if self.lean:  # lean the hand forward (its approach axis away from the base, about the base's y axis)
                 self.R_top = _rot_y(-self.lean) @ self.R_top
+            self.q_start = np.asarray(observation["qpos"], float) if "qpos" in observation else None
+            self._tracked = {}
             self.plan = self._make_plan(np.asarray(observation["objects"], float), ee[:3])
             # the controller applies deltas to its previous *target*: track that target here
             self.cmd_p, self.cmd_R = ee[:3].copy(), quat_wxyz_to_matrix(ee[3:7])
+        self._follow(np.asarray(observation["objects"], float))
         pos, R, grip, hold = self.plan[self.phase]
         commanded = np.linalg.norm(pos - self.cmd_p) < 1e-3 and np.linalg.norm(_so3_log(R @ self.cmd_R.T)) < 0.02
         reached = commanded and np.linalg.norm(ee[:3] - self.cmd_p) < 0.015
@@ -205,29 +239,80 @@ class ScriptedPolicy:
             reached = self.still >= self.settle_steps and np.linalg.norm(ee[:3] - self.cmd_p) < 0.03
         self.prev_ee = ee[:3].copy()
         ramping = self._gripper(grip, observation)
-        if self.close_step is not None and grip < 0.5 and self.stalled and commanded:
+        closing = grip < 0.5 and (self.phase == 0 or self.plan[self.phase - 1][2] >= 0.5)
+        dragging = grip < 0.5 and id(pos) in self._drags
+        if self.close_step is not None and (closing or dragging) and self.stalled and commanded:
             # closing on something that pushes the hand back (a round object gripped at the arm's reach, the hand
-            # pushed 5 cm off): fingers that hold it count as there
+            # pushed 5 cm off), or dragging something that holds it back (a drawer pulled open: let go while the
+            # drawer still moves out; slowed to a stop first, MuJoCo's opening fingers threw it shut again, 0.22 ->
+            # 0.05 m): fingers that hold it count as there - at those waypoints only (at every closed-hand waypoint,
+            # the apple was let go 7 cm above the drawer)
             reached = True
         if reached and not ramping:
             self.hold += 1
             if self.hold > hold and self.phase < len(self.plan) - 1:
                 self.phase += 1
                 self.hold = 0
+                self._follow(np.asarray(observation["objects"], float))
                 pos, R, grip, hold = self.plan[self.phase]
                 self._gripper(grip, observation)
         grip = self.grip_cmd if self.close_step is not None else grip
-        d = pos - self.cmd_p
-        n = np.linalg.norm(d)
-        if n > self.max_step:
-            d *= self.max_step / n
-        r = _so3_log(R @ self.cmd_R.T)
-        rn = np.linalg.norm(r)
-        if rn > self.max_rot:
-            r *= self.max_rot / rn
+        d, r = self._delta(pos, R, self.cmd_p, self.cmd_R)
+        if ee[2] < self.cmd_p[2] - SAG_HOLD and self.sagging < SAG_HOLD_STEPS:
+            # the measured hand hangs below its command (a soft arm at 3 Hz sags while it moves and turns): no
+            # sideways progress until it has caught up (sweeping on low, MuJoCo's arm knocked the apple off its
+            # place), at most SAG_HOLD_STEPS steps in a row (a height the arm cannot reach must not stop it)
+            d[:2] = 0.0
+            self.sagging += 1
+        else:
+            self.sagging = 0
         self.cmd_p = self.cmd_p + d
         self.cmd_R = so3_exp(r) @ self.cmd_R
         return np.r_[d, r, grip][None]
+
+    def _delta(self, pos, R, cmd_p, cmd_R) -> tuple[np.ndarray, np.ndarray]:
+        """One step from the commanded pose towards (pos, R): at most ``max_step`` and ``max_rot``."""
+        d = pos - cmd_p
+        n = np.linalg.norm(d)
+        if n > self.max_step:
+            d *= self.max_step / n
+        r = _so3_log(R @ cmd_R.T)
+        rn = np.linalg.norm(r)
+        if rn > self.max_rot:
+            r *= self.max_rot / rn
+        return d, r
+
+    def _rollout(self, plan, q) -> tuple[float, float, np.ndarray]:
+        """The plan's commands through a mirror of the controller's local IK, from joints ``q``.
+
+        The ee_delta controller moves its target by each delta and solves IK from its previous joint targets; a
+        redundant arm (the Google Robot's 7 joints) can wind a joint onto its limit on the way to a pose that is
+        reachable from the rest pose, and then holds the closest pose short of the waypoint. Returns (the largest
+        distance between a waypoint and where the mirrored target ends, m; the smallest margin of a moving joint to
+        its limits over the path, rad; the joint targets at the end)."""
+        kin, n = self.kin, self.kin.robot.n_arm
+        q = np.asarray(q, float).copy()
+        T = kin.fk(q)
+        cmd_p, cmd_R = T[:3, 3].copy(), T[:3, :3].copy()
+        q0, moved = q[:n].copy(), np.zeros(n, bool)
+        err, margin = 0.0, np.inf
+        for pos, R, _, _ in plan:
+            for _ in range(int(2.0 / self.max_step) + int(np.pi / self.max_rot)):
+                if np.linalg.norm(pos - cmd_p) < 1e-3 and np.linalg.norm(_so3_log(R @ cmd_R.T)) < 0.02:
+                    break
+                d, r = self._delta(pos, R, cmd_p, cmd_R)
+                cmd_p, cmd_R = cmd_p + d, so3_exp(r) @ cmd_R
+                T[:3, 3] += d
+                T[:3, :3] = so3_exp(r) @ T[:3, :3]
+                qa, ok = kin.ik(T, q, iters=self.ik_iters)
+                q[:n] = qa
+                if not ok:
+                    T = kin.fk(q)
+                moved |= np.abs(qa - q0) > 1e-6
+                if moved.any():
+                    margin = min(margin, float(np.minimum(qa - kin.lower[:n], kin.upper[:n] - qa)[moved].min()))
+            err = max(err, float(np.linalg.norm(kin.fk(q)[:3, 3] - pos)))
+        return err, margin, q
 
     def _gripper(self, grip: float, observation: dict) -> bool:
         """With ``close_step``: close gently. The gripper command falls by ``close_step`` per step until the
@@ -396,27 +481,86 @@ class ScriptedPolicy:
         # level_turn='first': the hand turns level where it is, then goes (turning while it travels ~0.8 m down, a
         # local IK can wind a wrist joint onto its limit on the way and stall there, short of the handle)
         turn = [(np.asarray(ee, float).copy(), R, 1.0, 0)] if self.level_turn == "first" and ee is not None else []
+        self._drags = {id(out)}
         return turn + [(back, R, 1.0, 0), (pre, R, 1.0, 0), (grip, R, 1.0, 1), (grip, R, 0.0, 2), (out, R, 0.0, 1),
                 (out, R, 1.0, 1), (out + a * 0.06, R, 1.0, 0)]
+
+    def _reachable_open_plan(self, objects, ee) -> list:
+        """:meth:`_drawer_plan` with the level hand's pitch, its roll and ``level_turn`` chosen by the arm's
+        kinematics: the controller's IK, mirrored along the whole plan (:meth:`_rollout`; for "put the apple in the
+        drawer" that includes the pick and the drop), must reach every waypoint within ``REACH_TOL``. Candidates in
+        order: with an object to place, the back-off after the drawer (``"rise"``, then ``"far"``); the configured
+        roll (with ``level_roll=0``: both), then the configured turn, then pitches of
+        ``PITCHES`` nearest to the configured ``level_pitch`` first; the first that reaches is taken, else the one that
+        comes closest. Without the robot's kinematics (a remote env), the configured plan."""
+        if self.kin is None or getattr(self, "q_start", None) is None:
+            return self._drawer_plan(objects, ee)
+        pitch0, turn0, roll0 = self.level_pitch, self.level_turn, self.level_roll
+        pitches = sorted({pitch0, *PITCHES}, key=lambda p: (abs(p - pitch0), p))
+        turns = (turn0, "moving" if turn0 == "first" else "first")
+        rolls = (roll0, -roll0) if roll0 else (0.0,)
+        rolls = rolls + tuple(r for r in (1.0, -1.0) if r not in rolls)
+        backs = ("rise", "far") if self.then is not None else ("far",)
+        best = None
+        try:
+            for back in backs:
+                for roll in rolls:
+                    for turn in turns:
+                        for pitch in pitches:
+                            self.level_pitch, self.level_turn, self.level_roll = pitch, turn, roll
+                            self.back_off, self._tracked = back, {}
+                            plan = self._drawer_plan(objects, ee)
+                            err = self._rollout(plan, self.q_start)[0]
+                            if best is None or err < best[0]:
+                                best = (err, (pitch, turn, roll, back), plan, self._tracked, self._drags)
+                            if err < REACH_TOL:
+                                break
+                        if best[0] < REACH_TOL:
+                            break
+                    if best[0] < REACH_TOL:
+                        break
+                if best[0] < REACH_TOL:
+                    break
+        finally:
+            self.level_pitch, self.level_turn, self.level_roll, self.back_off = pitch0, turn0, roll0, "far"
+        err, (pitch, turn, roll, back), plan, self._tracked, self._drags = best
+        log.debug("scripted: drawer with pitch %.2f, turn %s, roll %s, back-off %s (mirrored IK ends %.1f cm from a "
+                  "waypoint at most)", pitch, turn, roll, back, 100 * err)
+        self.chosen = {"level_pitch": pitch, "level_turn": turn, "level_roll": roll, "back_off": back,
+                       "reach_error": round(err, 4)}
+        return plan
+
+    def _drawer_plan(self, objects, ee) -> list:
+        """Open the drawer (:meth:`_open_plan`), then (an object to put in it) place the object in it."""
+        min_pull = 0.0
+        if self.then is not None:  # the opening must take the object: its width, 4 cm each side and the front's
+            oid = self.then["object"]
+            min_pull = 2 * self._half_xy(oid, self._pose(objects, oid)[1]) + 0.12
+        plan = self._open_plan(ee, min_pull)
+        if self.then is not None:
+            last, R = plan[-1][0], plan[-1][1]
+            if self.back_off == "far":  # back off further, still level, before turning the hand (it sweeps ahead)
+                plan.append((last + np.r_[last[:2] - plan[-2][0][:2], 0.0] * 1.5, R, 1.0, 0))
+            else:  # "rise": up, still level, to the height the hand turns at (over the cabinet top)
+                J, _, _ = self._joint_frame()
+                oid = self.then["object"]
+                top = (self.T_base_world[:3, :3] @ [0.0, 0.0, J["top"]] + self.T_base_world[:3, 3])[2]
+                hz = self._half_z(oid, self._pose(objects, oid)[1])
+                plan.append((np.r_[last[:2], top + hz + self.clearance + 0.05], R, 1.0, 0))
+            plan += self._place_in_drawer_plan(objects, plan[-1][0])
+        return plan
 
     def _make_plan(self, objects, ee=None) -> list:
         """Waypoints: (position in base frame, orientation, gripper opening, steps to hold once reached)."""
         if self.mode == "close":
             return self._level_close_plan(ee) if self.drawer_hand == "level" else self._close_plan()
         if self.mode == "open":
-            min_pull = 0.0
-            if self.then is not None:  # the opening must take the object: its width, 4 cm each side and the front's
-                oid = self.then["object"]
-                min_pull = 2 * self._half_xy(oid, self._pose(objects, oid)[1]) + 0.12
-            plan = self._open_plan(ee, min_pull)
-            if self.then is not None:  # back off further, still level, before turning the hand (it sweeps ahead)
-                plan.append((plan[-1][0] + np.r_[plan[-1][0][:2] - plan[-2][0][:2], 0.0] * 1.5, plan[-1][1], 1.0, 0))
-                plan += self._place_in_drawer_plan(objects, plan[-1][0])
-            return plan
+            return self._reachable_open_plan(objects, ee)
         oid = self.pred["object"]
         p, R = self._pose(objects, oid)
         Rg = self._grasp_R(R, oid)
         above = p + [0, 0, 0.08]
+        self._tracked = {}
         if self.mode == "push":
             goal = (self._pose(objects, self.pred["target"])[0] if "target" in self.pred
                     else np.asarray(self.pred["position"], float))
@@ -446,6 +590,7 @@ class ScriptedPolicy:
             # the approach clears the top (at 3 Hz a soft arm sags a few cm below its path while it moves)
             above = np.r_[p[:2], p[2] + hz + self.clearance]
             p = np.r_[p[:2], max(p[2] - 0.4 * hz, p[2] + hz - self.grasp_depth)]
+        self._track(oid, above, p)
         plan = [(above, Rg, 1.0, 1), (p, Rg, 1.0, 1), (p, Rg, 0.0, 3), (p + [0, 0, self.lift], Rg, 0.0, 2)]
         if self.mode == "place":
             sup = self.pred.get("support", self.pred.get("container"))
@@ -457,8 +602,8 @@ class ScriptedPolicy:
         return plan
 
     def _place_in_drawer_plan(self, objects, hand) -> list:
-        """After the drawer is open: up over the object's top, pick it (as ``pick``), over the middle of the
-        drawer's opened part, down to just above its rim, let go, up."""
+        """After the drawer is open: up over the object's top, pick it (as ``pick``), lift it by its half height
+        (above the drawer's rim), carry it low over the middle of the drawer's opened part, let go, up."""
         J, a, to_base = self._joint_frame()
         oid = self.then["object"]
         frac = float(self.pred.get("fraction", 0.3))
@@ -478,9 +623,32 @@ class ScriptedPolicy:
         mid = h - a * (depth + 0.03) + a * (pulled / 2)
         rim = to_base(J["face"])[2]  # the drawer's height at its centre; its rim is above
         drop = np.r_[mid[:2], max(rim + 0.07 + hz + 0.02, g[2])]
-        return [(up, Rg, 1.0, 0), (above, Rg, 1.0, 1), (g, Rg, 1.0, 1), (g, Rg, 0.0, 3), (above, Rg, 0.0, 0),
-                (np.r_[drop[:2], above[2]], Rg, 0.0, 0), (drop, Rg, 0.0, 1), (drop, Rg, 1.0, 2),
+        self._track(oid, above, g)
+        # carried low: lifted by its half height (above the drawer's rim), over the drawer, let go there. Carried
+        # over the top (up to the approach height, across, down: ~14 steps), MuJoCo's apple slid out along the
+        # tilted fingers (3 cm) and fell onto the cabinet (a0, b0: 0/6); a harder squeeze ejected it sooner
+        carry = np.r_[g[:2], max(g[2], drop[2]) + hz]
+        return [(up, Rg, 1.0, 0), (above, Rg, 1.0, 1), (g, Rg, 1.0, 1), (g, Rg, 0.0, 3), (carry, Rg, 0.0, 0),
+                (np.r_[drop[:2], carry[2]], Rg, 0.0, 0), (np.r_[drop[:2], carry[2]], Rg, 1.0, 2),
                 (np.r_[drop[:2], above[2]], Rg, 1.0, 0)]
+
+    def _track(self, oid, approach, *points) -> None:
+        """While the hand goes open to ``approach`` (over the object), it and ``points`` (the grasp; arrays, changed
+        in place) follow the object's measured x, y each step (re-planned from the state: an object nudged on the way,
+        e.g. by a sagging arm, is gripped where it is). Not on the way down to the grasp: there the fingers touch the
+        object (a noisy oracle's, 3 cm off) and chasing it pushes it on (the WidowX's scripted:noise=0.03 lost 1 of
+        12 lifts and stacks that way)."""
+        self._tracked[id(approach)] = (oid, (approach, *points))
+
+    def _follow(self, objects) -> None:
+        pos, _, grip, _ = self.plan[self.phase]
+        tr = self._tracked.get(id(pos))
+        if tr is None or grip < 0.5:
+            return
+        oid, pts = tr
+        xy = self._pose(objects, oid)[0][:2]
+        for pt in pts:
+            pt[:2] = xy
 
     def _world_to_base(self, p):
         T = self.T_base_world
