@@ -26,7 +26,7 @@ from real2sim.core.errors import DependencyMissing, Real2SimError, RobotError
 from real2sim.core.geometry import make_pose
 
 log = logging.getLogger(__name__)
-RESOLVER_VERSION = 7  # bump when _expand/_clean change their output (it is part of the cache key)
+RESOLVER_VERSION = 8  # bump when _expand/_clean change their output (it is part of the cache key)
 MIN_MASS = 1e-3
 MIN_INERTIA = 1e-6
 
@@ -337,8 +337,12 @@ def _balance_inertia(I) -> bool:
     return True
 
 
-def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None, path: Path | None = None) -> str:
-    """The self-contained URDF (see the module docstring); what had to be changed is appended to ``fixes``."""
+def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None, path: Path | None = None,
+           keep_materials: bool = True) -> str:
+    """The self-contained URDF (see the module docstring); what had to be changed is appended to ``fixes``.
+    ``keep_materials``: split visual meshes by their own materials (``real2sim.robots.materials``)."""
+    from real2sim.robots.materials import split_visuals
+
     fixes = [] if fixes is None else fixes
     path = path or base_dir
     root = _parse_urdf_text(robot, text, path)
@@ -394,10 +398,12 @@ def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None
         if _balance_inertia(I) and ln in moving_children:
             fixes.append(f"link '{ln}' has principal inertias at or past what a rigid body can have (A + B <= C): "
                          "the two smaller ones raised by half the gap + 1e-4 C (MuJoCo refuses A + B < C)")
-        for mat in link.iter("material"):  # colours come from the robot def / bundle appearance
+        for mat in link.iter("material"):  # flat colours come from the robot def / bundle appearance
             for t in list(mat):
                 if t.tag == "texture":
                     mat.remove(t)
+        if keep_materials:  # the meshes' own materials: one visual per material part (robots.materials)
+            split_visuals(link, path, base_dir)
         for mesh in link.iter("mesh"):
             fn = mesh.get("filename") or ""
             if fn.startswith("file://"):
