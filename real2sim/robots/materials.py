@@ -57,7 +57,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _colour(mat) -> tuple | None:
-    for attr in ("baseColorFactor", "diffuse", "main_color"):
+    for attr in ("baseColorFactor", "diffuse"):  # not trimesh's made-up main_color of a material-less mesh
         c = getattr(mat, attr, None) if mat is not None else None
         if c is not None:
             c = np.asarray(c, float).ravel()
