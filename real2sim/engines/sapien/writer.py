@@ -459,7 +459,9 @@ def _robot_files(w: _Writer, spec, bundle_root: Path) -> dict:
                 own_parts.add(id(mesh))
                 continue
             c = own_rgba if own_rgba is not None else rgba  # the mesh's own colour, else the flat colour
-            mat = ElementTree.SubElement(vis, "material", name=f"mat_{link.get('name')}")
+            # one name per colour: SAPIEN's URDF loader keeps the first material of a name
+            mname = f"mat_{link.get('name')}" if own_rgba is None else f"mat_{link.get('name')}_{hash_bytes(_vec(c).encode())}"
+            mat = ElementTree.SubElement(vis, "material", name=mname)
             ElementTree.SubElement(mat, "color", rgba=_vec([*srgb_to_linear(c[:3]), c[3]]))
         for mesh in (m_ for c in link.findall("collision") + link.findall("visual") for m_ in c.iter("mesh")):
             if (textured and mesh.get("filename", "").startswith("meshes/")) or id(mesh) in own_parts:
