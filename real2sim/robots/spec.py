@@ -479,6 +479,12 @@ def urdf_fixes(robot: RobotDef) -> list[str]:
     return json.loads(f.read_text()) if f.is_file() else []
 
 
+def _cached_files_present(urdf: Path) -> bool:
+    """Whether every file a cached resolved URDF names (meshes, material parts and textures in the cache) is there
+    (a partly wiped cache resolves again)."""
+    return all(Path(f).is_file() for f in re.findall(r'filename="([^"]+)"', urdf.read_text()))
+
+
 def resolve_urdf(robot: RobotDef) -> Path:
     """The robot's self-contained URDF in the cache (built on first use; same inputs -> same file)."""
     root = _package_root(robot)
@@ -490,7 +496,7 @@ def resolve_urdf(robot: RobotDef) -> Path:
     if src_file.is_file():
         h.update(src_file.read_bytes())
     out = cache_dir() / f"{robot.name}-{h.hexdigest()[:16]}.urdf"
-    if out.is_file():
+    if out.is_file() and _cached_files_present(out):
         return out
     fixes: list[str] = []
     text = _clean(robot, _expand(robot, root), src_file.parent, fixes, src_file)

@@ -21,7 +21,10 @@ time) are held out: colours and textures fitted on the others are scored there, 
 composite (plate + rendered robot) against the real frame (PSNR over the real robot mask united with the rendered
 silhouette). The textures are kept only when they score at least as well as the flat colours (held-out frames, or
 the fitted frames when there is only one pose); otherwise the flat colours stay and the report says why. Then
-both are fitted on all frames.
+both are fitted on all frames. "Flat" here means what the exports draw without a back-projected texture: a link
+whose visual meshes carry their own materials (``real2sim.robots.materials``: the mesh's textures or diffuse
+colours) is drawn in them, the others in their flat colour (precedence: back-projected texture > the mesh's own
+material > flat colour).
 
 The fitted colours and textures are what the camera saw (lighting baked in, as SIMPLER's recolouring of the robot
 in an image editor, here done from the frames); they are not albedo estimates.
@@ -543,7 +546,8 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
                 fl, tx = np.where(sil[..., None], fl, plate), np.where(sil[..., None], tx, plate)
             row = ins["per_frame"][best]
             pic = bundle.reports_dir() / f"{ROBOT_STAGE}_textures.png"
-            write_rgb(pic, _strip([img, fl, tx], ["real frame", f"flat colours: {row[key + '_flat_db']:.1f} dB",
+            base = "meshes' materials" if model.materials else "flat colours"  # what shows without the textures
+            write_rgb(pic, _strip([img, fl, tx], ["real frame", f"{base}: {row[key + '_flat_db']:.1f} dB",
                                                   f"textures: {row[key + '_textured_db']:.1f} dB"],
                                   f"robot appearance, frame {frames[best][0]}: robot-region PSNR ({key.replace('_', ' ')}); "
                                   f"{decision}"))
