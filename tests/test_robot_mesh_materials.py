@@ -290,3 +290,25 @@ def test_google_robot_exports_carry_its_textures(google, tmp_path):
     files = {pxr.UsdShade.Shader(p).GetInput("file").Get().path for p in stage.Traverse()
              if p.GetName() == "DiffuseTexture"}
     assert len(files) >= 4 and all((usd.parent / f).is_file() for f in files)
+
+
+def test_mesh_materials_false_keeps_flat_colours(painted_robot, tmp_path):
+    """A definition with ``mesh_materials = false``: no material parts, every link in its flat colour (the MJCF has
+    no robot texture, the forearm one geom); a non-boolean value is refused naming the field."""
+    from real2sim.core.errors import RobotError
+    from real2sim.engines import get_exporter
+    from real2sim.robots.robotfile import load_robot_file
+    from real2sim.robots.scene import parse_urdf, robot_setup
+
+    d = json.loads(painted_robot.read_text())
+    painted_robot.write_text(json.dumps({**d, "mesh_materials": "no"}))
+    with pytest.raises(RobotError, match="mesh_materials"):
+        load_robot_file(painted_robot)
+    painted_robot.write_text(json.dumps({**d, "mesh_materials": False}))
+    b, cam = _bundle(painted_robot, tmp_path)
+    links, _, _ = parse_urdf(robot_setup(b.manifest.robot, b.root).urdf)
+    assert all(rgba is None for link in links.values() for rgba, _ in link.visual_materials)
+    root = ET.parse(get_exporter("mjcf").export(b).main_file).getroot()
+    assert not [t for t in root.iter("texture") if t.get("name", "").startswith("robot/")]
+    body = [x for x in root.iter("body") if x.get("name") == "robot/forearm"][0]
+    assert len([g for g in body.findall("geom") if g.get("class") == "robot_visual"]) == 1

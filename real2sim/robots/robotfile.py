@@ -48,6 +48,7 @@ _REQUIRED = {"name", "urdf", "base_link", "arm_joints", "gripper_joints", "gripp
 _OPTIONAL = {"ee_offset", "arm_stiffness", "arm_damping", "gripper_stiffness", "gripper_damping", "arm_force_limit",
              "gripper_force_limit", "armature", "control_hz", "physics_hz", "aliases", "description",
              "strip_link_prefix", "fixed_joints", "negate_joints", "packages", "camera_mounts", "appearance_default",
+             "mesh_materials",
              "appearance", "format"}
 DEFAULT_ARM_STIFFNESS = 1000.0
 DEFAULT_ARM_DAMPING = 100.0
@@ -196,6 +197,7 @@ def parse_definition(d: dict, path: Path) -> RobotDef:
         camera_mounts=mounts,
         appearance_default=tuple(r.vector(d.get("appearance_default", [0.7, 0.7, 0.7, 1.0]), "appearance_default", 4, 0.0)),
         appearance=appearance,
+        mesh_materials=r.boolean(d.get("mesh_materials", True), "mesh_materials"),
     )
     clash = set(robot.joint_names) & set(robot.fixed_joints)
     if clash:
@@ -238,7 +240,8 @@ def definition_dict(robot: RobotDef, urdf: str, packages: dict | None = None) ->
          "camera_mounts": {k: {**v, "position": lst(v["position"]), "quaternion_wxyz": lst(v["quaternion_wxyz"])}
                            for k, v in robot.camera_mounts.items()},
          "appearance_default": lst(robot.appearance_default),
-         "appearance": {k: lst(v) for k, v in robot.appearance.items()}}
+         "appearance": {k: lst(v) for k, v in robot.appearance.items()},
+         "mesh_materials": bool(robot.mesh_materials)}
     if robot.arm_force_limit:
         d["arm_force_limit"] = lst(robot.arm_force_limit)
     if math.isfinite(robot.gripper_force_limit):
