@@ -33,16 +33,34 @@ class RobotModel:
     base: np.ndarray
     joint_names: list
     default_q: np.ndarray
+    materials: dict = dataclasses.field(default_factory=dict)
+    """link -> :class:`LinkMaterials` of links whose meshes carry their own materials (``robots.materials``)."""
 
 
-def _geometry_mesh(T, geom):
+@dataclass
+class LinkMaterials:
+    """A link's own mesh materials, indexed like its (vertices, faces) in :attr:`RobotModel.links`."""
+
+    face_part: np.ndarray
+    """``(m,) int`` part of each face (-1: a visual without a material: the link's flat colour)."""
+    uv: np.ndarray
+    """``(n, 2) float`` per-vertex UVs (OBJ convention, v up; 0 where the part is untextured)."""
+    parts: list
+    """Per part: (rgba (4,), texture ``(h, w, 3) float32`` or None)."""
+
+
+def _geometry_mesh(T, geom, want_uv: bool = False):
     import trimesh
 
+    from real2sim.core.objio import mesh_uv
+
     tag = geom.tag
+    uv = None
     if tag == "mesh":
         m = load_mesh(Path(geom.get("filename")))
         v = np.asarray(m.vertices, float) * np.array([float(s) for s in (geom.get("scale") or "1 1 1").split()])
         f = np.asarray(m.faces)
+        uv = mesh_uv(m) if want_uv else None
     elif tag == "box":
         m = trimesh.creation.box([float(s) for s in geom.get("size").split()])
         v, f = m.vertices, m.faces
@@ -54,7 +72,18 @@ def _geometry_mesh(T, geom):
         v, f = m.vertices, m.faces
     else:
         return None
+    if want_uv:
+        return transform_points(T, v), np.asarray(f, np.int64), uv
     return transform_points(T, v), np.asarray(f, np.int64)
+
+
+def _texture_image(path: Path, cache: dict) -> np.ndarray:
+    from real2sim.core.imaging import read_rgb_float
+
+    key = str(path)
+    if key not in cache:
+        cache[key] = read_rgb_float(Path(path)).astype(np.float32)
+    return cache[key]
 
 
 def load_robot_model(spec, root: Path | None = None) -> RobotModel:
@@ -63,13 +92,31 @@ def load_robot_model(spec, root: Path | None = None) -> RobotModel:
 
     rs = robot_setup(spec, root)
     links, joints, root = parse_urdf(rs.urdf)
-    meshes = {}
+    meshes, materials, images = {}, {}, {}
     for name, link in links.items():
-        parts = [p for p in (_geometry_mesh(T, g) for T, g in link.visuals) if p is not None]
+        mats = link.visual_materials or [(None, None)] * len(link.visuals)
+        own = any(rgba is not None for rgba, _ in mats)
+        parts, kinds = [], []
+        for (T, g), (rgba, tex) in zip(link.visuals, mats):
+            p = _geometry_mesh(T, g, want_uv=True)
+            if p is not None:
+                parts.append(p)
+                kinds.append((rgba, tex))
         if parts:
             off = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
             meshes[name] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] + o for p, o in zip(parts, off)]))
-    return RobotModel(meshes, joints, root, rs.base, list(rs.robot.joint_names), np.asarray(rs.qpos, float))
+        if parts and own:
+            face_part, uv, plist = [], [], []
+            for (v, f, puv), (rgba, tex) in zip(parts, kinds):
+                textured = tex is not None and puv is not None
+                if rgba is None:
+                    face_part.append(np.full(len(f), -1))
+                else:
+                    plist.append((np.asarray(rgba, np.float32), _texture_image(tex, images) if textured else None))
+                    face_part.append(np.full(len(f), len(plist) - 1))
+                uv.append(np.asarray(puv, float) if textured else np.zeros((len(v), 2)))
+            materials[name] = LinkMaterials(np.concatenate(face_part), np.concatenate(uv), plist)
+    return RobotModel(meshes, joints, root, rs.base, list(rs.robot.joint_names), np.asarray(rs.qpos, float), materials)
 
 
 def posed_mesh(model: RobotModel, q) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -104,6 +151,57 @@ def render_links(model: RobotModel, camera, q, colours: dict, default=(0.7, 0.7,
     ids, names = link_id_image(model, camera, q)
     lut = np.array([list(colours.get(n) or default)[:3] for n in names] + [[0, 0, 0]], np.float32)
     img = lut[np.where(ids >= 0, ids, len(names))]
+    return img, ids >= 0
+
+
+def sample_wrapped(tex: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    """Bilinear lookup of ``tex (h, w, 3)`` (row 0 = v 1) at OBJ UVs ``(n, 2)``, repeating outside [0, 1] (as the
+    engines' default texture wrap): ``(n, 3)``."""
+    h, w = tex.shape[:2]
+    x = np.mod(np.asarray(uv[:, 0], float), 1.0) * w - 0.5
+    y = np.mod(1.0 - np.asarray(uv[:, 1], float), 1.0) * h - 0.5
+    x0, y0 = np.floor(x).astype(int), np.floor(y).astype(int)
+    fx, fy = (x - x0)[:, None], (y - y0)[:, None]
+    x0, x1 = np.mod(x0, w), np.mod(x0 + 1, w)
+    y0, y1 = np.mod(y0, h), np.mod(y0 + 1, h)
+    return (tex[y0, x0] * (1 - fx) + tex[y0, x1] * fx) * (1 - fy) + (tex[y1, x0] * (1 - fx) + tex[y1, x1] * fx) * fy
+
+
+def material_colours(model: RobotModel, link: str, local_face: np.ndarray, bary: np.ndarray, flat) -> np.ndarray:
+    """``(n, 3)`` colours of pixels on ``link`` (its faces ``local_face``, barycentrics ``bary``) from the link's own
+    mesh materials; faces of a visual without one get ``flat`` (rgb)."""
+    lm = model.materials[link]
+    _, f = model.links[link]
+    out = np.tile(np.asarray(flat, np.float32)[:3], (len(local_face), 1))
+    part = lm.face_part[local_face]
+    for k, (rgba, tex) in enumerate(lm.parts):
+        sel = part == k
+        if not sel.any():
+            continue
+        if tex is None:
+            out[sel] = rgba[:3]
+            continue
+        uv = np.einsum("nk,nkd->nd", np.asarray(bary[sel], float), lm.uv[f[local_face[sel]]])
+        out[sel] = sample_wrapped(tex, uv) * rgba[:3]
+    return out
+
+
+def render_appearance(model: RobotModel, camera, q, colours: dict, default=(0.7, 0.7, 0.7, 1.0),
+                      backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """(``(h, w, 3) float32`` unlit render, ``(h, w) bool`` robot pixels): each link in its meshes' own materials
+    (textures, diffuse colours) where it has them, else its flat colour in ``colours`` (link -> rgba)."""
+    verts, faces, owner, names = posed_mesh(model, q)
+    fr = rasterize(camera, verts, faces, backend)
+    ids = np.where(fr.mask, owner[np.maximum(fr.face_id, 0)], -1)
+    lut = np.array([list(colours.get(n) or default)[:3] for n in names] + [[0, 0, 0]], np.float32)
+    img = lut[np.where(ids >= 0, ids, len(names))]
+    starts = np.cumsum([0] + [len(model.links[n][1]) for n in names[:-1]])
+    for k, name in enumerate(names):
+        if name not in model.materials:
+            continue
+        ys, xs = np.nonzero(ids == k)
+        if len(ys):
+            img[ys, xs] = material_colours(model, name, fr.face_id[ys, xs] - starts[k], fr.bary[ys, xs], lut[k])
     return img, ids >= 0
 
 

@@ -48,6 +48,7 @@ _REQUIRED = {"name", "urdf", "base_link", "arm_joints", "gripper_joints", "gripp
 _OPTIONAL = {"ee_offset", "arm_stiffness", "arm_damping", "gripper_stiffness", "gripper_damping", "arm_force_limit",
              "gripper_force_limit", "armature", "control_hz", "physics_hz", "aliases", "description",
              "strip_link_prefix", "fixed_joints", "negate_joints", "packages", "camera_mounts", "appearance_default",
+             "mesh_materials",
              "appearance", "format"}
 DEFAULT_ARM_STIFFNESS = 1000.0
 DEFAULT_ARM_DAMPING = 100.0
@@ -196,6 +197,7 @@ def parse_definition(d: dict, path: Path) -> RobotDef:
         camera_mounts=mounts,
         appearance_default=tuple(r.vector(d.get("appearance_default", [0.7, 0.7, 0.7, 1.0]), "appearance_default", 4, 0.0)),
         appearance=appearance,
+        mesh_materials=r.boolean(d.get("mesh_materials", True), "mesh_materials"),
     )
     clash = set(robot.joint_names) & set(robot.fixed_joints)
     if clash:
@@ -238,7 +240,8 @@ def definition_dict(robot: RobotDef, urdf: str, packages: dict | None = None) ->
          "camera_mounts": {k: {**v, "position": lst(v["position"]), "quaternion_wxyz": lst(v["quaternion_wxyz"])}
                            for k, v in robot.camera_mounts.items()},
          "appearance_default": lst(robot.appearance_default),
-         "appearance": {k: lst(v) for k, v in robot.appearance.items()}}
+         "appearance": {k: lst(v) for k, v in robot.appearance.items()},
+         "mesh_materials": bool(robot.mesh_materials)}
     if robot.arm_force_limit:
         d["arm_force_limit"] = lst(robot.arm_force_limit)
     if math.isfinite(robot.gripper_force_limit):
@@ -259,7 +262,7 @@ def package_robot_files(robot: RobotDef) -> dict[str, bytes]:
     root_dir = _package_root(robot)
     src = source_urdf(robot)
     text = _expand(robot, root_dir)
-    _clean(robot, text, src.parent, [], src)  # refuse a bad robot before anything is copied
+    _clean(robot, text, src.parent, [], src, keep_materials=False)  # refuse a bad robot before anything is copied
     root = ET.fromstring(text)
     files: dict[str, bytes] = {}
     for mesh in root.iter("mesh"):
@@ -268,12 +271,49 @@ def package_robot_files(robot: RobotDef) -> dict[str, bytes]:
             fn = fn[len("file://"):]
         p = Path(fn) if os.path.isabs(fn) else src.parent / fn
         data = p.read_bytes()
+        if p.suffix.lower() == ".obj":  # its material library and textures travel with it (content-addressed)
+            data = _packaged_obj(data, p.parent, files)
         rel = f"meshes/{hashlib.sha256(data).hexdigest()[:16]}_{p.name}"
         files[rel] = data
         mesh.set("filename", rel)
     files[PACKAGE_URDF] = (ET.tostring(root, encoding="unicode") + "\n").encode()
     files[PACKAGE_DEFINITION] = (json.dumps(definition_dict(robot, PACKAGE_URDF), indent=1) + "\n").encode()
     return files
+
+
+def _packaged_obj(data: bytes, folder: Path, files: dict) -> bytes:
+    """OBJ bytes whose ``mtllib`` names content-addressed copies (added to ``files`` under ``meshes/``) of its
+    material libraries, whose ``map_Kd`` textures are copied the same way; a library that is missing is dropped (the
+    resolver then reads the mesh without materials, as it would the original)."""
+    import re
+
+    def lib(m):
+        names = m.group(1).decode(errors="replace").split()
+        out = []
+        for name in names:
+            mp = folder / name
+            if not mp.is_file():
+                continue
+            text = mp.read_text(errors="replace")
+
+            def tex(t):
+                tp = mp.parent / t.group(2).strip()
+                if not tp.is_file():
+                    return ""
+                tdata = tp.read_bytes()
+                rel = f"{hashlib.sha256(tdata).hexdigest()[:16]}_{tp.name}"
+                files[f"meshes/{rel}"] = tdata
+                return f"{t.group(1)}{rel}"
+
+            text = re.sub(r"(?m)^([ \t]*map_Kd[ \t]+)(.+)$", tex, text)
+            text = re.sub(r"(?m)^[ \t]*(map_(?!Kd)\w+|bump|disp|decal|refl)\b.*$", "", text)  # only map_Kd travels
+            mdata = text.encode()
+            rel = f"{hashlib.sha256(mdata).hexdigest()[:16]}_{mp.name}"
+            files[f"meshes/{rel}"] = mdata
+            out.append(rel)
+        return (b"mtllib " + " ".join(out).encode()) if out else b""
+
+    return re.sub(rb"(?m)^[ \t]*mtllib[ \t]+([^\r\n]+)", lib, data)
 
 
 def write_robot_package(robot: RobotDef, folder: Path) -> Path:

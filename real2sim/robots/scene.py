@@ -10,6 +10,7 @@ import numpy as np
 from real2sim.core.errors import ExportError
 from real2sim.robots import robot_for_spec, robot_urdf
 from real2sim.robots.kinematics import so3_exp
+from real2sim.robots.materials import visual_material
 from real2sim.robots.spec import RobotDef
 
 ROBOT_PREFIX = "robot/"
@@ -111,6 +112,8 @@ class UrdfLink:
     mass: float
     com: np.ndarray  # (4, 4) inertial frame
     inertia: np.ndarray  # (3, 3) in the inertial frame
+    visual_materials: list = dataclasses.field(default_factory=list)
+    """Per visual: (rgba, texture PNG path or None) of the mesh's own material, or (None, None) (flat colour)."""
 
 
 def parse_urdf(path: Path) -> tuple[dict, list, str]:
@@ -128,7 +131,8 @@ def parse_urdf(path: Path) -> tuple[dict, list, str]:
         links[l.get("name")] = UrdfLink(
             l.get("name"), [(_origin(v.find("origin")), v.find("geometry")[0]) for v in l.findall("visual")],
             [(_origin(c.find("origin")), c.find("geometry")[0]) for c in l.findall("collision")],
-            float(inn.find("mass").get("value")), _origin(inn.find("origin")), inertia)
+            float(inn.find("mass").get("value")), _origin(inn.find("origin")), inertia,
+            [visual_material(v) for v in l.findall("visual")])
     joints = []
     for j in root.findall("joint"):
         ax = j.find("axis")

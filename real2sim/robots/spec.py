@@ -26,7 +26,7 @@ from real2sim.core.errors import DependencyMissing, Real2SimError, RobotError
 from real2sim.core.geometry import make_pose
 
 log = logging.getLogger(__name__)
-RESOLVER_VERSION = 7  # bump when _expand/_clean change their output (it is part of the cache key)
+RESOLVER_VERSION = 8  # bump when _expand/_clean change their output (it is part of the cache key)
 MIN_MASS = 1e-3
 MIN_INERTIA = 1e-6
 
@@ -67,6 +67,10 @@ class RobotDef:
     camera_mounts: dict = field(default_factory=dict)
     appearance_default: tuple = (0.7, 0.7, 0.7, 1.0)
     appearance: dict = field(default_factory=dict)
+    mesh_materials: bool = True
+    """Keep the visual meshes' own materials (textures, diffuse colours; ``real2sim.robots.materials``); False: every
+    link in its flat ``appearance`` colour (e.g. when colours fitted from the frames should show, or for speed: a
+    textured robot costs llvmpipe ~10% more render time)."""
 
     @property
     def joint_names(self) -> list[str]:
@@ -337,8 +341,12 @@ def _balance_inertia(I) -> bool:
     return True
 
 
-def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None, path: Path | None = None) -> str:
-    """The self-contained URDF (see the module docstring); what had to be changed is appended to ``fixes``."""
+def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None, path: Path | None = None,
+           keep_materials: bool = True) -> str:
+    """The self-contained URDF (see the module docstring); what had to be changed is appended to ``fixes``.
+    ``keep_materials``: split visual meshes by their own materials (``real2sim.robots.materials``)."""
+    from real2sim.robots.materials import split_visuals
+
     fixes = [] if fixes is None else fixes
     path = path or base_dir
     root = _parse_urdf_text(robot, text, path)
@@ -394,10 +402,12 @@ def _clean(robot: RobotDef, text: str, base_dir: Path, fixes: list | None = None
         if _balance_inertia(I) and ln in moving_children:
             fixes.append(f"link '{ln}' has principal inertias at or past what a rigid body can have (A + B <= C): "
                          "the two smaller ones raised by half the gap + 1e-4 C (MuJoCo refuses A + B < C)")
-        for mat in link.iter("material"):  # colours come from the robot def / bundle appearance
+        for mat in link.iter("material"):  # flat colours come from the robot def / bundle appearance
             for t in list(mat):
                 if t.tag == "texture":
                     mat.remove(t)
+        if keep_materials:  # the meshes' own materials: one visual per material part (robots.materials)
+            split_visuals(link, path, base_dir)
         for mesh in link.iter("mesh"):
             fn = mesh.get("filename") or ""
             if fn.startswith("file://"):
@@ -473,6 +483,12 @@ def urdf_fixes(robot: RobotDef) -> list[str]:
     return json.loads(f.read_text()) if f.is_file() else []
 
 
+def _cached_files_present(urdf: Path) -> bool:
+    """Whether every file a cached resolved URDF names (meshes, material parts and textures in the cache) is there
+    (a partly wiped cache resolves again)."""
+    return all(Path(f).is_file() for f in re.findall(r'filename="([^"]+)"', urdf.read_text()))
+
+
 def resolve_urdf(robot: RobotDef) -> Path:
     """The robot's self-contained URDF in the cache (built on first use; same inputs -> same file)."""
     root = _package_root(robot)
@@ -484,10 +500,10 @@ def resolve_urdf(robot: RobotDef) -> Path:
     if src_file.is_file():
         h.update(src_file.read_bytes())
     out = cache_dir() / f"{robot.name}-{h.hexdigest()[:16]}.urdf"
-    if out.is_file():
+    if out.is_file() and _cached_files_present(out):
         return out
     fixes: list[str] = []
-    text = _clean(robot, _expand(robot, root), src_file.parent, fixes, src_file)
+    text = _clean(robot, _expand(robot, root), src_file.parent, fixes, src_file, keep_materials=robot.mesh_materials)
     fixes = list(dict.fromkeys(fixes))  # a mesh used twice is converted once
     for line in fixes:
         log.info("robot %s: %s", robot.name, line)

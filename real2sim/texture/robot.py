@@ -21,7 +21,10 @@ time) are held out: colours and textures fitted on the others are scored there, 
 composite (plate + rendered robot) against the real frame (PSNR over the real robot mask united with the rendered
 silhouette). The textures are kept only when they score at least as well as the flat colours (held-out frames, or
 the fitted frames when there is only one pose); otherwise the flat colours stay and the report says why. Then
-both are fitted on all frames.
+both are fitted on all frames. "Flat" here means what the exports draw without a back-projected texture: a link
+whose visual meshes carry their own materials (``real2sim.robots.materials``: the mesh's textures or diffuse
+colours) is drawn in them, the others in their flat colour (precedence: back-projected texture > the mesh's own
+material > flat colour).
 
 The fitted colours and textures are what the camera saw (lighting baked in, as SIMPLER's recolouring of the robot
 in an image editor, here done from the frames); they are not albedo estimates.
@@ -45,7 +48,14 @@ from real2sim.core.views import frame_key
 from real2sim.render.mesh import TexMesh, unwrap
 from real2sim.render.overlay import overlay_panels, titled
 from real2sim.render.raster import rasterize, rasterize_uv
-from real2sim.render.robot import RobotModel, link_id_image, load_robot_model, posed_mesh, render_links
+from real2sim.render.robot import (
+    RobotModel,
+    link_id_image,
+    load_robot_model,
+    posed_mesh,
+    render_appearance,
+    render_links,
+)
 from real2sim.texture.backproject import _bilinear, push_pull_fill
 
 log = logging.getLogger(__name__)
@@ -126,6 +136,9 @@ class RobotUV:
     model: RobotModel
     """``links`` are the UV meshes' (vertices, faces): rasterising it gives faces of :attr:`meshes`."""
     meshes: dict[str, TexMesh]
+    source: RobotModel | None = None
+    """The model the UV meshes were made from (its links' own mesh materials, drawn where no texture was
+    back-projected)."""
 
 
 def weld(vertices, faces, decimals: int = 9) -> tuple[np.ndarray, np.ndarray]:
@@ -159,7 +172,7 @@ def robot_uv(model: RobotModel, meshes: dict[str, TexMesh] | None = None) -> Rob
         else:
             out[name] = unwrap(TexMesh(vw, fw))
     links = {n: (np.asarray(m.vertices, float), np.asarray(m.faces, np.int64)) for n, m in out.items() if n in model.links}
-    return RobotUV(dataclasses.replace(model, links=links), {n: out[n] for n in links})
+    return RobotUV(dataclasses.replace(model, links=links, materials={}), {n: out[n] for n in links}, model)
 
 
 @dataclass
@@ -299,16 +312,22 @@ def splat_link_samples(ruv: RobotUV, samples: dict, biggest: dict, colours: dict
 def render_robot(ruv: RobotUV, camera, q, colours: dict, textures: dict | None = None,
                  default=(0.7, 0.7, 0.7, 1.0), backend: str = "auto", frags=None) -> tuple[np.ndarray, np.ndarray]:
     """(``(h, w, 3) float32`` unlit render, ``(h, w) bool`` robot pixels): links with a texture in ``textures``
-    (link -> ``(S, S, 3)`` image) textured, the others in their flat ``colours`` (link -> rgba)."""
+    (link -> ``(S, S, 3)`` image) textured, the others in their meshes' own materials where they have them (as the
+    exports draw them), else in their flat ``colours`` (link -> rgba)."""
     fr = frags if frags is not None else _fragments(ruv, camera, q, backend)
     img = np.zeros((*fr.ids.shape, 3), np.float32)
+    own = None
+    src = ruv.source
+    if src is not None and any(n in src.materials and n not in (textures or {}) for n in fr.names):
+        own = render_appearance(src, camera, q, colours, default, backend)[0]  # a second raster of the same surface
     for k, name in enumerate(fr.names):
         m = fr.ids == k
         if not m.any():
             continue
         tex = (textures or {}).get(name)
         if tex is None:
-            img[m] = np.asarray(list(colours.get(name) or default)[:3], np.float32)
+            img[m] = own[m] if own is not None and name in src.materials else \
+                np.asarray(list(colours.get(name) or default)[:3], np.float32)
             continue
         ys, xs = np.nonzero(m)
         uv = _pixel_uv(ruv.meshes[name], fr.local_face[ys, xs], fr.bary[ys, xs])
@@ -527,7 +546,8 @@ def robot_appearance_stage(bundle: Bundle, config: RobotAppearanceConfig | None 
                 fl, tx = np.where(sil[..., None], fl, plate), np.where(sil[..., None], tx, plate)
             row = ins["per_frame"][best]
             pic = bundle.reports_dir() / f"{ROBOT_STAGE}_textures.png"
-            write_rgb(pic, _strip([img, fl, tx], ["real frame", f"flat colours: {row[key + '_flat_db']:.1f} dB",
+            base = "meshes' materials" if model.materials else "flat colours"  # what shows without the textures
+            write_rgb(pic, _strip([img, fl, tx], ["real frame", f"{base}: {row[key + '_flat_db']:.1f} dB",
                                                   f"textures: {row[key + '_textured_db']:.1f} dB"],
                                   f"robot appearance, frame {frames[best][0]}: robot-region PSNR ({key.replace('_', ' ')}); "
                                   f"{decision}"))

@@ -272,6 +272,40 @@ def _robot_mesh_copy(src: Path, dst_dir: Path) -> str:
     return name
 
 
+def own_materials(urdf: Path) -> dict:
+    """``{mesh file: (rgba, texture PNG or None)}`` of the resolved URDF's visuals that carry their mesh's own
+    material (``real2sim.robots.materials``; one material per part, so one per MJCF geom)."""
+    from real2sim.robots.materials import visual_material
+
+    out = {}
+    for vis in ET.parse(urdf).getroot().iter("visual"):
+        rgba, tex = visual_material(vis)
+        mesh = vis.find("geometry/mesh")
+        if rgba is not None and mesh is not None:
+            out[mesh.get("filename")] = (rgba, tex)
+    return out
+
+
+def _part_material(asset, part, out: Path) -> str:
+    """The MJCF material (and texture) of one mesh part: ``(rgba, texture PNG or None)``; shared between parts that
+    have the same colour and texture."""
+    import hashlib
+
+    rgba, tex = part
+    tfile = content_addressed_copy(tex, out / "textures") if tex is not None else None
+    name = f"{P}mesh_mat_{hashlib.sha256(f'{fmt(rgba)}|{tfile}'.encode()).hexdigest()[:12]}"
+    if asset.find(f"material[@name='{name}']") is not None:
+        return name
+    if tfile is not None:
+        tname = f"{P}tex_{Path(tfile).stem}"
+        if asset.find(f"texture[@name='{tname}']") is None:
+            _sub(asset, "texture", name=tname, type="2d", file=tfile)
+        _sub(asset, "material", name=name, texture=tname, rgba=fmt(rgba), specular="0.3", shininess="0.3")
+    else:
+        _sub(asset, "material", name=name, rgba=fmt(rgba), specular="0.3", shininess="0.3")
+    return name
+
+
 def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_cameras=()) -> None:
     """Graft the robot (URDF via MuJoCo's importer) under ``worldbody`` with position actuators.
 
@@ -292,11 +326,18 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
     _sub(_sub(default, "default", class_="robot_visual"), "geom", contype=0, conaffinity=0, group=2)
     _sub(_sub(default, "default", class_="robot_collision"), "geom", group=3, contype=2, conaffinity=1, condim=4,
          rgba="0.2 0.6 0.9 0.5")
-    meshes = {}
+    own = own_materials(rs.urdf)  # mesh file -> (rgba, texture) of the meshes' own materials
+    meshes, mesh_own = {}, {}
     for m_el in rx.find("asset").findall("mesh"):
-        fname = _robot_mesh_copy(Path(m_el.get("file")), out / "meshes")
+        src = Path(m_el.get("file"))
+        if own.get(str(src), (None, None))[1] is not None:  # a textured part: its UVs are whole, keep them
+            fname = content_addressed_copy(src, out / "meshes")
+        else:
+            fname = _robot_mesh_copy(src, out / "meshes")
         name = f"{P}{m_el.get('name')}"
         meshes[m_el.get("name")] = name
+        if str(src) in own:
+            mesh_own[name] = own[str(src)]
         attrs = {"name": name, "file": fname}
         if m_el.get("scale"):
             attrs["scale"] = m_el.get("scale")
@@ -328,10 +369,12 @@ def _add_robot(root, asset, world, out: Path, spec, bundle_root: Path, bundle_ca
             for k in ("contype", "conaffinity", "group", "density"):
                 g.attrib.pop(k, None)
             g.set("class", "robot_visual" if visual else "robot_collision")
-            if visual:
-                g.set("material", mat)
             if g.get("mesh"):
                 g.set("mesh", meshes[g.get("mesh")])
+            if visual:
+                g.attrib.pop("rgba", None)  # a geom's rgba would override its material's
+                part = mesh_own.get(g.get("mesh"))
+                g.set("material", _part_material(asset, part, out) if part else mat)
         if textured:
             mfile = content_addressed_copy(textured[0], out / "meshes")
             mname = f"{P}texmesh_{Path(mfile).stem}"

@@ -78,6 +78,7 @@ from real2sim.engines.sapien.scene import (
     load_sapien_scene,
 )
 from real2sim.render.lod import render_mesh_path
+from real2sim.robots.materials import visual_material
 from real2sim.robots.robotfile import EXPORT_ROBOT_DIR, PACKAGE_DEFINITION, package_robot_files
 from real2sim.robots.scene import robot_cameras, robot_setup
 from real2sim.robots.spec import is_file_robot
@@ -443,14 +444,33 @@ def _robot_files(w: _Writer, spec, bundle_root: Path) -> dict:
             ElementTree.SubElement(vis, "origin", xyz="0 0 0", rpy="0 0 0")
             ElementTree.SubElement(ElementTree.SubElement(vis, "geometry"), "mesh", filename=rel[len("robot/"):])
             link.insert(0, vis)
+        own_parts = set()
         for vis in ([] if textured else link.findall("visual")):
+            own_rgba, own_tex = visual_material(vis)
             for mat in vis.findall("material"):
                 vis.remove(mat)
-            mat = ElementTree.SubElement(vis, "material", name=f"mat_{link.get('name')}")
-            ElementTree.SubElement(mat, "color", rgba=_vec([*srgb_to_linear(rgba[:3]), rgba[3]]))
-        for mesh in (m_ for c in link.findall("collision") + link.findall("visual") for m_ in c.iter("mesh")):
-            if textured and mesh.get("filename", "").startswith("meshes/"):  # the textured visual, written above
+            mesh = vis.find("geometry/mesh")
+            if own_rgba is not None and own_tex is not None and mesh is not None:
+                # the mesh's own texture: the part's OBJ (UVs) with an MTL naming the texture, content-addressed
+                tex = own_tex.read_bytes()
+                th = hash_bytes(tex)
+                w.add(f"robot/meshes/{th}.png", tex)
+                mtl = _mtl_text(own_rgba, f"{th}.png").encode()
+                mh = hash_bytes(mtl)
+                w.add(f"robot/meshes/{mh}.mtl", mtl)
+                obj = _with_material(Path(mesh.get("filename")).read_text(), f"{mh}.mtl").encode()
+                rel = w.add(f"robot/meshes/{hash_bytes(obj)}.obj", obj)
+                mesh.set("filename", rel[len("robot/"):])
+                own_parts.add(id(mesh))
                 continue
+            c = own_rgba if own_rgba is not None else rgba  # the mesh's own colour, else the flat colour
+            # one name per colour: SAPIEN's URDF loader keeps the first material of a name
+            mname = f"mat_{link.get('name')}" if own_rgba is None else f"mat_{link.get('name')}_{hash_bytes(_vec(c).encode())}"
+            mat = ElementTree.SubElement(vis, "material", name=mname)
+            ElementTree.SubElement(mat, "color", rgba=_vec([*srgb_to_linear(c[:3]), c[3]]))
+        for mesh in (m_ for c in link.findall("collision") + link.findall("visual") for m_ in c.iter("mesh")):
+            if (textured and mesh.get("filename", "").startswith("meshes/")) or id(mesh) in own_parts:
+                continue  # a textured visual, written above
             src = Path(mesh.get("filename"))
             data = src.read_bytes()
             if src.suffix.lower() == ".obj":  # drop material libraries we do not ship

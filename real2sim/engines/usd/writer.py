@@ -462,11 +462,29 @@ class UsdExporter(Exporter):
                 _texture_surface(stage, mesh, surface, look, uv, m.faces,
                                  content_addressed_copy(textured[1], out_dir / "textures"))
                 UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim()).Bind(material)
-            for i, (Tv, g) in enumerate([] if textured else link.visuals):
+            mats = link.visual_materials or [(None, None)] * len(link.visuals)
+            for i, ((Tv, g), (own_rgba, own_tex)) in enumerate(zip([] if textured else link.visuals, mats)):
                 m = geom_mesh(g)
                 mesh = self._mesh(stage, f"{names[lname]}/Visual_{i}", transform_points(Tv, m.vertices), m.faces)
-                mesh.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*map(float, rgba[:3]))]))
-                mesh.CreateDisplayOpacityAttr(Vt.FloatArray([float(rgba[3])]))
+                c = own_rgba if own_rgba is not None else rgba  # the mesh's own colour, else the flat colour
+                mesh.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*map(float, c[:3]))]))
+                mesh.CreateDisplayOpacityAttr(Vt.FloatArray([float(c[3])]))
+                uv = mesh_uv(m) if own_tex is not None else None
+                if uv is not None:  # the mesh's own texture (one part of one material): st + UsdUVTexture
+                    tname = content_addressed_copy(own_tex, out_dir / "textures")
+                    look = f"/World/Looks/RobotMesh_{Path(tname).stem}"
+                    if not stage.GetPrimAtPath(look):
+                        material = UsdShade.Material.Define(stage, look)
+                        surface = UsdShade.Shader.Define(stage, f"{look}/PreviewSurface")
+                        surface.CreateIdAttr("UsdPreviewSurface")
+                        surface.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(0.6)
+                        surface.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
+                        material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+                        _texture_surface(stage, mesh, surface, look, uv, m.faces, tname)
+                    else:
+                        material = UsdShade.Material(stage.GetPrimAtPath(look))
+                        _face_varying_st(mesh, uv, m.faces)
+                    UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim()).Bind(material)
             for i, (Tc, g) in enumerate(link.collisions):
                 m = geom_mesh(g)
                 mesh = self._mesh(stage, f"{names[lname]}/Collision_{i}", transform_points(Tc, m.vertices), m.faces)
@@ -580,13 +598,19 @@ def _define_joint(stage, path: str, j, names: dict):
     return jt, kind, unit
 
 
-def _texture_surface(stage, mesh_prim, surface, look: str, uv, faces, texture_name: str) -> None:
-    """Give ``mesh_prim`` face-varying ``st`` from per-vertex ``uv`` and drive ``surface``'s diffuse colour by the
-    texture ``./textures/<texture_name>`` (sRGB) through a primvar reader under ``look``."""
+def _face_varying_st(mesh_prim, uv, faces) -> None:
+    """Face-varying ``st`` primvar of ``mesh_prim`` from per-vertex ``uv``."""
     Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
     st = UsdGeom.PrimvarsAPI(mesh_prim).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray,
                                                       UsdGeom.Tokens.faceVarying)
     st.Set(Vt.Vec2fArray.FromNumpy(np.asarray(uv, np.float32)[np.asarray(faces).ravel()]))
+
+
+def _texture_surface(stage, mesh_prim, surface, look: str, uv, faces, texture_name: str) -> None:
+    """Give ``mesh_prim`` face-varying ``st`` from per-vertex ``uv`` and drive ``surface``'s diffuse colour by the
+    texture ``./textures/<texture_name>`` (sRGB) through a primvar reader under ``look``."""
+    Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
+    _face_varying_st(mesh_prim, uv, faces)
     reader = UsdShade.Shader.Define(stage, f"{look}/stReader")
     reader.CreateIdAttr("UsdPrimvarReader_float2")
     reader.CreateInput("varname", Sdf.ValueTypeNames.String).Set("st")
