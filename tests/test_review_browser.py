@@ -642,9 +642,12 @@ def test_slider_drag_updates_the_live_iou(policy_server, browser):
         page.locator("#pose_x input[type=range]").focus()
         for _ in range(16):  # 8 mm
             page.keyboard.press("ArrowRight")
-        time.sleep(2.0)
-        if abs(float(page.locator("#pose_x input[type=number]").input_value()) - (x0 + 0.008)) < 1e-6:
+        try:
+            page.wait_for_function(f"() => Math.abs(Number(document.querySelector('#pose_x input[type=number]')"
+                                   f".value) - {x0 + 0.008}) < 1e-6", timeout=5_000)
             break
+        except Exception:
+            continue
     t0 = time.time()
     after = before
     while after > 0.95 and time.time() - t0 < 60:
