@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 
 def contact_sheet(frames, masks_by_entity: dict[str, list[np.ndarray]], count: int = 8, tile_width: int = 240,
                   legend: dict[str, str] | None = None) -> np.ndarray:
-    """Evenly spaced frames with every entity's mask tinted and outlined (uint8 RGB grid, 4 columns); ``legend``
-    adds text after an entity's name (its confidence), drawn red when it starts with ``"LOW"``."""
+    """Evenly spaced frames with every entity's mask tinted and outlined (uint8 RGB grid, 4 columns) under a legend
+    strip; ``legend`` adds text after an entity's name (its confidence), drawn red when it starts with ``"LOW"``."""
     import cv2
 
     palette = [(255, 0, 255), (0, 255, 255), (255, 255, 0), (255, 64, 64), (64, 255, 64), (64, 64, 255)]
@@ -60,16 +60,37 @@ def contact_sheet(frames, masks_by_entity: dict[str, list[np.ndarray]], count: i
     while len(tiles) % cols:
         tiles.append(np.zeros_like(tiles[0]))
     sheet = np.vstack([np.hstack(tiles[r:r + cols]) for r in range(0, len(tiles), cols)])
-    y = 4
-    legend = legend or {}
-    for k, ent in enumerate(masks_by_entity):  # legend
-        x = sheet.shape[1] - 260
-        cv2.putText(sheet, ent, (x, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, palette[k % len(palette)], 1, cv2.LINE_AA)
-        if ent in legend:
-            col = (255, 40, 40) if legend[ent].startswith("LOW") else (255, 255, 255)
-            cv2.putText(sheet, legend[ent], (x + 9 * len(ent) + 8, y + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.45, col, 1,
-                        cv2.LINE_AA)
-        y += 18
+    return np.vstack([legend_strip(list(masks_by_entity), palette, legend or {}, sheet.shape[1]), sheet])
+
+
+def legend_strip(entities: list[str], palette, legend: dict[str, str], width: int) -> np.ndarray:
+    """A dark strip above the frames naming each entity in its colour, with its legend text (red when it starts
+    with ``"LOW"``), laid out left to right and wrapped: it never covers a frame or its label."""
+    import cv2
+
+    font, row_h = cv2.FONT_HERSHEY_SIMPLEX, 20
+    items = []
+    for k, ent in enumerate(entities):
+        text = legend.get(ent, "")
+        w = cv2.getTextSize(ent, font, 0.5, 1)[0][0] + (cv2.getTextSize(text, font, 0.45, 1)[0][0] + 6 if text else 0)
+        items.append((ent, text, palette[k % len(palette)], w + 18))
+    rows, x = [[]], 6
+    for it in items:
+        if rows[-1] and x + it[3] > width:
+            rows.append([])
+            x = 6
+        rows[-1].append((x, it))
+        x += it[3]
+    strip = np.full((row_h * len(rows) + 4, width, 3), 24, np.uint8)
+    for r, row in enumerate(rows):
+        y = row_h * r + 16
+        for x, (ent, text, colour, _) in row:
+            cv2.putText(strip, ent, (x, y), font, 0.5, colour, 1, cv2.LINE_AA)
+            if text:
+                tx = x + cv2.getTextSize(ent, font, 0.5, 1)[0][0] + 6
+                col = (255, 40, 40) if text.startswith("LOW") else (255, 255, 255)
+                cv2.putText(strip, text, (tx, y), font, 0.45, col, 1, cv2.LINE_AA)
+    return strip
     return sheet
 
 
