@@ -58,6 +58,18 @@ def shared_data():
     return SHARED_DATA
 
 
+@pytest.fixture
+def google_robot_description(shared_data, tmp_path, monkeypatch):
+    """The Google Robot's description folder in the shared data, set as ``REAL2SIM_GOOGLE_ROBOT`` (with a per-test
+    ``REAL2SIM_CACHE``); skips with the folder named when it has no URDF."""
+    desc = shared_data / "google_robot" / "description"
+    if not (desc / "google_robot_meta_sim_fix_wheel_fix_fingertip.urdf").is_file():
+        pytest.skip(f"{desc} has no Google Robot URDF")
+    monkeypatch.setenv("REAL2SIM_GOOGLE_ROBOT", str(desc))
+    monkeypatch.setenv("REAL2SIM_CACHE", str(tmp_path / "cache"))
+    return desc
+
+
 def pytest_collection_modifyitems(config, items):
     """``realdata`` on every test whose fixtures include ``shared_data`` (directly or through another fixture), so
     ``-m "not realdata"`` runs exactly the tests that need nothing outside the repository."""

@@ -219,12 +219,7 @@ def test_own_materials_in_usd_and_back_projected_textures_win(painted_robot, tmp
 
 
 @pytest.fixture
-def google(shared_data, tmp_path, monkeypatch):
-    desc = shared_data / "google_robot" / "description"
-    if not (desc / "google_robot_meta_sim_fix_wheel_fix_fingertip.urdf").is_file():
-        pytest.skip(f"{desc} has no Google Robot URDF")
-    monkeypatch.setenv("REAL2SIM_GOOGLE_ROBOT", str(desc))
-    monkeypatch.setenv("REAL2SIM_CACHE", str(tmp_path / "cache"))
+def google(google_robot_description):
     return "google_robot"
 
 

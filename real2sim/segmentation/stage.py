@@ -91,7 +91,6 @@ def legend_strip(entities: list[str], palette, legend: dict[str, str], width: in
                 col = (255, 40, 40) if text.startswith("LOW") else (255, 255, 255)
                 cv2.putText(strip, text, (tx, y), font, 0.45, col, 1, cv2.LINE_AA)
     return strip
-    return sheet
 
 
 def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propagate_masks: bool = True,

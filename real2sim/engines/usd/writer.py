@@ -238,12 +238,7 @@ class UsdExporter(Exporter):
         vis.CreateNormalsAttr(Vt.Vec3fArray.FromNumpy(np.asarray(mesh.vertex_normals, np.float32)))
         vis.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
         uv = mesh_uv(mesh)
-        material = UsdShade.Material.Define(stage, f"/World/Looks/{pname}")
-        surface = UsdShade.Shader.Define(stage, f"/World/Looks/{pname}/PreviewSurface")
-        surface.CreateIdAttr("UsdPreviewSurface")
-        surface.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(0.6)
-        surface.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
-        material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+        material, surface = _preview_material(stage, f"/World/Looks/{pname}")
         rgba = [float(c) for c in obj.visual.rgba]
         if rgba[3] < 1.0:
             surface.CreateInput("opacity", Sdf.ValueTypeNames.Float).Set(rgba[3])
@@ -453,12 +448,7 @@ class UsdExporter(Exporter):
                                       "'real2sim robot-appearance DIR'")
                 mesh = self._mesh(stage, f"{names[lname]}/Visual_0", m.vertices, m.faces)
                 look = f"/World/Looks/Robot_{pn}"
-                material = UsdShade.Material.Define(stage, look)
-                surface = UsdShade.Shader.Define(stage, f"{look}/PreviewSurface")
-                surface.CreateIdAttr("UsdPreviewSurface")
-                surface.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(0.6)
-                surface.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
-                material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+                material, surface = _preview_material(stage, look)
                 _texture_surface(stage, mesh, surface, look, uv, m.faces,
                                  content_addressed_copy(textured[1], out_dir / "textures"))
                 UsdShade.MaterialBindingAPI.Apply(mesh.GetPrim()).Bind(material)
@@ -474,12 +464,7 @@ class UsdExporter(Exporter):
                     tname = content_addressed_copy(own_tex, out_dir / "textures")
                     look = f"/World/Looks/RobotMesh_{Path(tname).stem}"
                     if not stage.GetPrimAtPath(look):
-                        material = UsdShade.Material.Define(stage, look)
-                        surface = UsdShade.Shader.Define(stage, f"{look}/PreviewSurface")
-                        surface.CreateIdAttr("UsdPreviewSurface")
-                        surface.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(0.6)
-                        surface.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
-                        material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+                        material, surface = _preview_material(stage, look)
                         _texture_surface(stage, mesh, surface, look, uv, m.faces, tname)
                     else:
                         material = UsdShade.Material(stage.GetPrimAtPath(look))
@@ -596,6 +581,18 @@ def _define_joint(stage, path: str, j, names: dict):
     jt.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
     jt.CreateLocalRot1Attr(Gf.Quatf(float(q1r[0]), Gf.Vec3f(*map(float, q1r[1:]))))
     return jt, kind, unit
+
+
+def _preview_material(stage, look: str):
+    """A ``UsdPreviewSurface`` material at ``look`` (roughness 0.6, not metallic) -> ``(material, surface shader)``."""
+    Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade, Vt = _pxr()
+    material = UsdShade.Material.Define(stage, look)
+    surface = UsdShade.Shader.Define(stage, f"{look}/PreviewSurface")
+    surface.CreateIdAttr("UsdPreviewSurface")
+    surface.CreateInput("roughness", Sdf.ValueTypeNames.Float).Set(0.6)
+    surface.CreateInput("metallic", Sdf.ValueTypeNames.Float).Set(0.0)
+    material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+    return material, surface
 
 
 def _face_varying_st(mesh_prim, uv, faces) -> None:
