@@ -105,6 +105,18 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
+def plate_methods(c, p, r: dict, difference_layers, iou) -> None:
+    """The with-a-plate columns of case ``c`` into row ``r``."""
+    res, r["t_plate_ours"] = timed(lambda: difference_layers(c.image, p, c.plate))
+    r["plate_ours"], r["conf_plate"] = iou(res.mask, c.mask), res.confidence
+    r["shadow"] = iou(res.shadow, c.shadow) if c.shadow.any() else None
+    r["shadow_in_object"] = float((res.mask & c.shadow).sum() / max(1, c.shadow.sum())) if c.shadow.any() else None
+    m, r["t_plate_fixed"] = timed(lambda: fixed_lab_difference(c.image, c.plate, c.click))
+    r["plate_fixed"] = iou(m, c.mask)
+    m, r["t_plate_plain"] = timed(lambda: plain_threshold(c.image, c.plate, c.click))
+    r["plate_plain"] = iou(m, c.mask)
+
+
 def run(cases, methods=None):
     from real2sim.core.imaging import iou
     from real2sim.segmentation import Prompt, difference_layers, segment_result
@@ -113,15 +125,9 @@ def run(cases, methods=None):
     rows = []
     for c in cases:
         p = Prompt([c.click])
-        r = {"name": c.name, "family": c.family, "size": c.image.shape[1::-1]}
-        res, r["t_plate_ours"] = timed(lambda: difference_layers(c.image, p, c.plate))
-        r["plate_ours"], r["conf_plate"] = iou(res.mask, c.mask), res.confidence
-        r["shadow"] = iou(res.shadow, c.shadow) if c.shadow.any() else None
-        r["shadow_in_object"] = float((res.mask & c.shadow).sum() / max(1, c.shadow.sum())) if c.shadow.any() else None
-        m, r["t_plate_fixed"] = timed(lambda: fixed_lab_difference(c.image, c.plate, c.click))
-        r["plate_fixed"] = iou(m, c.mask)
-        m, r["t_plate_plain"] = timed(lambda: plain_threshold(c.image, c.plate, c.click))
-        r["plate_plain"] = iou(m, c.mask)
+        r = {"name": c.name, "family": c.family, "size": c.image.shape[1::-1], "shadow": None}
+        if c.plate is not None:
+            plate_methods(c, p, r, difference_layers, iou)
         res, r["t_click_ours"] = timed(lambda: segment_result(c.image, p, name=c.name))
         r["click_ours"], r["conf_click"] = iou(res.mask, c.mask), res.confidence
         if old_gc is not None:
@@ -176,7 +182,7 @@ if __name__ == "__main__":
     from real2sim.demos.mask_cases import FAMILIES, mask_cases
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--families", default="", help="comma-separated subset of real," + ",".join(FAMILIES))
+    ap.add_argument("--families", default="", help="comma-separated subset of real,hand," + ",".join(FAMILIES))
     ap.add_argument("--json", default="", help="write per-case rows here")
     ap.add_argument("--worst", type=int, default=8, help="list this many worst cases per default")
     ap.add_argument("--seed", type=int, default=0, help="another seed draws other synthetic cases (held-out check)")
@@ -193,11 +199,12 @@ if __name__ == "__main__":
     print(table(rows))
     print(timing(rows))
     for k, ck in (("plate_ours", "conf_plate"), ("click_ours", "conf_click")):
-        print(f"confidence vs IoU ({k}): Spearman {spearman([r[ck] for r in rows], [r[k] for r in rows]):.2f}; "
+        rs = [r for r in rows if k in r]
+        print(f"confidence vs IoU ({k}): Spearman {spearman([r[ck] for r in rs], [r[k] for r in rs]):.2f}; "
               f"IoU of masks with confidence < 0.5: "
-              f"{np.mean([r[k] for r in rows if r[ck] < 0.5] or [np.nan]):.3f} "
-              f"({sum(r[ck] < 0.5 for r in rows)}), >= 0.5: {np.mean([r[k] for r in rows if r[ck] >= 0.5] or [np.nan]):.3f}")
-        worst = sorted(rows, key=lambda r: r[k])[:args.worst]
+              f"{np.mean([r[k] for r in rs if r[ck] < 0.5] or [np.nan]):.3f} "
+              f"({sum(r[ck] < 0.5 for r in rs)}), >= 0.5: {np.mean([r[k] for r in rs if r[ck] >= 0.5] or [np.nan]):.3f}")
+        worst = sorted(rs, key=lambda r: r[k])[:args.worst]
         print(f"worst {k}: " + ", ".join(f"{r['name']} {r[k]:.2f} (conf {r[ck]:.2f})" for r in worst))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=float))

@@ -10,6 +10,9 @@ Sources:
   pixels within 3 px of them (the pale anti-aliased edge; not the cast shadow farther out), holes filled. A
   *reference* made with knowledge of the cubes' colours and checked by eye, never a pipeline input. Three clicks
   per cube.
+- ``hand``: real objects in real photos (the Bridge clip's first frame: pot, can, eggplant; the Google Robot
+  overlays: bins, a cup, a toy carrot, the cabinet) with outlines drawn by hand
+  (:mod:`real2sim.demos.hand_outlines`); no plate (none exists for them): one-click columns only.
 - synthetic families, one case per real plate (the two Bridge plates, the eleven Google Robot overlays): an object
   mesh from ``shared/data`` (coke can, cubes, apple, 7up and pepsi cans) rendered at a random pose, lit by a
   directional light (so a can has a bright and a dark half), scaled to a random size, composited with an
@@ -69,9 +72,10 @@ class MaskCase:
     """Case family (``real`` or one of :data:`FAMILIES`)."""
     image: np.ndarray
     """``(h, w, 3) uint8`` RGB frame."""
-    plate: np.ndarray
+    plate: np.ndarray | None
     """``(h, w, 3) uint8`` the plate: the frame without the object and its shadow (before the camera effects of
-    the family; perfect except in the ``misreg`` family, where it is misregistered, see :func:`misregister`)."""
+    the family; perfect except in the ``misreg`` family, where it is misregistered, see :func:`misregister`); None
+    for the ``hand`` family (no plate exists)."""
     mask: np.ndarray
     """``(h, w) bool`` ground-truth object mask."""
     shadow: np.ndarray
@@ -562,13 +566,49 @@ def real_cases(data: Path) -> list[MaskCase]:
     return out
 
 
-def mask_cases(data: Path, families=None, seed: int = 0, backend: str = "auto") -> list[MaskCase]:
-    """Every case: the real ones, then one synthetic case per real plate and family (objects cycle).
+def hand_cases(data: Path) -> list[MaskCase]:
+    """Real objects in real photos with hand-drawn outlines (:data:`real2sim.demos.hand_outlines.OUTLINES`), one
+    person-like click each; sources missing from ``data`` are left out."""
+    import cv2
 
-    ``families``: subset of ``("real",) + FAMILIES`` (default all)."""
+    from real2sim.demos.hand_outlines import OUTLINES
+
+    out, images = [], {}
+    for name, (src, click, polygon) in OUTLINES.items():
+        if src not in images:
+            path = data / src
+            if not path.is_file():
+                continue
+            images[src] = _first_frame(path)
+        img = images[src]
+        h, w = img.shape[:2]
+        s = 8  # coverage >= 0.5 of a polygon through pixel centres, from an 8x raster
+        fine = np.zeros((h * s, w * s), np.uint8)
+        cv2.fillPoly(fine, [((np.asarray(polygon, float) + 0.5) * s).astype(np.int32)], 1)
+        ref = cv2.resize(fine.astype(np.float32), (w, h), interpolation=cv2.INTER_AREA) >= 0.5
+        ys, xs = np.nonzero(ref)
+        box = (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()))
+        out.append(MaskCase(f"hand/{name}", "hand", img, None, ref, np.zeros_like(ref), tuple(map(float, click)), box))
+    return out
+
+
+def _first_frame(path: Path) -> np.ndarray:
+    if path.suffix.lower() in (".mp4", ".avi", ".mov", ".mkv", ".webm"):
+        from real2sim.capture.frames import read_video
+
+        return read_video(path, max_frames=1).frames[0]
+    return read_rgb(path)
+
+
+def mask_cases(data: Path, families=None, seed: int = 0, backend: str = "auto") -> list[MaskCase]:
+    """Every case: the real ones, the hand-outlined ones, then one synthetic case per real plate and family (objects
+    cycle).
+
+    ``families``: subset of ``("real", "hand") + FAMILIES`` (default all)."""
     data = Path(data)
-    families = tuple(families or ("real",) + FAMILIES)
+    families = tuple(families or ("real", "hand") + FAMILIES)
     out = real_cases(data) if "real" in families else []
+    out += hand_cases(data) if "hand" in families else []
     pl = plates(data)
     objs = [o for o in OBJECTS if (data / OBJECTS[o][0]).is_file()]
     if not objs:
