@@ -168,6 +168,10 @@ class GrabCutConfig:
     an outline that follows the texture reads as no edge) or ``"global"`` the image's median gradient."""
     edge_band: float = 0.15
     """Width of the ``"local"`` band, fraction of the mask's equivalent side (sqrt of its area), at least 3 px."""
+    whole_separation: float = 0.6
+    """A part is replaced by a whole holding it only when the whole's colour separation from its ring is at least
+    this fraction of the part's (a can stands apart from the table as its lid does from the can; clutter around a
+    clicked object does not). 0: no such condition (``pick_score="image"`` only)."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -731,7 +735,8 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
                            round(sol[i], 2), part[i], round(score[i], 2), int(masks[i].sum())) for i in range(n)])
     if part[best]:  # a part: the best-supported larger compact candidate holding it
         wholes = [i for i in range(n) if i != best and valid[i] and sup[i] >= cfg.stable_iou and con[i] >= cfg.whole_contrast
-                  and sol[i] >= cfg.min_solidity and _holds(masks[i], masks[best], cfg.part_growth, cfg.max_growth)]
+                  and sol[i] >= cfg.min_solidity and _holds(masks[i], masks[best], cfg.part_growth, cfg.max_growth)
+                  and sep[i] >= cfg.whole_separation * sep[best]]
         if wholes:
             best = max(wholes, key=lambda i: score[i] / (0.5 if part[i] else 1.0))
     if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
