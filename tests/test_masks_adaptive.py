@@ -321,3 +321,67 @@ def test_a_click_among_clutter_gives_the_object_not_the_clutter(shared_data):
         pytest.skip("google_robot/overlays/open_drawer_c0.png is not in the shared data")
     res = segment_result(case.image, Prompt([case.click]))
     assert iou(res.mask, case.mask) > 0.75, res.details
+
+
+def _plate_with_a_wrong_inpainted_patch(case):
+    """The case's plate with a wrongly inpainted patch touching the object's top (a flat grey the frame does not
+    show there), and where the plate is known (False on the patch), as a bundle's plate_confidence.png says."""
+    plate = case.plate.copy()
+    ys, xs = np.nonzero(case.mask)
+    top, x0, x1 = ys.min(), xs.min(), xs.max()
+    patch = np.zeros(case.mask.shape, bool)
+    patch[max(0, top - 40):top + 6, max(0, x0 - 20):x1 + 20] = True
+    patch &= ~case.mask
+    plate[patch] = (128, 128, 128)
+    return plate, ~patch, patch
+
+
+def test_a_plate_mask_stops_where_the_plate_was_inpainted():
+    """A bundle plate is a guess where no frame showed the background (plate_confidence 0): the difference to it
+    there is no evidence. Without that map the mask grows into the wrongly inpainted patch next to the object;
+    with it the mask is the object."""
+    case = procedural_case(4)
+    plate, known, patch = _plate_with_a_wrong_inpainted_patch(case)
+    blind = segment_result(case.image, Prompt([case.click]), plate=plate)
+    assert (blind.mask & patch).sum() > 0.5 * patch.sum()  # the leak the map prevents
+    res = segment_result(case.image, Prompt([case.click]), plate=plate, plate_known=known)
+    assert not (res.mask & patch).any() and iou(res.mask, case.mask) > 0.9, iou(res.mask, case.mask)
+    assert res.details["cut_where_plate_inpainted_px"] > 0
+
+
+def test_a_click_where_the_plate_was_inpainted_segments_without_the_plate():
+    """An object that never moved in the clip: the plate under it is inpainted, so `auto` segments it from the
+    frame alone (as without a plate) instead of differencing against a guess; an explicit `difference` keeps the
+    plate (and is cut at the unknown pixels: nothing is left to say)."""
+    case = procedural_case(6)
+    unknown = np.zeros(case.mask.shape, bool)
+    ys, xs = np.nonzero(case.mask)
+    unknown[ys.min():ys.max() + 1, xs.min():xs.max() + 1] = True
+    plate = case.plate.copy()
+    plate[unknown] = case.image[unknown]  # inpainted from the frame: the object is 'in' the plate
+    res = segment_result(case.image, Prompt([case.click]), plate=plate, plate_known=~unknown)
+    assert res.details.get("fallback") == "the plate is inpainted at the prompt" and res.backend == "grabcut"
+    assert iou(res.mask, case.mask) > 0.8, iou(res.mask, case.mask)
+    with pytest.raises(SegmentationError, match="plate_known"):
+        segment_result(case.image, Prompt([case.click]), plate=None, plate_known=~unknown)
+
+
+def test_segment_stage_reads_the_bundle_plate_confidence(tmp_path):
+    """The stage (and the review page's click) hand the bundle's plate_confidence.png to the masks."""
+    from real2sim.capture import init_bundle
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import read_mask
+    from real2sim.segmentation.stage import segment_stage
+
+    case = procedural_case(4)
+    plate, known, patch = _plate_with_a_wrong_inpainted_patch(case)
+    write_rgb(tmp_path / "frames" / "000.png", case.image)
+    b = init_bundle(tmp_path / "scene", tmp_path / "frames")
+    write_rgb(b.path("background/plate.png"), plate)
+    write_rgb(b.path("background/plate_confidence.png"), np.repeat(np.where(known, 255, 0).astype(np.uint8)[..., None], 3, -1))
+    b.manifest.capture.plate, b.manifest.capture.plate_confidence = "background/plate.png", "background/plate_confidence.png"
+    b.save()
+    segment_stage(b, {"obj": {"frame": 0, "prompt": Prompt([case.click]), "propagate": False}})
+    b = Bundle.load(b.root)
+    m = read_mask(b.path(b.manifest.capture.masks["000000"]["obj"]))
+    assert not (m & patch).any() and iou(m, case.mask) > 0.9

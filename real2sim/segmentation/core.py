@@ -227,9 +227,14 @@ def background_reason(mask: np.ndarray) -> str | None:
 
 
 def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None, backend: str = "auto",
-                   name: str = "the image") -> MaskResult:
+                   name: str = "the image", plate_known: np.ndarray | None = None) -> MaskResult:
     """:func:`segment` with the mask's confidence, shadow and notes. ``name`` (e.g. ``"frame 3, entity 'can'"``)
-    names the frame in errors and warnings."""
+    names the frame in errors and warnings.
+
+    ``plate_known``: optional ``(h, w) bool``, where some frame showed the plate's background (False where the
+    plate was inpainted: a guess, so a difference to it says nothing). A plate mask is cut at the unknown pixels
+    (it leaked there into whatever the inpainting got wrong); a prompt on them (an object that never moved: its
+    place was never seen) is segmented without the plate under ``auto``."""
     image = _as_rgb_u8(image, "image")
     check_exposure(image, name)
     if plate is not None:
@@ -237,10 +242,21 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
         if plate.shape != image.shape:
             raise SegmentationError(f"plate is {plate.shape[1]}x{plate.shape[0]} but {name} is "
                                     f"{image.shape[1]}x{image.shape[0]}; use the plate made from this camera's frames")
+    if plate_known is not None and (plate is None or np.shape(plate_known) != image.shape[:2]):
+        raise SegmentationError(f"plate_known must be a {image.shape[1]}x{image.shape[0]} mask with a plate; got "
+                                f"{'no plate' if plate is None else np.shape(plate_known)}")
     h, w = image.shape[:2]
     prompt.check_inside(w, h)
     used = resolve_backend(backend, plate)
+    if backend == "auto" and used == "difference" and plate_known is not None and _on_unknown(prompt, plate_known):
+        log.info("segment(auto): the plate at the prompt in %s was never seen (inpainted: the object never moved); "
+                 "segmenting it without the plate", name)
+        res = _run(resolve_backend("auto", None), image, prompt, None)
+        res.details["fallback"] = "the plate is inpainted at the prompt"
+        return _checked(res, image, prompt, name, unchanged=False)
     res = _run(used, image, prompt, plate)
+    if used == "difference" and plate_known is not None:
+        res = _cut_at_unknown(res, prompt, np.asarray(plate_known, bool))
     unchanged = False
     if backend == "auto" and used == "difference" and res.mask.sum() < 20:
         # the object is part of the plate (it never moved in the clip), or the click is on the background
@@ -250,6 +266,40 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
         unchanged = True
         res = _run(resolve_backend("auto", None), image, prompt, plate)
         res.details["fallback"] = "nothing differs from the plate at the prompt"
+    return _checked(res, image, prompt, name, unchanged)
+
+
+def _on_unknown(prompt: Prompt, known: np.ndarray) -> bool:
+    """Every positive click (or the box's centre) is on a pixel no frame showed."""
+    h, w = known.shape
+    pts = prompt.positives or ([(0.5 * (prompt.box[0] + prompt.box[2]), 0.5 * (prompt.box[1] + prompt.box[3]))]
+                               if prompt.box is not None else [])
+    return bool(pts) and all(not known[min(h - 1, max(0, int(round(y)))), min(w - 1, max(0, int(round(x))))]
+                             for x, y in pts)
+
+
+def _cut_at_unknown(res: MaskResult, prompt: Prompt, known: np.ndarray) -> MaskResult:
+    """``res`` without the pixels where the plate is a guess: the part connected to the prompt, holes filled."""
+    from real2sim.core.imaging import component_at, fill_holes
+
+    cut = res.mask & ~known
+    if not cut.any():
+        return res
+    seeds = list(prompt.positives)
+    if not seeds:  # a box: the largest known part
+        inside = np.argwhere(res.mask & known)
+        seeds = [(int(inside[0][1]), int(inside[0][0]))] if len(inside) else []
+    kept = fill_holes(component_at(res.mask & known, seeds, radius=3)) if seeds else np.zeros_like(res.mask)
+    res.details["cut_where_plate_inpainted_px"] = int((res.mask & ~kept).sum())
+    res.mask = kept
+    if res.shadow is not None:
+        res.shadow = res.shadow & known
+    return res
+
+
+def _checked(res: MaskResult, image: np.ndarray, prompt: Prompt, name: str, unchanged: bool) -> MaskResult:
+    """Shape check, the empty/background warnings and the low-confidence warning of :func:`segment_result`."""
+    h, w = image.shape[:2]
     if res.mask.shape != (h, w):
         raise SegmentationError(f"backend {res.backend!r} returned a mask of shape {res.mask.shape}, expected {(h, w)}")
     where = ", ".join(f"({x:g}, {y:g})" for x, y in prompt.positives) or f"box {prompt.box}"
@@ -272,6 +322,6 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
 
 
 def segment(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None, backend: str = "auto",
-            name: str = "the image") -> np.ndarray:
+            name: str = "the image", plate_known: np.ndarray | None = None) -> np.ndarray:
     """Mask ``(h, w) bool`` of the object the prompt points at (see module docstring and :func:`segment_result`)."""
-    return segment_result(image, prompt, plate, backend, name).mask
+    return segment_result(image, prompt, plate, backend, name, plate_known).mask

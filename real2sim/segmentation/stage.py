@@ -6,7 +6,7 @@ import logging
 import numpy as np
 
 from real2sim.core.bundle import atomic_write_json, hash_jsonable
-from real2sim.core.imaging import read_rgb, write_mask, write_rgb
+from real2sim.core.imaging import read_gray, read_rgb, write_mask, write_rgb
 from real2sim.core.stages import StageRun, files_hash, run_stage
 from real2sim.segmentation.core import (
     LOW_CONFIDENCE,
@@ -93,6 +93,20 @@ def legend_strip(entities: list[str], palette, legend: dict[str, str], width: in
     return strip
 
 
+def bundle_plate(bundle) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The bundle's plate ``(h, w, 3) uint8`` (None without one) and where some frame showed it, ``(h, w) bool``
+    from ``plate_confidence.png`` (> 0: not inpainted; None without a confidence map, e.g. a person-made plate)."""
+    cap = bundle.manifest.capture
+    if not cap.plate or not bundle.path(cap.plate).is_file():
+        return None, None
+    plate = read_rgb(bundle.path(cap.plate))
+    conf = cap.plate_confidence
+    if not conf or not bundle.path(conf).is_file():
+        return plate, None
+    known = read_gray(bundle.path(conf)) > 0
+    return plate, (known if known.shape == plate.shape[:2] else None)
+
+
 def segment_stage(bundle, prompts: dict[str, dict], backend: str = "auto", propagate_masks: bool = True,
                   propagate_config: PropagateConfig | None = None, force: bool = False) -> StageRun:
     """Segment entities in a bundle's frames.
@@ -157,7 +171,7 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
 
     def run():
         frames = _read_frames(bundle, cap)
-        plate = read_rgb(bundle.path(cap.plate)) if cap.plate and bundle.path(cap.plate).is_file() else None
+        plate, known = bundle_plate(bundle)
         if plate is not None and plate.shape != frames.shape[1:]:
             raise SegmentationError(f"{bundle.path(cap.plate)}: the plate is {plate.shape[1]}x{plate.shape[0]} but the "
                                     f"frames are {frames.shape[2]}x{frames.shape[1]}; make the plate again from these "
@@ -169,7 +183,7 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
         prompted, results = {}, {}
         for ent, (f, p) in norm.items():
             res = segment_result(frames[f], p, plate=plate, backend=backend,
-                                 name=f"frame {f} ({cap.frames[f].image}), entity '{ent}'")
+                                 name=f"frame {f} ({cap.frames[f].image}), entity '{ent}'", plate_known=known)
             if not res.mask.any():
                 raise SegmentationError(f"the prompt for '{ent}' on frame {f} ({cap.frames[f].image}) gave an empty mask; "
                                         "click inside the object or give a box")

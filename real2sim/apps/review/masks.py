@@ -15,6 +15,7 @@ from real2sim.apps.review.preview import read_rgb, real_image
 from real2sim.apps.review.versions import EditError
 from real2sim.core.bundle import Bundle
 from real2sim.core.manifest import MASK_STATES_AT_POSE
+from real2sim.segmentation.stage import bundle_plate
 
 CLICK_MODES = ["object point", "background point", "box corner"]
 
@@ -52,11 +53,9 @@ def resegment(bundle: Bundle, frame: int, oid: str, clicks: dict, backend: str) 
     real, note = real_image(bundle, frame)
     if real is None:
         raise EditError(note)
-    plate = None
-    if bundle.manifest.capture.plate and bundle.path(bundle.manifest.capture.plate).is_file():
-        plate = read_rgb(bundle.path(bundle.manifest.capture.plate))
+    plate, known = bundle_plate(bundle)
     prompt = seg.Prompt(points=[tuple(p) for p in clicks["points"]], labels=list(clicks["labels"]), box=click_box(clicks))
-    out = seg.segment(real, prompt, plate=plate, backend=backend or "auto")
+    out = seg.segment(real, prompt, plate=plate, backend=backend or "auto", plate_known=known)
     mask = np.asarray(getattr(out, "mask", out)).astype(bool)
     if mask.shape != real.shape[:2] or not mask.any():
         raise EditError(f"the '{backend}' backend returned an empty mask for {describe_clicks(clicks)}; click inside "
