@@ -2,7 +2,7 @@
 ``real2sim.demos.plate_cases`` (the real Bridge clip + synthetic clips over every real plate in ../shared/data).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_capture_plates.py [--cases a,b] [--json out.json] [--markdown]
-        [--held-out]
+        [--held-out [1|2]]
 
 Per case: PSNR (dB) of the plate and of the median against the true plate over all valid pixels, over the pixels
 something covered in some frame ("occluded") and over the pixels the plate marks low-confidence (< 255), the
@@ -87,8 +87,9 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the docs table")
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--held-out", action="store_true",
-                    help="the held-out variations (other seeds, sizes, noise, lighting; nothing was tuned on them)")
+    ap.add_argument("--held-out", nargs="?", type=int, const=1, default=0, choices=(1, 2),
+                    help="the held-out variations instead: 1 (default) HELD_OUT (other seeds, sizes, noise, lighting), "
+                         "2 HELD_OUT_2 (added after HELD_OUT had been looked at; never tuned on)")
     a, _ = ap.parse_known_args(argv)  # run_all.py passes its own arguments through
     from real2sim.capture.plate import make_plate, plain_median
     from real2sim.demos.plate_cases import plate_cases

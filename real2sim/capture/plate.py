@@ -119,6 +119,11 @@ class PlateConfig:
     """... and (each connected part) when the frames that back its new colour show the part's well-decided
     surroundings as the plate has them at least this times as often as the frames that back the plate there: frames
     whose surroundings are covered show the thing in front, not the background. 0: no check."""
+    mixed_mode: int = 1
+    """Where the frames agreeing with the median are no majority and the spatial arbiter left the pixel, the mean of
+    the largest set of frames that agree with each other replaces the median when that set has at least this many
+    frames more, and its colour is less like the things seen in front elsewhere in the clip (a colour histogram of
+    the samples the plate rejected, against one of the plate) than the median's. 0: off."""
     undecided_fraction: float = 0.15
     """Pixels covered by undecided regions in at least this fraction of the frames (and 2) get confidence 128."""
     average_sigmas: float = 3.0

@@ -788,13 +788,102 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     n_avail = n if valid is None else valid.sum(0)
     mixed = ~ghost & (count < 0.5 * n_avail)
     plate[mixed] = anchor[mixed]
+    spatial = np.zeros((h, w), bool)
     if detect and n >= 2 and cfg.arbiter_ratio > 0:
         spatial = arbitrate(frames, plate, mixed, count, used, valid, s_ghost, tol, cfg)
         undecided |= spatial
         report["spatial_fraction"] = round(float(spatial.mean()), 6)
+    if detect and cfg.mixed_mode > 0:
+        # after the arbiter: where space decided, it stays decided (before it, the mode moved the arbiter's calls)
+        moded = mixed_mode(frames, plate, mixed & ~spatial, count, used, valid, tol, cfg.mixed_mode)
+        undecided |= moded  # a plurality decided them, not a majority: reported
+        report["mixed_mode_fraction"] = round(float(moded.mean()), 6)
     if curves is not None:  # back to the reference frame's tone
         plate = invert_tone(plate, curves[ref])
     return BackgroundEstimate(plate, count, used, ghost, undecided, sigma, report)
+
+
+def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, mixed: np.ndarray,
+                          valid: np.ndarray | None, bins: int = 16, samples: int = 200000):
+    """A function colour ``(k, 3)`` -> ``(k,)`` log(p_fg / p_bg): colour histograms of the samples in front of the
+    well-decided plate (not used there) and of the well-decided plate itself. The things in front (a robot, a
+    hand) have their own colours; a colour that is common in front and rare in the background is more likely a
+    thing that stayed than the background."""
+    n, h, w, _ = frames.shape
+    step = max(1, int(np.sqrt(n * h * w / samples)))
+    dec = ~mixed[::step, ::step]
+    q = 256 // bins
+    sub = frames[:, ::step, ::step][:, dec] // q  # (n, k, 3)
+    fg = ~used[:, ::step, ::step][:, dec]
+    if valid is not None:
+        fg &= valid[:, ::step, ::step][:, dec]
+    idx = (sub[..., 0].astype(np.int64) * bins + sub[..., 1]) * bins + sub[..., 2]
+    h_fg = np.bincount(idx[fg], minlength=bins ** 3).astype(np.float64) + 1.0
+    pq = plate[::step, ::step][dec] // q
+    h_bg = np.bincount((pq[:, 0].astype(np.int64) * bins + pq[:, 1]) * bins + pq[:, 2], minlength=bins ** 3) + 1.0
+    lr = np.log(h_fg / h_fg.sum()) - np.log(h_bg / h_bg.sum())
+
+    def like(c):
+        c = (np.clip(c, 0, 255).astype(np.int64) // q)
+        return lr[(c[:, 0] * bins + c[:, 1]) * bins + c[:, 2]]
+    return like
+
+
+def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: np.ndarray, used: np.ndarray,
+               valid: np.ndarray | None, tol: np.ndarray, margin: int) -> np.ndarray:
+    """Where no majority agrees with the median (``mixed``), the mean of the largest set of frames that agree with
+    each other (within ``tol`` ``(h, w)``, max channel), when it has at least ``margin`` frames more than the set
+    that agrees with the plate (and at least 2) and its colour is less like the things in front than the plate's
+    (:func:`foreground_likelihood`).
+
+    A thing that moves spreads its colours over the frames, the background agrees with itself: where the median is
+    a mix, the largest agreeing set is the background more often than the median is. But a thing that stays (an
+    arm that lingers, a resting object) is an agreeing set too; it has the colours of the things seen in front
+    elsewhere in the clip, which the background rarely has. Updates ``plate``, ``count``, ``used`` in place;
+    returns the ``(h, w) bool`` pixels changed."""
+    n = frames.shape[0]
+    out = np.zeros(mixed.shape, bool)
+    ys, xs = np.nonzero(mixed)
+    if n < 3 or not len(ys):
+        return out
+    vals = np.ascontiguousarray(frames[:, ys, xs].transpose(0, 2, 1))  # (n, 3, k) uint8
+    ok = np.ones((n, len(ys)), bool) if valid is None else valid[:, ys, xs]
+    tk = np.clip(np.floor(tol[ys, xs]), 0, 255).astype(np.uint8)
+    cnt = ok.astype(np.int32)  # every frame agrees with itself; each pair is compared once
+    for i in range(n - 1):
+        agree = _within(vals[i + 1:], vals[i], tk) & ok[i + 1:] & ok[i]
+        cnt[i] += agree.sum(0, dtype=np.int32)
+        cnt[i + 1:] += agree
+    cnt[~ok] = -1
+    best_i = cnt.argmax(0)
+    agree = _within(vals, vals[best_i, :, np.arange(len(ys))].T, tk) & ok
+    m = agree.sum(0, dtype=np.int32)
+    use = (m >= count[ys, xs] + margin) & (m >= 2)
+    if not use.any():
+        return out
+    ys, xs, agree, m = ys[use], xs[use], agree[:, use], m[use]
+    mean = (vals[:, :, use] * agree[:, None]).sum(0, dtype=np.float32).T / m[:, None]
+    like = foreground_likelihood(frames, plate, used, mixed, valid)
+    keep = like(mean) < like(plate[ys, xs])
+    if not keep.any():
+        return out
+    ys, xs, agree, mean = ys[keep], xs[keep], agree[:, keep], mean[keep]
+    plate[ys, xs] = np.clip(mean + 0.5, 0, 255).astype(np.uint8)
+    count[ys, xs] = m[keep]
+    used[:, ys, xs] = agree
+    out[ys, xs] = True
+    return out
+
+
+def _within(a: np.ndarray, b: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """``(m, k) bool``: uint8 colours ``a`` ``(m, 3, k)`` within ``tol`` ``(k,)`` of ``b`` ``(3, k)`` in every
+    channel."""
+    out = None
+    for c in range(3):
+        x, y = a[:, c], b[c]
+        d = np.maximum(x, y) - np.minimum(x, y)  # |x - y| without leaving uint8
+        out = d <= tol if out is None else out & (d <= tol)
+    return out
 
 
 def peel_supported(frames: np.ndarray, valid: np.ndarray | None, before: np.ndarray, after: np.ndarray,
