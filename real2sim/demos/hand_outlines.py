@@ -41,6 +41,9 @@ OUTLINES: dict[str, tuple[str, tuple[int, int], list[tuple[int, int]]]] = {
     "open_drawer_c0/carrot": ("google_robot/overlays/open_drawer_c0.png", (295, 32), [
         (272, 22), (268, 30), (271, 41), (285, 44), (302, 42), (315, 40), (319, 30), (315, 23), (302, 23), (285, 19),
         (276, 21)]),
+    "open_drawer_a2/can": ("google_robot/overlays/open_drawer_a2.png", (31, 40), [
+        (20, 28), (26, 26), (31, 25), (34, 28), (37, 35), (40, 43), (41, 48), (41, 51), (36, 53), (30, 51), (27, 45),
+        (23, 38), (20, 32)]),
     "google_coke_can_real_eval_1/cabinet": ("google_robot/overlays/google_coke_can_real_eval_1.png", (160, 120), [
         (86, 45), (237, 45), (310, 187), (308, 190), (277, 197), (270, 217), (247, 227), (240, 243), (230, 256),
         (97, 256), (93, 243), (77, 230), (60, 220), (53, 197), (18, 190), (17, 187)]),

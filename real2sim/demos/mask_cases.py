@@ -11,7 +11,7 @@ Sources:
   *reference* made with knowledge of the cubes' colours and checked by eye, never a pipeline input. Three clicks
   per cube.
 - ``hand``: real objects in real photos (the Bridge clip's first frame: pot, can, eggplant; the Google Robot
-  overlays: bins, a cup, a toy carrot, the cabinet) with outlines drawn by hand
+  overlays: bins, a cup, a toy carrot, a lying can, the cabinet) with outlines drawn by hand
   (:mod:`real2sim.demos.hand_outlines`); no plate (none exists for them): one-click columns only.
 - synthetic families, one case per real plate (the two Bridge plates, the eleven Google Robot overlays): an object
   mesh from ``shared/data`` (coke can, cubes, apple, 7up and pepsi cans) rendered at a random pose, lit by a
