@@ -636,15 +636,16 @@ def test_slider_drag_updates_the_live_iou(policy_server, browser):
     before = _iou_in(page.locator("#object_note").inner_text(), "cube")
     assert before is not None and before > 0.99, page.locator("#object_note").inner_text()
     x0 = float(page.locator("#pose_x input[type=number]").input_value())
-    for _attempt in range(3):
-        # a loaded machine may still be answering the page load / the selection, whose answer re-centres the
-        # sliders: nudge again until the slider holds the nudged value
+    applied_x = "Number(document.querySelector('#pose_text textarea').value.split(',')[0])"
+    t0 = time.time()
+    while time.time() - t0 < 90:
+        # a loaded machine may still be answering the page load / the selection, whose late answer re-centres the
+        # sliders: nudge again until an edit of >= 5 mm is applied (the exact-pose box shows the saved pose)
         page.locator("#pose_x input[type=range]").focus()
         for _ in range(16):  # 8 mm
             page.keyboard.press("ArrowRight")
         try:
-            page.wait_for_function(f"() => Math.abs(Number(document.querySelector('#pose_x input[type=number]')"
-                                   f".value) - {x0 + 0.008}) < 1e-6", timeout=5_000)
+            page.wait_for_function(f"() => Math.abs({applied_x} - {x0}) > 0.005", timeout=10_000)
             break
         except Exception:
             continue
