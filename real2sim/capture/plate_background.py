@@ -817,16 +817,16 @@ def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarra
     fg = ~used[:, ::step, ::step][:, dec]
     if valid is not None:
         fg &= valid[:, ::step, ::step][:, dec]
-    idx = (sub[..., 0].astype(np.int64) * bins + sub[..., 1]) * bins + sub[..., 2]
-    h_fg = np.bincount(idx[fg], minlength=bins ** 3).astype(np.float64) + 1.0
-    pq = plate[::step, ::step][dec] // q
-    h_bg = np.bincount((pq[:, 0].astype(np.int64) * bins + pq[:, 1]) * bins + pq[:, 2], minlength=bins ** 3) + 1.0
+    h_fg = np.bincount(_colour_bin(sub, bins)[fg], minlength=bins ** 3).astype(np.float64) + 1.0
+    h_bg = np.bincount(_colour_bin(plate[::step, ::step][dec] // q, bins), minlength=bins ** 3) + 1.0
     lr = np.log(h_fg / h_fg.sum()) - np.log(h_bg / h_bg.sum())
+    return lambda c: lr[_colour_bin(np.clip(c, 0, 255).astype(np.int64) // q, bins)]
 
-    def like(c):
-        c = (np.clip(c, 0, 255).astype(np.int64) // q)
-        return lr[(c[:, 0] * bins + c[:, 1]) * bins + c[:, 2]]
-    return like
+
+def _colour_bin(c: np.ndarray, bins: int) -> np.ndarray:
+    """Histogram bin of quantised colours ``(..., 3)`` (each channel in ``[0, bins)``) -> ``(...)`` int64."""
+    c = c.astype(np.int64)
+    return (c[..., 0] * bins + c[..., 1]) * bins + c[..., 2]
 
 
 def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: np.ndarray, used: np.ndarray,

@@ -31,7 +31,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from real2sim.core.errors import SegmentationError, UnknownNameError
-from real2sim.core.imaging import iou
+from real2sim.core.imaging import component_at, fill_holes, iou
 
 log = logging.getLogger(__name__)
 
@@ -279,17 +279,12 @@ def _on_unknown(prompt: Prompt, known: np.ndarray) -> bool:
 
 
 def _cut_at_unknown(res: MaskResult, prompt: Prompt, known: np.ndarray) -> MaskResult:
-    """``res`` without the pixels where the plate is a guess: the part connected to the prompt, holes filled."""
-    from real2sim.core.imaging import component_at, fill_holes
-
-    cut = res.mask & ~known
-    if not cut.any():
+    """``res`` without the pixels where the plate is a guess: the part connected to the clicks (a box: all of it
+    inside the box), holes filled."""
+    if not (res.mask & ~known).any():
         return res
-    seeds = list(prompt.positives)
-    if not seeds:  # a box: the largest known part
-        inside = np.argwhere(res.mask & known)
-        seeds = [(int(inside[0][1]), int(inside[0][0]))] if len(inside) else []
-    kept = fill_holes(component_at(res.mask & known, seeds, radius=3)) if seeds else np.zeros_like(res.mask)
+    kept = res.mask & known
+    kept = fill_holes(component_at(kept, prompt.positives, radius=3) if prompt.positives else kept)  # a box bounds it
     res.details["cut_where_plate_inpainted_px"] = int((res.mask & ~kept).sum())
     res.mask = kept
     if res.shadow is not None:

@@ -163,7 +163,7 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
     """The objects' part of :func:`segment_stage` (the ``segment`` stage record)."""
     cap = bundle.manifest.capture
     pcfg = propagate_config or PropagateConfig()
-    rels = [fr.image for fr in cap.frames] + ([cap.plate] if cap.plate else [])
+    rels = [fr.image for fr in cap.frames] + [r for r in (cap.plate, cap.plate_confidence) if r]  # both shape masks
     config = {"prompts": {e: {"frame": f, "prompt": p.to_dict(), "propagate": carry[e]} for e, (f, p) in norm.items()},
               "backend": backend,
               "propagate": propagate_masks, "propagate_config": pcfg.__dict__}
