@@ -29,6 +29,10 @@ Sources:
   a ChArUco board with its white margin, a black-and-white or coloured checkerboard, a plaid cloth, a dotted
   cloth or wood grain, procedurally made and seen in perspective, lit by the plate's own light): the surface's
   strong edges next to the object's outline, as on a scanning board.
+  ``support``: the object stands on something smaller than the table that a person clicking the object does not
+  mean (:func:`support_plate`: a towel, a cloth, a cutting board, a plate or a tray, 1.4-2.6x the object's width):
+  the composition of a pot on its towel or a bowl on a cloth, where the support's outline competes with the
+  object's. The support is part of the plate (it is background to the object).
 - :func:`procedural_case`: a data-free case (textured procedural plate, a shaded cylinder with a bright and a
   dark half, a cast shadow) for tests on machines without ``shared/data``.
 
@@ -49,7 +53,8 @@ from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg", "textured")
+FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg", "textured",
+            "support")
 """Synthetic case families (see the module docstring)."""
 
 OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
@@ -470,6 +475,68 @@ def textured_plate(plate: np.ndarray, rng: np.random.Generator, kind: str | None
     return np.clip(out * 255, 0, 255).round().astype(np.uint8)
 
 
+SUPPORTS = ("towel", "plaid", "dots", "wood", "dish")
+"""Supports of the ``support`` family (:func:`support_plate`)."""
+
+
+def _support_texture(kind: str, rng: np.random.Generator) -> np.ndarray:
+    """A support's texture ``(h, w, 3)`` float in [0, 1]: ``towel`` (one colour with a woven grain and a darker
+    hem), ``dish`` (a light or coloured glaze with a rim), or a :func:`surface_texture` (cloths, wood)."""
+    import cv2
+
+    if kind not in ("towel", "dish"):
+        return surface_texture(kind, rng, (240, 320))
+    h, w = 240, 320
+    col = rng.uniform(0.1, 0.95, 3).astype(np.float32)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    if kind == "towel":
+        grain = 0.9 + 0.1 * np.sin(xx * 2.3) * np.sin(yy * 2.3) + rng.normal(0, 0.04, (h, w)).astype(np.float32)
+        hem = ((np.minimum(np.minimum(xx, w - 1 - xx), np.minimum(yy, h - 1 - yy)) < 10) * 0.15).astype(np.float32)
+        return np.clip(col * (grain - hem)[..., None], 0, 1)
+    col = col if rng.random() < 0.5 else np.full(3, rng.uniform(0.8, 0.95), np.float32)
+    r = np.sqrt(((xx - w / 2) / (w / 2)) ** 2 + ((yy - h / 2) / (h / 2)) ** 2)
+    rim = cv2.GaussianBlur(((r > 0.72) & (r < 0.8)).astype(np.float32), (0, 0), 3) * 0.25
+    return np.clip(col * (1 - rim)[..., None] + 0.05 * (1 - r)[..., None], 0, 1)
+
+
+def support_plate(plate: np.ndarray, rng: np.random.Generator, x: float, y_base: float, width_px: float,
+                  kind: str | None = None) -> np.ndarray:
+    """The real ``plate`` with a support (``kind`` in :data:`SUPPORTS`, or a random one) under an object whose base
+    centre is ``(x, y_base)`` and which is ``width_px`` wide: 1.4-2.6x that wide, 0.3-0.65x as deep as wide (seen
+    in perspective), turned by up to 20 degrees, the base inside it off its centre; a dish is an ellipse. Shaded
+    by the plate's own low-frequency light, with an anti-aliased edge and a faint contact shadow around it.
+    ``(h, w, 3) uint8`` in and out."""
+    import cv2
+
+    H, W = plate.shape[:2]
+    kind = kind or str(rng.choice(SUPPORTS))
+    tex = _support_texture(kind, rng)
+    th, tw = tex.shape[:2]
+    sw = width_px * rng.uniform(1.4, 2.6)
+    sd = sw * rng.uniform(0.3, 0.65)
+    c = np.array([x + rng.uniform(-0.15, 0.15) * sw, y_base - rng.uniform(0.0, 0.3) * sd])
+    a = np.radians(rng.uniform(-20, 20))
+    rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    far, near = rng.uniform(0.8, 0.95), 1.0
+    corners = np.array([[-far, -1], [far, -1], [near, 1], [-near, 1]]) * [sw / 2, sd / 2]
+    dst = (corners @ rot.T + c).astype(np.float32)
+    src = np.float32([[0, 0], [tw - 1, 0], [tw - 1, th - 1], [0, th - 1]])
+    M = cv2.getPerspectiveTransform(src, dst)
+    shape = np.ones((th, tw), np.float32)
+    if kind == "dish":
+        yy, xx = np.mgrid[0:th, 0:tw].astype(np.float32)
+        shape = (((xx - tw / 2) / (tw / 2)) ** 2 + ((yy - th / 2) / (th / 2)) ** 2 <= 1).astype(np.float32)
+        shape = cv2.GaussianBlur(shape, (0, 0), 1.0)
+    warped = cv2.warpPerspective(tex, M, (W, H), flags=cv2.INTER_AREA if sw < tw else cv2.INTER_LINEAR)
+    cover = cv2.warpPerspective(shape, M, (W, H), flags=cv2.INTER_LINEAR)[..., None]
+    pf = plate.astype(np.float32) / 255.0
+    lum = cv2.GaussianBlur(pf.mean(-1), (0, 0), 0.05 * max(H, W))
+    shade = np.clip(lum / max(float(lum[int(0.6 * H):].mean()), 1e-3), 0.6, 1.4)[..., None]
+    contact = cv2.GaussianBlur(cover[..., 0], (0, 0), max(1.0, 0.02 * sw))[..., None] * rng.uniform(0.0, 0.25)
+    out = pf * (1 - contact) * (1 - cover) + np.clip(warped * shade, 0, 1) * cover
+    return np.clip(out * 255, 0, 255).round().astype(np.uint8)
+
+
 # -- clicks and boxes ------------------------------------------------------------------------------------------
 def sample_click(mask: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
     """A click inside ``mask``: a random pixel at least a third of the largest inner distance from the edge."""
@@ -526,6 +593,8 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
     H, W = plate.shape[:2]
     rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, rng.uniform(0.09, 0.22) * H)
     x, y = _placement(plate, rng, alpha.shape[0], alpha.shape[1])
+    if family == "support":
+        plate = support_plate(plate, rng, x, y, alpha.shape[1], SUPPORTS[seed % len(SUPPORTS)])
     img, cov, dark = composite(plate, rgb, alpha, base_row, x, y, Look.sample(rng, family == "lowcontrast"))
     mask = cov >= 0.5
     shadow = (dark >= 0.5 * dark.max()) & ~mask if dark.max() > 0.05 else np.zeros_like(mask)
@@ -636,11 +705,13 @@ def procedural_plate(h: int, w: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def procedural_case(seed: int = 0, size: tuple[int, int] = (240, 320), contrast: float = 1.0, noise: float = 1.5,
-                    shadow: float = 0.45, colour=None, surface: str | None = None) -> MaskCase:
+                    shadow: float = 0.45, colour=None, surface: str | None = None,
+                    support: str | None = None) -> MaskCase:
     """A shaded upright cylinder (bright left half, dark right half) with a cast shadow on a procedural plate.
 
     ``contrast`` scales the object's colour distance from the local plate colour (1 = a saturated colour);
-    ``surface``: a textured surface on the table (one of :data:`TEXTURES`, :func:`textured_plate`)."""
+    ``surface``: a textured surface on the table (one of :data:`TEXTURES`, :func:`textured_plate`); ``support``:
+    the cylinder stands on a support (one of :data:`SUPPORTS`, :func:`support_plate`), part of the plate."""
     import cv2
 
     rng = np.random.default_rng(seed)
@@ -658,6 +729,8 @@ def procedural_case(seed: int = 0, size: tuple[int, int] = (240, 320), contrast:
     shade = np.clip(0.45 + 0.75 * np.cos(np.clip(np.linspace(-1, 1, ow) * 1.4 + 0.5, -np.pi / 2, np.pi / 2)), 0, 1.2)
     col = np.array(colour if colour is not None else rng.uniform(0, 1, 3) * [1, 0.5, 0.5] + [0.0, 0.1, 0.1], np.float32)
     x, yb = int(rng.uniform(0.25, 0.75) * w), int(rng.uniform(0.55, 0.85) * h)
+    if support is not None:
+        plate = support_plate(plate, rng, x, yb, ow, support)
     local = plate[max(0, yb - oh):yb, max(0, x - ow):x + ow].reshape(-1, 3).mean(0) / 255.0
     col = local + contrast * (col - local)
     rgb = np.clip(col[None, None, :] * shade[None, :, None] * np.ones((oh, 1, 1)), 0, 1).astype(np.float32)

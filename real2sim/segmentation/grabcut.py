@@ -43,7 +43,8 @@ part: held by a larger (``part_growth`` to ``max_growth`` times), compact candid
 a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
 replaced by one of its parts. The taken mask is then the vote of the candidates that agree with it (IoU >=
 ``consensus_iou``, each weighted by that IoU to the ``consensus_power``): independent cues err at different pixels
-of the outline.
+of the outline. Last, a mask that took along what the object stands on (a pot and its towel) is cut to the
+object under the click (:mod:`segmentation.support`; ``details["support"]``).
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ from real2sim.core.imaging import component_at, disk, fill_holes, iou
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
+from real2sim.segmentation.support import SupportConfig, without_support
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +174,9 @@ class GrabCutConfig:
     """A part is replaced by a whole holding it only when the whole's colour separation from its ring is at least
     this fraction of the part's (a can stands apart from the table as its lid does from the can; clutter around a
     clicked object does not). 0: no such condition (``pick_score="image"`` only)."""
+    support_split: bool = True
+    """A mask that took along what the object stands on (a pot and its towel) is cut to the object under the click
+    (:func:`real2sim.segmentation.support.without_support`)."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -616,8 +621,14 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     if cfg.cues:
         mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous, conf,
                                                           [f for f, o in zip(full, ok) if o], full[chosen], cfg)
+    support = {}
+    if cfg.support_split:
+        alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
+        if alone is not None:
+            support["removed_px"] = int((mask & ~alone).sum())
+            mask, shadow = alone, shadow & ~alone
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
-               "sizes_tried": len(tried), **pre}
+               "sizes_tried": len(tried), **pre, **({"support": support} if support else {})}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
 
