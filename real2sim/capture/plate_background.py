@@ -243,14 +243,16 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
     import cv2
 
-    ker = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
+    ker = _square(2 * band + 1)
     inner = (m > 0) & (cv2.erode(m, ker) == 0)
     outer = (cv2.dilate(m, ker) > 0) & outside
     win = (4 * band + 1, 4 * band + 1)
     if both is None:
         both = _with_ones(frame, anchor)
-    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once
-    sums = [cv2.boxFilter(both * side[..., None], -1, win, normalize=False) for side in (inner, outer)]
+    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once (a masked copy: the same
+    # values as the product with the band, cheaper)
+    sums = [cv2.boxFilter(cv2.copyTo(both, side.view(np.uint8), np.zeros_like(both)), -1, win, normalize=False)
+            for side in (inner, outer)]
     ok = inner & (sums[0][..., 6] > 0) & (sums[1][..., 6] > 0)
     ys, xs = np.nonzero(ok)
     if not len(ys):
@@ -261,6 +263,12 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     ll = lab[ys, xs]
     cnt = np.maximum(np.bincount(ll, minlength=k), 1)
     return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
+
+
+@lru_cache(maxsize=None)
+def _square(size: int) -> np.ndarray:
+    """``(size, size) uint8`` ones (a structuring element)."""
+    return np.ones((size, size), np.uint8)
 
 
 def _with_ones(frame: np.ndarray, anchor: np.ndarray) -> np.ndarray:
@@ -308,12 +316,11 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
                                jaccard)
         right[y0:y1, x0:x1 - 1], down[y0:y1 - 1, x0:x1] = r, d
         return right, down
-    th = np.maximum(tau, tau[t])[:, None, None]
+    th = np.maximum(tau, tau[t])[:, None, None, None]
     d = np.subtract(small, small[t][None])
     np.abs(d, out=d)
-    m = np.maximum(d[..., 0], d[..., 1])
-    np.maximum(m, d[..., 2], out=m)
-    agree = m <= th
+    near = d <= th  # every channel within the threshold (the max channel's test, cheaper)
+    agree = near[..., 0] & near[..., 1] & near[..., 2]
     if valid_s is not None:
         agree &= valid_s
     agree = agree.view(np.uint8)
@@ -364,29 +371,49 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     return (np.cumsum(used) - 1).astype(np.int32)[lab]
 
 
-def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None
-                     ) -> np.ndarray:
+def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None,
+                     crop: bool = False) -> np.ndarray:
     """``(h, w, 3) float32``: at every pixel the mean colour of the nearby ``known`` pixels (normalised Gaussian
     convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
     ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
-    (the other pixels may then hold anything)."""
+    (the other pixels may then hold anything). ``crop``: each scale's blurs only over the box of the needed pixels
+    it still has to reach plus the kernel's reach (the same values there; the pixels outside ``need`` then hold
+    anything at every scale)."""
     import cv2
 
+    crop = crop and need is not None
     k = known.astype(np.float32)
-    ik = image * k[..., None]
+    ik = None if crop else image * k[..., None]
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
-        wsum = cv2.GaussianBlur(k, (0, 0), s)
-        ok = ~done & (wsum > 0.05)
+        box = _blur_box(need & ~done, s) if crop else (slice(None), slice(None))
+        if box is None:
+            return out
+        wsum = cv2.GaussianBlur(k[box], (0, 0), s)
+        ok = ~done[box] & (wsum > 0.05)
         # where ok, wsum > 0.05: the same quotient as dividing by wsum
-        cv2.copyTo(cv2.GaussianBlur(ik, (0, 0), s) / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out)
-        done |= ok
+        blur = cv2.GaussianBlur(image[box] * k[box][..., None] if crop else ik, (0, 0), s)
+        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out[box])
+        done[box] |= ok
         if need is not None and done[need].all():
             return out
     if not done.all():
         out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
+
+
+def _blur_box(pixels: np.ndarray, sigma: float) -> tuple[slice, slice] | None:
+    """The box of ``pixels`` plus the reach of ``cv2.GaussianBlur(float32, (0, 0), sigma)``, whose values inside
+    the box are then those over the whole image bit for bit: it starts on a multiple of 16 columns (so OpenCV's
+    vector loops split each row alike) and ends on the image border or past the reach. None: no pixels."""
+    h, w = pixels.shape
+    rows, cols = np.flatnonzero(pixels.any(1)), np.flatnonzero(pixels.any(0))
+    if not len(rows):
+        return None
+    r = (int(round(sigma * 8 + 1)) | 1) // 2
+    x0 = max(0, int(cols[0]) - r) // 16 * 16
+    return slice(max(0, int(rows[0]) - r), min(h, int(rows[-1]) + r + 1)), slice(x0, min(w, int(cols[-1]) + r + 1))
 
 
 def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: float) -> np.ndarray:
@@ -492,11 +519,14 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
         r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
-    around = local_background(anchor, ~dev, need=dev)
-    e_f = chan_max(cv2.absdiff(frame, around))
-    e_a = chan_max(cv2.absdiff(anchor, around))
-    px_bg = dev & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
-    px_fg = dev & (e_f > ratio * e_a) & (e_f > tau)
+    around = local_background(anchor, ~dev, need=dev, crop=True)
+    rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
+    box = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)  # (only dev's box is read)
+    e_f = chan_max(cv2.absdiff(frame[box], around[box]))
+    e_a = chan_max(cv2.absdiff(anchor[box], around[box]))
+    px_bg, px_fg = np.zeros_like(dev), np.zeros_like(dev)
+    px_bg[box] = dev[box] & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
+    px_fg[box] = dev[box] & (e_f > ratio * e_a) & (e_f > tau)
     # a region's call holds for its pixels unless they say the opposite (a region that merged a thing in front
     # with the place it left): those stay undecided
     is_bg, is_fg = r_bg[lab] & ~px_fg, r_fg[lab] & ~px_bg
@@ -644,7 +674,12 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     two = (np.take_along_axis(key, ((k - 1) // 2)[:, None, None], -1)[..., 0]
            + np.take_along_axis(key, (k // 2)[:, None, None], -1)[..., 0]).astype(np.int16)  # 2 x the median
     med = two.astype(np.float32) / 2
-    same = chan_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
+    # |2 v - two| <= 2 tol in every channel, for whole v: v in [ceil((two - d) / 2), floor((two + d) / 2)] with
+    # d = floor(2 tol) (both within 0..255), compared in uint8
+    d = int(np.floor(2 * tol))
+    lo, hi = (np.clip((two - d + 1) // 2, 0, 255).astype(np.uint8), np.clip((two + d) // 2, 0, 255).astype(np.uint8))
+    inside = (vals >= lo) & (vals <= hi)
+    same = inside[..., 0] & inside[..., 1] & inside[..., 2]
     n_bg = (same & b).sum(0)
     n_fg = (same & votes_fg.reshape(n, h * w)[:, at]).sum(0)
     ok = (n_bg >= min_agree) & (n_bg > n_fg)
