@@ -372,22 +372,23 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
 
 
 def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None,
-                     crop: bool = False) -> np.ndarray:
+                     crop: bool = False, read: np.ndarray | None = None) -> np.ndarray:
     """``(h, w, 3) float32``: at every pixel the mean colour of the nearby ``known`` pixels (normalised Gaussian
     convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
     ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
-    (the other pixels may then hold anything). ``crop``: each scale's blurs only over the box of the needed pixels
-    it still has to reach plus the kernel's reach (the same values there; the pixels outside ``need`` then hold
-    anything at every scale)."""
+    (the other pixels may then hold anything). ``crop``: each scale's blurs only over the box of the pixels read
+    (``read``, default ``need``) it has not reached yet plus the kernel's reach (the same values there; the pixels
+    outside ``read`` then hold anything)."""
     import cv2
 
     crop = crop and need is not None
+    read = need if read is None else read
     k = known.astype(np.float32)
     ik = None if crop else image * k[..., None]
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
-        box = _blur_box(need & ~done, s) if crop else (slice(None), slice(None))
+        box = _blur_box(read & ~done, s) if crop else (slice(None), slice(None))
         if box is None:
             return out
         wsum = cv2.GaussianBlur(k[box], (0, 0), s)
@@ -400,6 +401,26 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
             return out
     if not done.all():
         out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
+    return out
+
+
+def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.ndarray:
+    """:func:`local_background` (every pixel) with the blurs only near the ``known`` pixels: farther than the
+    largest kernel's reach from all of them no scale reaches a pixel, which then takes the mean of the known pixels
+    either way (the same values, bit for bit: see :func:`_blur_box`)."""
+    h, w = known.shape
+    box = _blur_box(known, max(scales))
+    if box is None or image[box].shape[:2] == (h, w):
+        return local_background(image, known, scales)
+    inside = np.zeros((h, w), bool)
+    inside[box] = True
+    wide = _blur_box(inside, max(scales))  # the blurs there are those over the whole image inside the box
+    part = local_background(image[wide], known[wide], scales)
+    out = np.empty(image.shape, np.float32)
+    out[:] = image[known].mean(0)
+    (y0, y1), (x0, x1) = (box[0].start - wide[0].start, box[0].stop - wide[0].start), (box[1].start - wide[1].start,
+                                                                                       box[1].stop - wide[1].start)
+    out[box] = part[y0:y1, x0:x1]
     return out
 
 
@@ -435,7 +456,7 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     seeds = outer & (n_in > 0) & (chan_max(np.abs(f_in - anchor)) < tau)
     if not seeds.any():
         return np.zeros(fg.shape, bool)
-    looks = local_background(frame, fg, scales=(2.0, 6.0))
+    looks = spread_near(frame, fg, scales=(2.0, 6.0))
     similar = (chan_max(np.abs(anchor - looks)) < tau) & ~fg
     k, lab = cv2.connectedComponents(similar.astype(np.uint8), connectivity=8)
     hit = np.zeros(k, bool)
@@ -978,8 +999,10 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     y0, y1, x0, x1 = max(0, ys.min() - m), min(h, ys.max() + m + 1), max(0, xs.min() - m), min(w, xs.max() + m + 1)
     box = (slice(y0, y1), slice(x0, x1))
     unk, mix = unknown[box], mixed[box]
-    pred = local_background(plate[box].astype(np.float32), ~unk, need=mix)
     win = (2 * r + 1, 2 * r + 1)
+    # the distances below read the prediction within the window around the mixed pixels only
+    pred = local_background(plate[box].astype(np.float32), ~unk, need=mix, crop=True,
+                            read=cv2.dilate(mix.view(np.uint8), _square(2 * r + 1)) > 0)
 
     # the distances are read at the mixed pixels only: computed over their box plus the window (the box filter's
     # sums are exact in double precision, so the values there are the same as over the whole box)
