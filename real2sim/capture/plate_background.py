@@ -316,11 +316,15 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
                                jaccard)
         right[y0:y1, x0:x1 - 1], down[y0:y1 - 1, x0:x1] = r, d
         return right, down
-    th = np.maximum(tau, tau[t])[:, None, None, None]
-    d = np.subtract(small, small[t][None])
-    np.abs(d, out=d)
-    near = d <= th  # every channel within the threshold (the max channel's test, cheaper)
-    agree = near[..., 0] & near[..., 1] & near[..., 2]
+    import cv2
+
+    th = np.maximum(tau, tau[t])
+    ref = small[t]
+    hs, ws = small.shape[1:3]
+    agree = np.empty(small.shape[:3], bool)
+    for i in range(len(small)):  # every channel within the pair's threshold (the max channel's test, cheaper)
+        near = cv2.compare(cv2.absdiff(small[i], ref).reshape(hs, ws * 3), float(th[i]), cv2.CMP_LE)
+        agree[i] = cv2.cvtColor(near.reshape(hs, ws, 3), cv2.COLOR_RGB2RGBA).view("<u4")[..., 0] == 0xFFFFFFFF
     if valid_s is not None:
         agree &= valid_s
     agree = agree.view(np.uint8)
