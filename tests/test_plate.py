@@ -364,3 +364,22 @@ def test_where_the_median_is_a_mix_the_largest_agreeing_set_that_does_not_look_l
     assert (conf[moded] == 128).all()
     err = lambda p: np.abs(p[moded].astype(float) - case.truth[moded]).mean()  # noqa: E731
     assert err(res_plate) < err(off)
+
+
+def test_the_cropped_blurs_give_the_values_of_the_whole_image_bit_for_bit():
+    """The speed-ups of ``local_background`` (blurs over the box of the pixels still needed, columns from a multiple
+    of 16) and ``spread_near`` (blurs only near the known pixels) must not change a plate: the pixels read hold the
+    same float32 values as with the blurs over the whole image, for regions anywhere (borders included)."""
+    from real2sim.capture.plate_background import local_background, spread_near
+
+    rng = np.random.default_rng(5)
+    image = (rng.random((122, 163, 3)) * 255).astype(np.float32)
+    for _ in range(40):
+        y0, x0 = int(rng.integers(0, 110)), int(rng.integers(0, 150))
+        dev = np.zeros(image.shape[:2], bool)
+        dev[y0:y0 + int(rng.integers(2, 60)), x0:x0 + int(rng.integers(2, 80))] = True
+        dev &= rng.random(dev.shape) < 0.9
+        full = local_background(image, ~dev, need=dev)
+        crop = local_background(image, ~dev, need=dev, crop=True)
+        assert np.array_equal(full[dev], crop[dev])
+        assert np.array_equal(local_background(image, dev, scales=(2.0, 6.0)), spread_near(image, dev, (2.0, 6.0)))

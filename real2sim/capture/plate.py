@@ -183,11 +183,12 @@ def estimate_gains(frames: np.ndarray, ref: int, fg: np.ndarray | None = None, s
     sub = frames[:, ::step, ::step].astype(np.float32) / 255.0
     R = sub[ref]
     gains = np.ones((n, 3), np.float32)
+    mid = ((sub > 0.06) & (sub < 0.94)).all(-1)  # (n, h', w') neither dark nor bright in any channel
     for t in range(n):
         if t == ref:
             continue
         F = sub[t]
-        ok = (F > 0.06).all(-1) & (F < 0.94).all(-1) & (R > 0.06).all(-1) & (R < 0.94).all(-1)
+        ok = mid[t] & mid[ref]
         if fg is not None:
             ok &= ~fg[t, ::step, ::step] & ~fg[ref, ::step, ::step]
         if ok.sum() < 100:

@@ -243,14 +243,16 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
     import cv2
 
-    ker = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
+    ker = _square(2 * band + 1)
     inner = (m > 0) & (cv2.erode(m, ker) == 0)
     outer = (cv2.dilate(m, ker) > 0) & outside
     win = (4 * band + 1, 4 * band + 1)
     if both is None:
         both = _with_ones(frame, anchor)
-    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once
-    sums = [cv2.boxFilter(both * side[..., None], -1, win, normalize=False) for side in (inner, outer)]
+    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once (a masked copy: the same
+    # values as the product with the band, cheaper)
+    sums = [cv2.boxFilter(cv2.copyTo(both, side.view(np.uint8), np.zeros_like(both)), -1, win, normalize=False)
+            for side in (inner, outer)]
     ok = inner & (sums[0][..., 6] > 0) & (sums[1][..., 6] > 0)
     ys, xs = np.nonzero(ok)
     if not len(ys):
@@ -261,6 +263,12 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     ll = lab[ys, xs]
     cnt = np.maximum(np.bincount(ll, minlength=k), 1)
     return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
+
+
+@lru_cache(maxsize=None)
+def _square(size: int) -> np.ndarray:
+    """``(size, size) uint8`` ones (a structuring element)."""
+    return np.ones((size, size), np.uint8)
 
 
 def _with_ones(frame: np.ndarray, anchor: np.ndarray) -> np.ndarray:
@@ -308,12 +316,15 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
                                jaccard)
         right[y0:y1, x0:x1 - 1], down[y0:y1 - 1, x0:x1] = r, d
         return right, down
-    th = np.maximum(tau, tau[t])[:, None, None]
-    d = np.subtract(small, small[t][None])
-    np.abs(d, out=d)
-    m = np.maximum(d[..., 0], d[..., 1])
-    np.maximum(m, d[..., 2], out=m)
-    agree = m <= th
+    import cv2
+
+    th = np.maximum(tau, tau[t])
+    ref = small[t]
+    hs, ws = small.shape[1:3]
+    agree = np.empty(small.shape[:3], bool)
+    for i in range(len(small)):  # every channel within the pair's threshold (the max channel's test, cheaper)
+        near = cv2.compare(cv2.absdiff(small[i], ref).reshape(hs, ws * 3), float(th[i]), cv2.CMP_LE)
+        agree[i] = cv2.cvtColor(near.reshape(hs, ws, 3), cv2.COLOR_RGB2RGBA).view("<u4")[..., 0] == 0xFFFFFFFF
     if valid_s is not None:
         agree &= valid_s
     agree = agree.view(np.uint8)
@@ -364,29 +375,70 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     return (np.cumsum(used) - 1).astype(np.int32)[lab]
 
 
-def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None
-                     ) -> np.ndarray:
+def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None,
+                     crop: bool = False, read: np.ndarray | None = None) -> np.ndarray:
     """``(h, w, 3) float32``: at every pixel the mean colour of the nearby ``known`` pixels (normalised Gaussian
     convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
     ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
-    (the other pixels may then hold anything)."""
+    (the other pixels may then hold anything). ``crop``: each scale's blurs only over the box of the pixels read
+    (``read``, default ``need``) it has not reached yet plus the kernel's reach (the same values there; the pixels
+    outside ``read`` then hold anything)."""
     import cv2
 
+    crop = crop and need is not None
+    read = need if read is None else read
     k = known.astype(np.float32)
-    ik = image * k[..., None]
+    ik = None if crop else image * k[..., None]
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
-        wsum = cv2.GaussianBlur(k, (0, 0), s)
-        ok = ~done & (wsum > 0.05)
+        box = _blur_box(read & ~done, s) if crop else (slice(None), slice(None))
+        if box is None:
+            return out
+        wsum = cv2.GaussianBlur(k[box], (0, 0), s)
+        ok = ~done[box] & (wsum > 0.05)
         # where ok, wsum > 0.05: the same quotient as dividing by wsum
-        cv2.copyTo(cv2.GaussianBlur(ik, (0, 0), s) / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out)
-        done |= ok
+        blur = cv2.GaussianBlur(image[box] * k[box][..., None] if crop else ik, (0, 0), s)
+        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out[box])
+        done[box] |= ok
         if need is not None and done[need].all():
             return out
     if not done.all():
         out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
+
+
+def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.ndarray:
+    """:func:`local_background` (every pixel) with the blurs only near the ``known`` pixels: farther than the
+    largest kernel's reach from all of them no scale reaches a pixel, which then takes the mean of the known pixels
+    either way (the same values, bit for bit: see :func:`_blur_box`)."""
+    h, w = known.shape
+    box = _blur_box(known, max(scales))
+    if box is None or image[box].shape[:2] == (h, w):
+        return local_background(image, known, scales)
+    inside = np.zeros((h, w), bool)
+    inside[box] = True
+    wide = _blur_box(inside, max(scales))  # the blurs there are those over the whole image inside the box
+    part = local_background(image[wide], known[wide], scales)
+    out = np.empty(image.shape, np.float32)
+    out[:] = image[known].mean(0)
+    (y0, y1), (x0, x1) = (box[0].start - wide[0].start, box[0].stop - wide[0].start), (box[1].start - wide[1].start,
+                                                                                       box[1].stop - wide[1].start)
+    out[box] = part[y0:y1, x0:x1]
+    return out
+
+
+def _blur_box(pixels: np.ndarray, sigma: float) -> tuple[slice, slice] | None:
+    """The box of ``pixels`` plus the reach of ``cv2.GaussianBlur(float32, (0, 0), sigma)``, whose values inside
+    the box are then those over the whole image bit for bit: it starts on a multiple of 16 columns (so OpenCV's
+    vector loops split each row alike) and ends on the image border or past the reach. None: no pixels."""
+    h, w = pixels.shape
+    rows, cols = np.flatnonzero(pixels.any(1)), np.flatnonzero(pixels.any(0))
+    if not len(rows):
+        return None
+    r = (int(round(sigma * 8 + 1)) | 1) // 2
+    x0 = max(0, int(cols[0]) - r) // 16 * 16
+    return slice(max(0, int(rows[0]) - r), min(h, int(rows[-1]) + r + 1)), slice(x0, min(w, int(cols[-1]) + r + 1))
 
 
 def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: float) -> np.ndarray:
@@ -408,7 +460,7 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     seeds = outer & (n_in > 0) & (chan_max(np.abs(f_in - anchor)) < tau)
     if not seeds.any():
         return np.zeros(fg.shape, bool)
-    looks = local_background(frame, fg, scales=(2.0, 6.0))
+    looks = spread_near(frame, fg, scales=(2.0, 6.0))
     similar = (chan_max(np.abs(anchor - looks)) < tau) & ~fg
     k, lab = cv2.connectedComponents(similar.astype(np.uint8), connectivity=8)
     hit = np.zeros(k, bool)
@@ -492,11 +544,14 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
         r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
-    around = local_background(anchor, ~dev, need=dev)
-    e_f = chan_max(cv2.absdiff(frame, around))
-    e_a = chan_max(cv2.absdiff(anchor, around))
-    px_bg = dev & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
-    px_fg = dev & (e_f > ratio * e_a) & (e_f > tau)
+    around = local_background(anchor, ~dev, need=dev, crop=True)
+    rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
+    box = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)  # (only dev's box is read)
+    e_f = chan_max(cv2.absdiff(frame[box], around[box]))
+    e_a = chan_max(cv2.absdiff(anchor[box], around[box]))
+    px_bg, px_fg = np.zeros_like(dev), np.zeros_like(dev)
+    px_bg[box] = dev[box] & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
+    px_fg[box] = dev[box] & (e_f > ratio * e_a) & (e_f > tau)
     # a region's call holds for its pixels unless they say the opposite (a region that merged a thing in front
     # with the place it left): those stay undecided
     is_bg, is_fg = r_bg[lab] & ~px_fg, r_fg[lab] & ~px_bg
@@ -636,8 +691,8 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     n, h, w = votes_bg.shape
     ys, xs = np.nonzero(pix)
     at = ys * w + xs
-    vals = frames.reshape(n, h * w, 3)[:, at]  # (n, k, 3) uint8
-    b = votes_bg.reshape(n, h * w)[:, at]
+    vals = np.take(frames.reshape(n, h * w, 3), at, axis=1)  # (n, k, 3) uint8 (np.take: cheaper than [:, at])
+    b = np.take(votes_bg.reshape(n, h * w), at, axis=1)
     key = np.ascontiguousarray(np.where(b[..., None], vals, np.uint16(256)).transpose(1, 2, 0))
     key.sort(axis=-1)  # per pixel and channel; samples not called background (256) sort last
     k = b.sum(0)
@@ -646,7 +701,7 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     med = two.astype(np.float32) / 2
     same = chan_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
     n_bg = (same & b).sum(0)
-    n_fg = (same & votes_fg.reshape(n, h * w)[:, at]).sum(0)
+    n_fg = (same & np.take(votes_fg.reshape(n, h * w), at, axis=1)).sum(0)
     ok = (n_bg >= min_agree) & (n_bg > n_fg)
     out = anchor.copy()
     out[ys[ok], xs[ok]] = np.clip(med[ok] + 0.5, 0, 255).astype(np.uint8)
@@ -667,8 +722,12 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     acc = np.zeros((h, w, 3), np.float32)
     used = np.empty((n, h, w), bool)
     tol8 = np.clip(np.floor(tol), 0, 255).astype(np.uint8)  # the differences are whole levels
+    tol3 = cv2.merge([tol8, tol8, tol8])
     for t in range(n):
-        u = chan_max(cv2.absdiff(frames[t], anchor)) <= tol8
+        # within tol8 in every channel: the saturated excess is 0 in all three, i.e. the pixel with an opaque alpha
+        # read as one little-endian uint32 is 0xFF000000 (cheaper than the channel max)
+        over = cv2.cvtColor(cv2.subtract(cv2.absdiff(frames[t], anchor), tol3), cv2.COLOR_RGB2RGBA)
+        u = over.view("<u4")[..., 0] == 0xFF000000
         if valid is not None:
             u &= valid[t]
         used[t] = u
@@ -943,8 +1002,10 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     y0, y1, x0, x1 = max(0, ys.min() - m), min(h, ys.max() + m + 1), max(0, xs.min() - m), min(w, xs.max() + m + 1)
     box = (slice(y0, y1), slice(x0, x1))
     unk, mix = unknown[box], mixed[box]
-    pred = local_background(plate[box].astype(np.float32), ~unk, need=mix)
     win = (2 * r + 1, 2 * r + 1)
+    # the distances below read the prediction within the window around the mixed pixels only
+    pred = local_background(plate[box].astype(np.float32), ~unk, need=mix, crop=True,
+                            read=cv2.dilate(mix.view(np.uint8), _square(2 * r + 1)) > 0)
 
     # the distances are read at the mixed pixels only: computed over their box plus the window (the box filter's
     # sums are exact in double precision, so the values there are the same as over the whole box)
