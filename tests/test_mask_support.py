@@ -68,3 +68,18 @@ def test_the_glass_pot_on_its_towel(shared_data):
     res = segment_result(case.image, Prompt([case.click]))
     assert iou(res.mask, case.mask) > 0.8, res.details
     assert res.details["support"]["removed_px"] > 3000
+
+
+def test_clicks_on_the_object_and_its_support_keep_both():
+    """A person who clicks the cloth as well as the cylinder on it means both: nothing is cut."""
+    import cv2
+
+    case = procedural_case(2, support="dots", shadow=0.3)
+    one = segment_result(case.image, Prompt([case.click]))
+    assert one.details["support"].get("removed_px", 0) > 0  # one click: the towel was cut off
+    cut = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(support_split=False)).mask & ~one.mask
+    inner = cv2.distanceTransform(np.pad(cut, 1).astype(np.uint8), cv2.DIST_L2, 5)[1:-1, 1:-1]
+    y, x = np.unravel_index(int(np.argmax(inner)), inner.shape)  # the towel's pixel farthest from its edges
+    towel_click = (float(x), float(y))
+    both = segment_result(case.image, Prompt([case.click, towel_click]))
+    assert "removed_px" not in both.details.get("support", {}), both.details

@@ -626,7 +626,7 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
         alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
         if alone is not None:
             support["removed_px"] = int((mask & ~alone).sum())
-            mask, shadow = alone, shadow & ~alone
+            mask = alone
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried), **pre, **({"support": support} if support else {})}
     return MaskResult(mask, conf, shadow=shadow, details=details)
