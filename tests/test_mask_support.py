@@ -83,3 +83,18 @@ def test_clicks_on_the_object_and_its_support_keep_both():
     towel_click = (float(x), float(y))
     both = segment_result(case.image, Prompt([case.click, towel_click]))
     assert "removed_px" not in both.details.get("support", {}), both.details
+
+
+def test_the_support_family_is_seeded_and_puts_the_support_under_the_object():
+    """The benchmark's ``support`` cases measure what they say: the same seed gives the same case, and the support
+    (in the plate: background to a plate difference) lies under the object and reaches past it on both sides."""
+    a = procedural_case(4, support="dish", shadow=0.3)
+    b = procedural_case(4, support="dish", shadow=0.3)
+    bare = procedural_case(4, shadow=0.3)
+    assert np.array_equal(a.image, b.image) and np.array_equal(a.plate, b.plate)
+    support = np.abs(a.plate.astype(int) - bare.plate.astype(int)).max(-1) > 10
+    ys, xs = np.nonzero(a.mask)
+    base_rows = support[ys.max() - 2:ys.max() + 1]
+    assert base_rows[:, :xs.min()].any() and base_rows[:, xs.max() + 1:].any()
+    cols = np.nonzero(support.any(axis=0))[0]
+    assert cols.max() - cols.min() > 1.3 * (xs.max() - xs.min())  # wider than the object it carries
