@@ -112,6 +112,16 @@ def read_rgb_float(path) -> np.ndarray:
 
 
 # -- measures ------------------------------------------------------------------------------------------------
+def solidity(mask: np.ndarray) -> float:
+    """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex; 0 for an empty mask)."""
+    import cv2
+
+    pts = cv2.findNonZero(np.asarray(mask, np.uint8))
+    if pts is None:
+        return 0.0
+    return float(mask.sum() / max(cv2.contourArea(cv2.convexHull(pts)), 1.0))
+
+
 def iou(a: np.ndarray, b: np.ndarray) -> float:
     """Intersection over union of two boolean masks; 1.0 when both are empty (they agree)."""
     a, b = np.asarray(a, bool), np.asarray(b, bool)

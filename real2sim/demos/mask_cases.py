@@ -452,27 +452,40 @@ def textured_plate(plate: np.ndarray, rng: np.random.Generator, kind: str | None
     """The real ``plate`` with a textured surface (:func:`surface_texture`, ``kind`` or a random one) laid on its
     table: seen in perspective (narrower far away), covering the lower 55-65 % of the frame and most of its width,
     rotated a little, shaded by the plate's own low-frequency light. ``(h, w, 3) uint8`` in and out."""
-    import cv2
 
     H, W = plate.shape[:2]
     kind = kind or str(rng.choice(TEXTURES))
     tex = surface_texture(kind, rng)
-    th, tw = tex.shape[:2]
+    tw = tex.shape[1]
     top, bottom = rng.uniform(0.35, 0.45) * H, rng.uniform(1.0, 1.15) * H
     half_far, half_near = rng.uniform(0.3, 0.42) * W, rng.uniform(0.5, 0.65) * W
     cx = W / 2 + rng.uniform(-0.08, 0.08) * W
     skew = rng.uniform(-0.1, 0.1) * W
     dst = np.float32([[cx - half_far + skew, top], [cx + half_far + skew, top], [cx + half_near, bottom],
                       [cx - half_near, bottom]])
+    pf, laid, cover = _lay_flat(plate, tex, dst, W < tw)
+    out = pf * (1 - cover) + laid * cover
+    return np.clip(out * 255, 0, 255).round().astype(np.uint8)
+
+
+def _lay_flat(plate: np.ndarray, tex: np.ndarray, dst: np.ndarray, shrink: bool, shape: np.ndarray | None = None):
+    """A texture ``(th, tw, 3)`` float laid on the plate's table: its corners warped to ``dst`` ``(4, 2)``
+    (clockwise from top-left), shaded by the plate's own low-frequency light. ``shape``: its coverage ``(th, tw)``
+    (default all of it); ``shrink``: it is seen smaller than it is (area resampling). Returns the plate as float in
+    [0, 1], the laid texture ``(H, W, 3)`` and its coverage ``(H, W, 1)``."""
+    import cv2
+
+    H, W = plate.shape[:2]
+    th, tw = tex.shape[:2]
     src = np.float32([[0, 0], [tw - 1, 0], [tw - 1, th - 1], [0, th - 1]])
     M = cv2.getPerspectiveTransform(src, dst)
-    warped = cv2.warpPerspective(tex, M, (W, H), flags=cv2.INTER_AREA if W < tw else cv2.INTER_LINEAR)
-    cover = cv2.warpPerspective(np.ones((th, tw), np.float32), M, (W, H), flags=cv2.INTER_LINEAR)[..., None]
+    warped = cv2.warpPerspective(tex, M, (W, H), flags=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+    shape = np.ones((th, tw), np.float32) if shape is None else shape
+    cover = cv2.warpPerspective(shape, M, (W, H), flags=cv2.INTER_LINEAR)[..., None]
     pf = plate.astype(np.float32) / 255.0
     lum = cv2.GaussianBlur(pf.mean(-1), (0, 0), 0.05 * max(H, W))
     shade = np.clip(lum / max(float(lum[int(0.6 * H):].mean()), 1e-3), 0.6, 1.4)[..., None]
-    out = pf * (1 - cover) + np.clip(warped * shade, 0, 1) * cover
-    return np.clip(out * 255, 0, 255).round().astype(np.uint8)
+    return pf, np.clip(warped * shade, 0, 1), cover
 
 
 SUPPORTS = ("towel", "plaid", "dots", "wood", "dish")
@@ -508,7 +521,6 @@ def support_plate(plate: np.ndarray, rng: np.random.Generator, x: float, y_base:
     ``(h, w, 3) uint8`` in and out."""
     import cv2
 
-    H, W = plate.shape[:2]
     kind = kind or str(rng.choice(SUPPORTS))
     tex = _support_texture(kind, rng)
     th, tw = tex.shape[:2]
@@ -520,20 +532,14 @@ def support_plate(plate: np.ndarray, rng: np.random.Generator, x: float, y_base:
     far, near = rng.uniform(0.8, 0.95), 1.0
     corners = np.array([[-far, -1], [far, -1], [near, 1], [-near, 1]]) * [sw / 2, sd / 2]
     dst = (corners @ rot.T + c).astype(np.float32)
-    src = np.float32([[0, 0], [tw - 1, 0], [tw - 1, th - 1], [0, th - 1]])
-    M = cv2.getPerspectiveTransform(src, dst)
-    shape = np.ones((th, tw), np.float32)
+    shape = None
     if kind == "dish":
         yy, xx = np.mgrid[0:th, 0:tw].astype(np.float32)
         shape = (((xx - tw / 2) / (tw / 2)) ** 2 + ((yy - th / 2) / (th / 2)) ** 2 <= 1).astype(np.float32)
         shape = cv2.GaussianBlur(shape, (0, 0), 1.0)
-    warped = cv2.warpPerspective(tex, M, (W, H), flags=cv2.INTER_AREA if sw < tw else cv2.INTER_LINEAR)
-    cover = cv2.warpPerspective(shape, M, (W, H), flags=cv2.INTER_LINEAR)[..., None]
-    pf = plate.astype(np.float32) / 255.0
-    lum = cv2.GaussianBlur(pf.mean(-1), (0, 0), 0.05 * max(H, W))
-    shade = np.clip(lum / max(float(lum[int(0.6 * H):].mean()), 1e-3), 0.6, 1.4)[..., None]
+    pf, laid, cover = _lay_flat(plate, tex, dst, sw < tw, shape)
     contact = cv2.GaussianBlur(cover[..., 0], (0, 0), max(1.0, 0.02 * sw))[..., None] * rng.uniform(0.0, 0.25)
-    out = pf * (1 - contact) * (1 - cover) + np.clip(warped * shade, 0, 1) * cover
+    out = pf * (1 - contact) * (1 - cover) + laid * cover
     return np.clip(out * 255, 0, 255).round().astype(np.uint8)
 
 

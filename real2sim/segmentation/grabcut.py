@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, disk, fill_holes, iou
+from real2sim.core.imaging import component_at, disk, fill_holes, iou, solidity
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
@@ -442,17 +442,6 @@ def _border_run(m: np.ndarray) -> float:
     return float(max(m[0].mean(), m[-1].mean(), m[:, 0].mean(), m[:, -1].mean()))
 
 
-def _solidity(m: np.ndarray) -> float:
-    """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex)."""
-    import cv2
-
-    pts = cv2.findNonZero(m.astype(np.uint8))
-    if pts is None:
-        return 0.0
-    hull = cv2.contourArea(cv2.convexHull(pts))
-    return float(m.sum() / max(hull, 1.0))
-
-
 def _largest(m: np.ndarray) -> np.ndarray:
     import cv2
 
@@ -597,14 +586,14 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
             inside = (min(w, cx + r) - max(0, cx - r)) * (min(h, cy + r) - max(0, cy - r))  # edges, is background
             if full[i].sum() > cfg.max_box_fill * max(inside, 1.0) or _border_run(full[i]) > cfg.max_border_run:
                 ok[i] = False
-        score = [stabs[i] * (0.5 + _contrast(t[4], t[0])) * _solidity(full[i]) for i, t in enumerate(tried)]
+        score = [stabs[i] * (0.5 + _contrast(t[4], t[0])) * solidity(full[i]) for i, t in enumerate(tried)]
         cand = [i for i in range(len(full)) if ok[i]] or list(range(len(full)))
         chosen = max(cand, key=lambda i: (score[i], i))
         stab = stabs[chosen]
         a = full[chosen]
         for j in range(len(full)):  # a larger compact whole mask holding this one: it may be a part (a lid)
             if (j != chosen and ok[j] and full[j].sum() > 1.8 * a.sum() and (full[j] & a).sum() >= 0.85 * a.sum()
-                    and _solidity(full[j]) >= cfg.min_solidity):
+                    and solidity(full[j]) >= cfg.min_solidity):
                 ambiguous = True
     else:
         raise SegmentationError("grabcut: the prompt marks no foreground")
@@ -715,7 +704,7 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
         others = [masks[j] for j in range(n) if j != i and valid[j]]
         others += [f for f in whole_sizes if i != 0 or f is not chosen_full]
         sup[i] = float(stab) if i == 0 else max([iou(masks[i], o) for o in others] or [0.0])
-    sol = [_solidity(m) if valid[i] else 0.0 for i, m in enumerate(masks)]
+    sol = [solidity(m) if valid[i] else 0.0 for i, m in enumerate(masks)]
     con = [_contrast(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
     kind = [nm.split()[0] for nm in names]  # sizes, colour, context: the generators
     sizes_con = [_contrast(lab_full, f) for f in whole_sizes]
@@ -727,7 +716,7 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
 
     pool = [(m, sol[i], confirmed(m, kind[i])) for i, m in enumerate(masks)
             if valid[i] and i > 0 and con[i] >= cfg.whole_contrast]
-    pool += [(f, _solidity(f), confirmed(f, "sizes")) for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
+    pool += [(f, solidity(f), confirmed(f, "sizes")) for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
     part = [(i == 0 and ambiguous) or any(_holds(b, masks[i], cfg.part_growth, cfg.max_growth)
                                           and bs >= cfg.min_solidity and bsup >= cfg.part_support
                                           for b, bs, bsup in pool) for i in range(n)]

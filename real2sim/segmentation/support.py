@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, disk, fill_holes
+from real2sim.core.imaging import component_at, disk, fill_holes, solidity
+from real2sim.segmentation.colour import lab_image
 
 
 @dataclass(frozen=True)
@@ -57,20 +58,11 @@ class SupportConfig:
     """OpenCV RNG seed (k-means and GrabCut's GMM initialisation): same input, same mask."""
 
 
-def _solidity(m: np.ndarray) -> float:
-    import cv2
-
-    pts = cv2.findNonZero(m.astype(np.uint8))
-    if pts is None:
-        return 0.0
-    return float(m.sum() / max(cv2.contourArea(cv2.convexHull(pts)), 1.0))
-
-
 def _colour_halves(lab: np.ndarray, m: np.ndarray, seed: int) -> np.ndarray:
-    """``(h, w) int`` the mask's pixels in two colour clusters (0, 1; -1 outside the mask)."""
+    """``(h, w) int`` the mask's pixels in two colour clusters of ``lab`` (0, 1; -1 outside the mask)."""
     import cv2
 
-    feat = np.ascontiguousarray(lab[m] * np.float32([0.5, 1.0, 1.0]))
+    feat = np.ascontiguousarray(lab[m])
     cv2.setRNGSeed(seed)
     crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 20, 0.5)
     _, lbl, _ = cv2.kmeans(feat, 2, None, crit, 3, cv2.KMEANS_PP_CENTERS)
@@ -83,8 +75,7 @@ def _piece_at(sub: np.ndarray, m: np.ndarray, clicks, seed: int) -> np.ndarray |
     """The mask's colour cluster under the clicks, cut out by GrabCut inside ``m``: ``(h, w) bool`` or None."""
     import cv2
 
-    lab = cv2.cvtColor(cv2.GaussianBlur(sub, (3, 3), 0), cv2.COLOR_RGB2LAB).astype(np.float32)
-    halves = _colour_halves(lab, m, seed)
+    halves = _colour_halves(lab_image(cv2.GaussianBlur(sub, (3, 3), 0), 0.5), m, seed)
     r = max(2, int(0.15 * np.sqrt(m.sum() / np.pi)))
     near = np.zeros(m.shape, np.uint8)
     for x, y in clicks:
@@ -108,6 +99,16 @@ def _piece_at(sub: np.ndarray, m: np.ndarray, clicks, seed: int) -> np.ndarray |
     return fill_holes(component_at(piece, clicks, radius=3))
 
 
+def _clicks_on(piece: np.ndarray, clicks) -> bool:
+    """Every click within :func:`component_at`'s reach (3 px, a square) of ``piece``."""
+    h, w = piece.shape
+    for x, y in clicks:
+        xi, yi = min(max(int(round(x)), 0), w - 1), min(max(int(round(y)), 0), h - 1)
+        if not piece[max(0, yi - 3):yi + 4, max(0, xi - 3):xi + 4].any():
+            return False
+    return True
+
+
 def support_geometry(piece: np.ndarray, rest: np.ndarray) -> dict:
     """How ``rest`` lies around ``piece`` (both ``(h, w) bool``, non-empty): ``left`` / ``right`` (how far it
     reaches past the piece's sides, piece widths), ``below`` (its lowest row below the piece's centre, piece
@@ -126,7 +127,7 @@ def is_support(piece: np.ndarray, rest: np.ndarray, cfg: SupportConfig) -> tuple
     if a < 20 or b < 20:
         return False, info
     g = support_geometry(piece, rest)
-    info.update({k: round(v, 3) for k, v in g.items()}, solidity=round(_solidity(piece), 3))
+    info.update({k: round(v, 3) for k, v in g.items()}, solidity=round(solidity(piece), 3))
     ok = (cfg.min_frac <= info["piece_frac"] <= cfg.max_frac and min(g["left"], g["right"]) >= cfg.min_side
           and g["left"] + g["right"] >= cfg.min_wider and cfg.min_below <= g["below"] <= cfg.max_below
           and g["above"] <= cfg.max_above and info["solidity"] >= cfg.min_solidity)
@@ -159,9 +160,7 @@ def without_support(image: np.ndarray, mask: np.ndarray, clicks, cfg: SupportCon
     if piece is None:
         return None, {}
     ok, info = is_support(piece, m & ~piece, cfg)
-    near_piece = cv2.dilate(piece.astype(np.uint8), np.ones((7, 7), np.uint8)) > 0  # component_at's reach, radius 3
-    if ok and not all(near_piece[min(max(int(round(y)), 0), m.shape[0] - 1), min(max(int(round(x)), 0), m.shape[1] - 1)]
-                      for x, y in local):
+    if ok and not _clicks_on(piece, local):
         ok, info["click_on_the_rest"] = False, True  # clicks on both: the person means both
     if not ok:
         return None, info
