@@ -4,7 +4,8 @@ Cases: :mod:`real2sim.demos.mask_cases` (the Bridge cubes photo with reference m
 the 13 real plates with cast shadows, per family: base, exposure, noise, blur, jpeg, lowres 320x256, highres
 1280x720, lowcontrast, misreg: the plate handed over misregistered by 0.5-2 px, rotated, scaled, locally displaced,
 at another exposure; textured: the object on a procedural ChArUco board, checkerboard, plaid or dotted cloth
-or wood grain laid on the plate's table). Per family and overall: mean / min IoU with the ground truth of
+or wood grain laid on the plate's table; support: the object on a towel, cloth, board or dish; closeup: the object
+45-75 % of the image's height). Per family and overall: mean / min IoU with the ground truth of
 
 - ``plate: adaptive``: :func:`real2sim.segmentation.difference_layers` with the case's plate (perfect, but for the
   real photo's person-made plate and the misreg family; the default with a plate);

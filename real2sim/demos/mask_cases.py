@@ -33,6 +33,8 @@ Sources:
   mean (:func:`support_plate`: a towel, a cloth, a cutting board, a plate or a tray, 1.4-2.6x the object's width):
   the composition of a pot on its towel or a bowl on a cloth, where the support's outline competes with the
   object's. The support is part of the plate (it is background to the object).
+  ``closeup``: the object close to the camera, 45-75 % of the image's height (a cabinet or a bin in front of a
+  Google Robot's camera, a pot in a close-up Bridge view): larger than every box a click's usual sizes try.
 - :func:`procedural_case`: a data-free case (textured procedural plate, a shaded cylinder with a bright and a
   dark half, a cast shadow) for tests on machines without ``shared/data``.
 
@@ -54,7 +56,7 @@ from real2sim.render.raster import rasterize
 log = logging.getLogger(__name__)
 
 FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg", "textured",
-            "support")
+            "support", "closeup")
 """Synthetic case families (see the module docstring)."""
 
 OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
@@ -597,7 +599,10 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
     if family == "textured":
         plate = textured_plate(plate, rng, TEXTURES[seed % len(TEXTURES)])
     H, W = plate.shape[:2]
-    rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, rng.uniform(0.09, 0.22) * H)
+    height = rng.uniform(0.45, 0.75) if family == "closeup" else rng.uniform(0.09, 0.22)
+    rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, height * H)
+    if alpha.shape[1] > 0.9 * W:  # a wide object (a lying can) close up: as wide as fits
+        rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, alpha.shape[0] * 0.9 * W / alpha.shape[1])
     x, y = _placement(plate, rng, alpha.shape[0], alpha.shape[1])
     if family == "support":
         plate = support_plate(plate, rng, x, y, alpha.shape[1], SUPPORTS[seed % len(SUPPORTS)])

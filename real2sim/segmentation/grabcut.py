@@ -43,7 +43,10 @@ part: held by a larger (``part_growth`` to ``max_growth`` times), compact candid
 a part is replaced by the best whole holding it (the can, not its lid); a confirmed whole from the sizes is never
 replaced by one of its parts. The taken mask is then the vote of the candidates that agree with it (IoU >=
 ``consensus_iou``, each weighted by that IoU to the ``consensus_power``): independent cues err at different pixels
-of the outline. Last, a mask that took along what the object stands on (a pot and its towel) is cut to the
+of the outline. A mask left unsure (confidence under ``large_below``) and without an outline (a speck around a
+click on a large plain surface: a cabinet's top filling half the image) is replaced by the best of the
+``large_scales`` context boxes' masks that has a clear outline and is not the image (``details["picked"]`` "large
+surface", confidence kept under the review threshold). Last, a mask that took along what the object stands on (a pot and its towel) is cut to the
 object under the click (:mod:`segmentation.support`; ``details["support"]``).
 """
 from __future__ import annotations
@@ -55,7 +58,7 @@ import numpy as np
 
 from real2sim.core.imaging import component_at, disk, fill_holes, iou, solidity
 from real2sim.segmentation.colour import refine_edges
-from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
+from real2sim.segmentation.core import LOW_CONFIDENCE, MaskResult, Prompt, SegmentationError
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
 from real2sim.segmentation.support import SupportConfig, without_support
 
@@ -174,6 +177,21 @@ class GrabCutConfig:
     """A part is replaced by a whole holding it only when the whole's colour separation from its ring is at least
     this fraction of the part's (a can stands apart from the table as its lid does from the can; clutter around a
     clicked object does not). 0: no such condition (``pick_score="image"`` only)."""
+    large_scales: tuple[float, ...] = (0.4, 0.6)
+    """Context boxes (half-size, fraction of the image's smaller side) tried only when the mask found is unsure
+    (confidence under ``large_below``) and has no outline (outline edge, :func:`_outline_edge`, under
+    ``large_max_edge``): a click on a large plain surface (a cabinet's top, filling half the image) finds only a
+    speck at the usual sizes. A large box's mask is taken when it has a clear outline (``large_min_edge``), is
+    compact, leaves ``1 - large_max_frac`` of the image and separates from its ring better than the speck. Empty:
+    never."""
+    large_below: float = 0.5
+    """Confidence under which ``large_scales`` may be tried."""
+    large_max_edge: float = 0.2
+    """Outline edge under which the mask found is a speck on a surface (an object's outline stands on an edge)."""
+    large_min_edge: float = 0.5
+    """Outline edge (:func:`_outline_edge`) a large box's mask needs."""
+    large_max_frac: float = 0.75
+    """Largest fraction of the image a large box's mask may cover."""
     support_split: bool = True
     """A mask that took along what the object stands on (a pot and its towel) is cut to the object under the click
     (:func:`real2sim.segmentation.support.without_support`)."""
@@ -610,6 +628,11 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     if cfg.cues:
         mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous, conf,
                                                           [f for f, o in zip(full, ok) if o], full[chosen], cfg)
+    if conf < cfg.large_below and cfg.large_scales:
+        large = _large_object(image, (cx, cy), mask, cfg)
+        if large is not None:
+            mask, shadow, picked = large, np.zeros_like(large), "large surface"
+            conf = min(conf * 2.0, LOW_CONFIDENCE - 0.01)  # one cue found it: better than the speck, still checked
     support = {}
     if cfg.support_split:
         alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
@@ -666,6 +689,28 @@ def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> 
     out[y0:y1, x0:x1] = up
     out = cv2.morphologyEx(out.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
     return fill_holes(component_at(out, [click], radius=max(2, int(round(1 / f)))))
+
+
+def _large_object(image: np.ndarray, click, mask: np.ndarray, cfg: GrabCutConfig) -> np.ndarray | None:
+    """When ``mask`` has no outline, the best mask of the ``large_scales`` context boxes around ``click`` that has a
+    clear outline, is compact, not the image and tells its colours from its ring better than ``mask`` does;
+    ``None`` when ``mask`` has an outline or none qualifies."""
+    h, w = image.shape[:2]
+    lab = _lab(image)
+    grad, typical = _gradient(lab)
+    if mask.sum() >= 20 and _outline_edge(grad, typical, mask, cfg) >= cfg.large_max_edge:
+        return None
+    floor = _separation(lab, mask)
+    best, best_score = None, 0.0
+    for s in cfg.large_scales:
+        m = _context_grabcut(image, click, s * min(h, w), cfg)
+        if (m.sum() < 20 or m.mean() > cfg.large_max_frac or _border_run(m) > cfg.max_border_run
+                or solidity(m) < cfg.min_solidity):
+            continue
+        edge, sep = _outline_edge(grad, typical, m, cfg), _separation(lab, m)
+        if edge >= cfg.large_min_edge and sep > floor and edge * sep > best_score:
+            best, best_score = m, edge * sep
+    return best
 
 
 def _holds(big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:

@@ -1,0 +1,66 @@
+"""One click on a large plain surface (a cabinet's top filling half the image): the usual box sizes find only a speck
+around the click; the mask is the surface, flagged for review. Ground truth: the drawn polygon of a data-free scene
+and a real overlay outlined by hand (``real2sim.demos.hand_outlines``), never the function under test."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from reference import ref_iou as iou
+
+from real2sim.demos.mask_cases import procedural_case
+from real2sim.segmentation import Prompt, segment_result
+from real2sim.segmentation.core import LOW_CONFIDENCE
+from real2sim.segmentation.grabcut import GrabCutConfig, grabcut_result
+
+
+def _cabinet_scene(seed: int, h: int = 256, w: int = 320):
+    """A plain, slightly shaded quadrilateral over 40-50 % of a mottled floor; the click near its middle."""
+    rng = np.random.default_rng(seed)
+    mottle = cv2.resize(rng.normal(0, 1, (h // 8, w // 8, 3)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
+    floor = mottle * 18 + np.array([120, 100, 80]) * rng.uniform(0.7, 1.1) + rng.normal(0, 3, (h, w, 3))
+    corners = np.array([[0.18, 0.15], [0.82, 0.15], [0.9, 0.75], [0.1, 0.75]]) * [w, h] + rng.uniform(-10, 10, (4, 2))
+    top = np.zeros((h, w), np.uint8)
+    cv2.fillPoly(top, [corners.astype(np.int32)], 1)
+    xx = np.mgrid[0:h, 0:w][1]
+    colour = np.array([175, 165, 150]) * rng.uniform(0.8, 1.05) + (xx / w * 12)[..., None] + rng.normal(0, 3, (h, w, 3))
+    image = np.clip(np.where(top[..., None] > 0, colour, floor), 0, 255).astype(np.uint8)
+    return image, top > 0, (0.5 * w, 0.45 * h)
+
+
+def test_one_click_on_a_large_plain_surface_gives_the_surface_flagged():
+    """Without the large boxes every scene gives a speck (IoU < 0.05); with them the surface (> 0.95), marked as found
+    by one cue (picked "large surface") with a confidence under the review threshold."""
+    for seed in range(4):
+        image, truth, click = _cabinet_scene(seed)
+        speck = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=()))
+        assert iou(speck.mask, truth) < 0.05, seed
+        res = segment_result(image, Prompt([click]))
+        assert iou(res.mask, truth) > 0.95, (seed, res.details)
+        assert res.details["picked"] == "large surface"
+        assert res.confidence < LOW_CONFIDENCE
+
+
+def test_an_object_with_an_outline_never_takes_the_large_boxes():
+    """A click on a small object, at full and at half contrast: the mask is the one found without the large boxes,
+    pixel for pixel, even where its confidence is low."""
+    for seed in range(3):
+        for contrast in (1.0, 0.5):
+            case = procedural_case(seed, contrast=contrast)
+            res = grabcut_result(case.image, Prompt([case.click]))
+            plain = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(large_scales=()))
+            assert res.details["picked"] != "large surface", (seed, contrast, res.details)
+            assert np.array_equal(res.mask, plain.mask), (seed, contrast)
+
+
+def test_the_real_cabinet(shared_data):
+    """The Google Robot coke-can overlay: one click on the cabinet's top gave 189 px (IoU 0.004 with the hand
+    outline, which has the drawers too); now the top (0.73), flagged for review."""
+    from real2sim.demos.mask_cases import hand_cases
+
+    case = {c.name: c for c in hand_cases(shared_data)}.get("hand/google_coke_can_real_eval_1/cabinet")
+    if case is None:
+        pytest.skip("the Google Robot coke-can overlay is not in the shared data")
+    res = segment_result(case.image, Prompt([case.click]))
+    assert iou(res.mask, case.mask) > 0.65, res.details
+    assert res.confidence < LOW_CONFIDENCE
