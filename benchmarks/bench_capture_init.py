@@ -83,7 +83,8 @@ def main() -> None:
         p, q = psnr(plate, case.truth, m), psnr(median, case.truth, m)
         rows[name.strip()] = round(p - q, 2)
         print(f"| {name} | {int(m.sum())} | {p:.2f} | {q:.2f} | {p - q:+.2f} |")
-    print(f"time: init {seconds:.1f} s (masks, robot fit, plate) vs plain median {t_median:.2f} s")
+    print(f"time: init {seconds:.1f} s (masks, robot fit, plate) vs plain median {t_median:.2f} s: "
+          f"ratio {seconds / max(t_median, 1e-9):.0f}x")
     print("summary:", json.dumps({"gain_db": rows, "init_s": round(seconds, 1)}))
 
 
