@@ -89,7 +89,8 @@ def grow_from_click(image: np.ndarray, x: float, y: float, cfg: LegacyConfig, la
 
     Seeds on a small grid around the click (``seed_spacing``), each with its own colour, so that a click on the
     edge between two faces of an object still grows both faces; the union is returned. Work is bounded to a window
-    around the click as large as the biggest region allowed.
+    around the click as large as the biggest region allowed. ``lab``, when given: :func:`lab_image` of the 5x5-blurred
+    uint8 image (its steps of 0.5 make :func:`_closeness` exact).
     """
     import cv2
 
