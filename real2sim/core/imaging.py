@@ -116,10 +116,14 @@ def solidity(mask: np.ndarray) -> float:
     """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex; 0 for an empty mask)."""
     import cv2
 
-    pts = cv2.findNonZero(np.asarray(mask, np.uint8))
-    if pts is None:
+    m = np.asarray(mask, bool)
+    rows = np.flatnonzero(m.any(1))
+    if rows.size == 0:
         return 0.0
-    return float(mask.sum() / max(cv2.contourArea(cv2.convexHull(pts)), 1.0))
+    cols = np.flatnonzero(m.any(0))
+    m = m[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]  # the mask's box: the hull's area does not move with it
+    hull = cv2.convexHull(cv2.findNonZero(m.astype(np.uint8)))
+    return float(np.count_nonzero(m) / max(cv2.contourArea(hull), 1.0))
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -200,7 +204,9 @@ def component_at(m: np.ndarray, points, radius: int = 6) -> np.ndarray:
             keep.add(int(win[yy[j], xx[j]]))
     if not keep:
         return np.zeros(m.shape, bool)
-    return np.isin(lab, list(keep))
+    lut = np.zeros(n, bool)
+    lut[list(keep)] = True
+    return lut[lab]
 
 
 def dilate(mask: np.ndarray, radius: int) -> np.ndarray:

@@ -21,16 +21,28 @@ def refine_edges(image: np.ndarray, mask: np.ndarray, band: int = 3, ring: int =
     Interior colours come from the mask eroded by ``band``, exterior colours from a ring ``band..ring`` outside;
     distances are per-channel standardised Lab. Cleans halos that GrabCut's smoothness term leaves on blurred edges.
     """
-    import cv2
 
     m = np.asarray(mask, np.uint8)
-    if m.sum() < 20:
+    if np.count_nonzero(m) < 20:
         return mask.astype(bool)
+    ys, xs = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
+    pad = max(band, ring) + 2  # the work is in the mask's box and the ring's reach: the same as on the whole image
+    h, w = m.shape
+    y0, y1, x0, x1 = max(0, ys[0] - pad), min(h, ys[-1] + pad + 1), max(0, xs[0] - pad), min(w, xs[-1] + pad + 1)
+    full = np.zeros((h, w), bool)
+    full[y0:y1, x0:x1] = _refine_in_box(image[y0:y1, x0:x1], m[y0:y1, x0:x1], band, ring)
+    return full
+
+
+def _refine_in_box(image: np.ndarray, m: np.ndarray, band: int, ring: int) -> np.ndarray:
+    """:func:`refine_edges` on the mask's box (``m`` ``(h, w) uint8``)."""
+    import cv2
+
     inner = cv2.erode(m, disk(band)) > 0
     outer_ring = (cv2.dilate(m, disk(ring)) > 0) & ~(cv2.dilate(m, disk(band)) > 0)
     bandm = (cv2.dilate(m, disk(band)) > 0) & ~inner
-    if inner.sum() < 10 or outer_ring.sum() < 10:
-        return mask.astype(bool)
+    if np.count_nonzero(inner) < 10 or np.count_nonzero(outer_ring) < 10:
+        return m > 0
     lab = lab_image(image, 0.5)
     fi, bo = lab[inner], lab[outer_ring]
     mu_f, sd_f = fi.mean(0), fi.std(0) + 2.0

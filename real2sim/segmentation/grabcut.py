@@ -358,14 +358,27 @@ def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
     outside the mask, relative to the colour spread inside plus a noise allowance."""
     import cv2
 
+    if not mask.any():
+        return 0.0
+    ys, xs = _bbox(mask, 4)  # the mask's box and the disk's reach: the same numbers as on the whole image
+    mask, lab = mask[ys, xs], lab[ys, xs]
     m8 = mask.astype(np.uint8)
     inner = mask & ~(cv2.erode(m8, disk(3)) > 0)
     outer = (cv2.dilate(m8, disk(3)) > 0) & ~mask
-    if inner.sum() < 10 or outer.sum() < 10:
+    if np.count_nonzero(inner) < 10 or np.count_nonzero(outer) < 10:
         return 0.0
-    d = float(np.linalg.norm(np.median(lab[inner], 0) - np.median(lab[outer], 0)))
+    d = float(np.linalg.norm(_median_rows(lab[inner]) - _median_rows(lab[outer])))
     spread = float(np.sqrt(lab[mask].var(0).sum()))
     return float(np.clip(d / (0.5 * spread + 8.0) / 2.0, 0, 1))
+
+
+def _median_rows(x: np.ndarray) -> np.ndarray:
+    """``np.median(x, 0)`` of an ``(n, c)`` or ``(n,)`` array without NaN, n >= 1: the same arithmetic (the middle
+    value, or the mean of the two middle values), less overhead."""
+    n = len(x)
+    k1, k2 = (n - 1) // 2, n // 2
+    p = np.partition(x, [k1, k2] if k1 != k2 else k1, axis=0)
+    return p[k2] if k1 == k2 else (p[k1] + p[k2]) / 2
 
 
 def _gradient(lab: np.ndarray) -> tuple[np.ndarray, float]:
@@ -375,7 +388,12 @@ def _gradient(lab: np.ndarray) -> tuple[np.ndarray, float]:
 
     sm = cv2.GaussianBlur(lab, (0, 0), 1.0)
     gx, gy = cv2.Sobel(sm, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(sm, cv2.CV_32F, 0, 1, ksize=3)
-    grad = np.sqrt((gx ** 2 + gy ** 2).sum(-1)) / 8.0
+    gx *= gx
+    gy *= gy
+    gx += gy
+    grad = cv2.transform(gx, np.ones((1, 3), np.float32))  # the channels' sum in numpy's order, in one pass
+    np.sqrt(grad, out=grad)
+    grad /= 8.0
     return grad, max(float(np.median(grad)), 0.5)
 
 
@@ -407,8 +425,8 @@ def _outline_edge(grad: np.ndarray, typical: float, mask: np.ndarray, cfg: GrabC
         band = (cv2.dilate(m8, disk(r)) > 0) & ~(cv2.erode(m8, disk(r)) > 0)
         band &= ~(cv2.dilate(outline.astype(np.uint8), disk(2)) > 0)
         if band.sum() >= 10:
-            ref = max(ref, float(np.median(g[band])))
-    ratio = float(np.median(g[outline])) / ref
+            ref = max(ref, float(_median_rows(g[band])))
+    ratio = float(_median_rows(g[outline])) / ref
     return float(np.clip(1.0 - 1.0 / max(ratio, 1e-6), 0.0, 1.0))
 
 
@@ -602,7 +620,7 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
         stabs = [max(pair[i - 1] if i > 0 else 0.0, pair[i] if i < len(pair) else 0.0) for i in range(len(full))]
         for i, (m, sh, touch, crop, lab, r) in enumerate(tried):  # a mask filling its box, or the image's
             inside = (min(w, cx + r) - max(0, cx - r)) * (min(h, cy + r) - max(0, cy - r))  # edges, is background
-            if full[i].sum() > cfg.max_box_fill * max(inside, 1.0) or _border_run(full[i]) > cfg.max_border_run:
+            if np.count_nonzero(full[i]) > cfg.max_box_fill * max(inside, 1.0) or _border_run(full[i]) > cfg.max_border_run:
                 ok[i] = False
         score = [stabs[i] * (0.5 + _contrast(t[4], t[0])) * solidity(full[i]) for i, t in enumerate(tried)]
         cand = [i for i in range(len(full)) if ok[i]] or list(range(len(full)))
@@ -610,7 +628,8 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
         stab = stabs[chosen]
         a = full[chosen]
         for j in range(len(full)):  # a larger compact whole mask holding this one: it may be a part (a lid)
-            if (j != chosen and ok[j] and full[j].sum() > 1.8 * a.sum() and (full[j] & a).sum() >= 0.85 * a.sum()
+            if (j != chosen and ok[j] and np.count_nonzero(full[j]) > 1.8 * np.count_nonzero(a)
+                    and np.count_nonzero(full[j] & a) >= 0.85 * np.count_nonzero(a)
                     and solidity(full[j]) >= cfg.min_solidity):
                 ambiguous = True
     else:
@@ -715,8 +734,9 @@ def _large_object(image: np.ndarray, click, mask: np.ndarray, cfg: GrabCutConfig
 
 def _holds(big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:
     """``big`` holds ``small`` (85 % of it) and is ``growth`` to ``max_growth`` times its area."""
-    a = small.sum()
-    return bool(a > 0 and growth * a < big.sum() <= max_growth * a and (big & small).sum() >= 0.85 * a)
+    a = np.count_nonzero(small)
+    return bool(a > 0 and growth * a < np.count_nonzero(big) <= max_growth * a
+                and np.count_nonzero(big & small) >= 0.85 * a)
 
 
 def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_sizes, chosen_full,
@@ -742,7 +762,7 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
         names.append(f"context {s:g}")
         masks.append(_context_grabcut(image, (cx, cy), s * min(h, w), cfg))
     lab_full = _lab(image)
-    valid = [i == 0 or (m.sum() >= 20 and not legacy_too_big(m)) for i, m in enumerate(masks)]
+    valid = [i == 0 or (np.count_nonzero(m) >= 20 and not legacy_too_big(m)) for i, m in enumerate(masks)]
     n = len(masks)
     sup = [0.0] * n
     for i in range(n):

@@ -48,11 +48,34 @@ class LegacyConfig:
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
 
-def _grow_one(d: np.ndarray, xi: int, yi: int, cfg: LegacyConfig, image_area: int) -> np.ndarray | None:
+def _closeness(lab_sq: np.ndarray, seed: np.ndarray) -> tuple[np.ndarray, float]:
+    """(g, |seed|^2) with g = 2 lab . seed - |lab|^2 per pixel, so that the squared Lab distance to ``seed`` is
+    ``|seed|^2 - g``. ``lab_sq``: ``(h, w, 4)`` Lab and |Lab|^2 of :func:`lab_image` of a uint8 image (multiples of
+    0.5): every product and sum is exact in float32, so ``g > |seed|^2 - t * t`` is exactly ``distance < t`` for the
+    integer thresholds (one pass instead of a norm)."""
+    import cv2
+
+    seed = seed.astype(np.float64)
+    row = np.array([[2 * seed[0], 2 * seed[1], 2 * seed[2], -1.0]], np.float32)
+    return cv2.transform(lab_sq, row), float((seed * seed).sum())
+
+
+def _region(g: np.ndarray, ns: float, xi: int, yi: int, t: float) -> tuple[np.ndarray, int]:
+    """The 8-connected region of distance < ``t`` (:func:`_closeness`) holding (xi, yi) (empty when that pixel is
+    not in it) and its area."""
+    import cv2
+
+    m = (g > ns - t * t).view(np.uint8)
+    if not m[yi, xi]:
+        return np.zeros(g.shape, bool), 0
+    area = cv2.floodFill(m, None, (xi, yi), 2, flags=8)[0]
+    return m == 2, int(area)
+
+
+def _grow_one(g: np.ndarray, ns: float, xi: int, yi: int, cfg: LegacyConfig, image_area: int) -> np.ndarray | None:
     best, prev_area = None, 0
     for t in cfg.thresholds:
-        reg = component_at(d < t, [(xi, yi)], radius=0)
-        area = int(reg.sum())
+        reg, area = _region(g, ns, xi, yi, t)
         if area > cfg.max_region_frac * image_area:
             break
         if best is not None and prev_area > 30 and area > cfg.leak_factor * prev_area:
@@ -66,7 +89,8 @@ def grow_from_click(image: np.ndarray, x: float, y: float, cfg: LegacyConfig, la
 
     Seeds on a small grid around the click (``seed_spacing``), each with its own colour, so that a click on the
     edge between two faces of an object still grows both faces; the union is returned. Work is bounded to a window
-    around the click as large as the biggest region allowed.
+    around the click as large as the biggest region allowed. ``lab``, when given: :func:`lab_image` of the 5x5-blurred
+    uint8 image (its steps of 0.5 make :func:`_closeness` exact).
     """
     import cv2
 
@@ -82,17 +106,17 @@ def grow_from_click(image: np.ndarray, x: float, y: float, cfg: LegacyConfig, la
         lab = np.full((h, w, 3), 0, np.float32)
         blur = cv2.GaussianBlur(np.ascontiguousarray(image[by0:by1, bx0:bx1]), (5, 5), 0)
         lab[by0:by1, bx0:bx1] = lab_image(blur)
+    win = lab[oy0:oy1, ox0:ox1]
+    lab_sq = np.dstack([win, (win * win).sum(-1)])
     out = np.zeros((h, w), bool)
     for dy in (-s, 0, s):
         for dx in (-s, 0, s):
             sx, sy = min(max(xi + dx, 0), w - 1), min(max(yi + dy, 0), h - 1)
-            seed = lab[sy, sx]
-            wy0, wy1, wx0, wx1 = max(0, sy - r), min(h, sy + r), max(0, sx - r), min(w, sx + r)
-            d = np.full((oy1 - oy0, ox1 - ox0), np.inf, np.float32)
-            d[wy0 - oy0:wy1 - oy0, wx0 - ox0:wx1 - ox0] = np.linalg.norm(lab[wy0:wy1, wx0:wx1] - seed, axis=-1)
-            reg = _grow_one(d, sx - ox0, sy - oy0, cfg, h * w)
-            if reg is not None:
-                out[oy0:oy1, ox0:ox1] |= reg
+            y0, y1, x0, x1 = max(0, sy - r), min(h, sy + r), max(0, sx - r), min(w, sx + r)
+            g, ns = _closeness(lab_sq[y0 - oy0:y1 - oy0, x0 - ox0:x1 - ox0], lab[sy, sx])
+            reg = _grow_one(g, ns, sx - x0, sy - y0, cfg, h * w)
+            if reg is not None:  # the seed's window: pixels outside it were never reached
+                out[y0:y1, x0:x1] |= reg
     if not out.any():
         out[yi, xi] = True
     return out
