@@ -89,12 +89,17 @@ def temporal_median(frames: np.ndarray, valid: np.ndarray | None = None) -> np.n
     return _masked_median(frames, valid)
 
 
-@lru_cache(maxsize=None)
 def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
     """The comparators of Batcher's odd-even merge sort of ``n`` wires (padded to a power of two with wires that
     hold +inf) that the two middle outputs depend on: ``(swap, i, j, need_min, need_max)``. ``swap``: wire ``i``
     holds a pad and ``j`` data (the comparator only exchanges them); otherwise the min goes to ``i`` (if needed) and
     the max to ``j`` (if needed)."""
+    return rank_network(n, ((n - 1) // 2, n // 2))
+
+
+@lru_cache(maxsize=None)
+def rank_network(n: int, outputs: tuple[int, ...]) -> tuple[tuple[bool, int, int, bool, bool], ...]:
+    """Like :func:`median_network`, for the sorted outputs ``outputs`` (ranks from 0)."""
     size = 1
     while size < n:
         size *= 2
@@ -116,7 +121,7 @@ def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
         ops.append((pad[i], i, j))
         if pad[i]:
             pad[i], pad[j] = False, True
-    need, keep = {(n - 1) // 2, n // 2}, []
+    need, keep = set(outputs), []
     for swap, i, j in reversed(ops):  # only what the middle outputs depend on
         ni, nj = i in need, j in need
         if not (ni or nj):
@@ -159,6 +164,14 @@ def noise_sigma(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None
                 interpolate: bool = True) -> float:
     """Noise std (8-bit levels) of ``(n, h, w, 3) uint8`` frames around ``anchor`` ``(h, w, 3)``: lower quartile of
     the absolute differences / 0.3186 (a moving foreground only fills the upper tail). At least 0.5."""
+    return noise_sigmas(frames, anchor, valid, samples)[0 if interpolate else 1]
+
+
+def noise_sigmas(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None = None, samples: int = 200000
+                 ) -> tuple[float, float]:
+    """:func:`noise_sigma` with and without ``interpolate`` from one pass over the samples: the levels'
+    interpolated quartile (:func:`level_quantile`) and ``np.percentile``'s (linear between the two order statistics
+    around ``0.25 * (m - 1)``; read from the same histogram: the same float)."""
     n, h, w, _ = frames.shape
     step = max(1, int(np.sqrt(n * h * w / samples)))
     d = np.abs(frames[:, ::step, ::step].astype(np.int16) - anchor[::step, ::step].astype(np.int16))
@@ -166,17 +179,20 @@ def noise_sigma(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None
         d = d[valid[:, ::step, ::step]]
     d = d.ravel()
     if d.size == 0:
-        return 2.0
-    if not interpolate:
-        return max(0.5, float(np.percentile(d, 25)) / Q25_HALF_NORMAL)
-    return max(0.5, level_quantile(d, 0.25) / Q25_HALF_NORMAL)
+        return 2.0, 2.0
+    hist = np.bincount(d)
+    at = 0.25 * (d.size - 1)  # whole multiples of 0.25: exact, as are the order statistics and their lerp
+    lo = int(np.floor(at))
+    a, b = np.searchsorted(np.cumsum(hist), [lo, min(lo + 1, d.size - 1)], side="right")
+    whole = float(a) + (float(b) - float(a)) * (at - lo)
+    return max(0.5, level_quantile(d, 0.25, hist) / Q25_HALF_NORMAL), max(0.5, whole / Q25_HALF_NORMAL)
 
 
-def level_quantile(d: np.ndarray, q: float) -> float:
+def level_quantile(d: np.ndarray, q: float, hist: np.ndarray | None = None) -> float:
     """Quantile ``q`` of whole-level absolute differences ``d`` (ints >= 0), each level read as the interval it was
     rounded from (0: [0, 0.5], k: [k - 0.5, k + 0.5]) and interpolated inside it. ``np.percentile`` of the levels
     is a whole number: noise of 1-2.5 levels all read as one level (sigma 3.14), a 5-frame clip as 0 (sigma 0.5)."""
-    hist = np.bincount(d.astype(np.int64).ravel())
+    hist = np.bincount(d.astype(np.int64).ravel()) if hist is None else hist  # (``hist``: that, if the caller has it)
     cum = np.cumsum(hist) / d.size
     k = int(np.searchsorted(cum, q))
     before = float(cum[k - 1]) if k > 0 else 0.0
@@ -278,7 +294,10 @@ def _with_ones(frame: np.ndarray, anchor: np.ndarray) -> np.ndarray:
 
 def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None,
                  both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0)."""
+    """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0).
+
+    Regions at least ``3 * band + 1`` px apart do not meet in each other's bands or windows: they are measured
+    together, over the box of the group (:func:`_far_groups`; the same values as one by one, bit for bit)."""
     from scipy.ndimage import find_objects
 
     k = int(lab.max()) + 1
@@ -288,17 +307,46 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
     h, w = lab.shape
     m = 4 * band + 1
     both = _with_ones(frame, anchor) if both is None else both
-    for i, box in enumerate(find_objects(lab), 1):
+    for ids, (y0, y1, x0, x1) in _far_groups(find_objects(lab), 3 * band + 1):
+        a, b, c, d = max(0, y0 - m), min(h, y1 + m), max(0, x0 - m), min(w, x1 + m)
+        sub = lab[a:b, c:d]
+        out = (sub == 0) if outside is None else outside[a:b, c:d]
+        if len(ids) == 1:
+            mi = (sub == ids[0]).view(np.uint8)
+            sf, sa = _seams(None, None, mi, out, mi.astype(np.int32), 2, band, both[a:b, c:d])
+            s_f[ids[0]], s_a[ids[0]] = sf[1], sa[1]
+            continue
+        member = np.zeros(k, bool)
+        member[ids] = True
+        mi = member[sub]
+        sf, sa = _seams(None, None, mi.view(np.uint8), out, np.where(mi, sub, 0), k, band, both[a:b, c:d])
+        s_f[ids], s_a[ids] = sf[ids], sa[ids]
+    return lab, s_f, s_a, k
+
+
+def _far_groups(boxes: list, gap: int, slack: int = 2000) -> list[tuple[list[int], tuple[int, int, int, int]]]:
+    """Labels (1-based, ``boxes`` from ``find_objects``) in groups whose members' boxes are at least ``gap`` px apart
+    (Chebyshev), each with the group's box (y0, y1, x0, x1); a label joins a group only when the group's box grows by
+    at most its own area plus ``slack`` px (one call per group is cheaper than one per label, a much larger box is
+    not)."""
+    groups: list[tuple[list[int], list[tuple[int, int, int, int]], list[int]]] = []
+    for i, box in enumerate(boxes, 1):
         if box is None:
             continue
-        a, b = max(0, box[0].start - m), min(h, box[0].stop + m)
-        c, d = max(0, box[1].start - m), min(w, box[1].stop + m)
-        sub = lab[a:b, c:d]
-        mi = (sub == i).view(np.uint8)
-        out = (sub == 0) if outside is None else outside[a:b, c:d]
-        sf, sa = _seams(None, None, mi, out, mi.astype(np.int32), 2, band, both[a:b, c:d])
-        s_f[i], s_a[i] = sf[1], sa[1]
-    return lab, s_f, s_a, k
+        bx = (box[0].start, box[0].stop, box[1].start, box[1].stop)
+        area = (bx[1] - bx[0]) * (bx[3] - bx[2])
+        for ids, members, g in groups:
+            u = (min(g[0], bx[0]), max(g[1], bx[1]), min(g[2], bx[2]), max(g[3], bx[3]))
+            if (u[1] - u[0]) * (u[3] - u[2]) > (g[1] - g[0]) * (g[3] - g[2]) + area + slack:
+                continue
+            if all(max(o[0] - bx[1], bx[0] - o[1], o[2] - bx[3], bx[2] - o[3]) + 1 >= gap for o in members):
+                ids.append(i)
+                members.append(bx)
+                g[:] = u
+                break
+        else:
+            groups.append(([i], [bx], list(bx)))
+    return [(ids, tuple(g)) for ids, _, g in groups]
 
 
 def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndarray | None, jaccard: float,
@@ -346,13 +394,20 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     neighbouring pieces (or stay alone)."""
     import cv2
 
+    rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
+    full = np.zeros(dev.shape, np.int32)
+    if not len(rows):
+        return full
+    # only dev's box: the pieces, their raster order and the growth over small ones are the same there
+    y0, y1, x0, x1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    dev = dev[y0:y1, x0:x1]
     hs, ws = dev.shape
     # the pixels on the even cells of a grid twice as fine, each link on the cell between its two pixels: the
     # 4-connected components of that grid are the linked pieces
     grid = np.zeros((2 * hs - 1, 2 * ws - 1), np.uint8)
     grid[::2, ::2] = dev
-    grid[::2, 1::2] = dev[:, :-1] & dev[:, 1:] & links[0]
-    grid[1::2, ::2] = dev[:-1] & dev[1:] & links[1]
+    grid[::2, 1::2] = dev[:, :-1] & dev[:, 1:] & links[0][y0:y1, x0:x1 - 1]
+    grid[1::2, ::2] = dev[:-1] & dev[1:] & links[1][y0:y1 - 1, x0:x1]
     k, lab = cv2.connectedComponents(grid, connectivity=4, ltype=cv2.CV_32S)
     lab = lab[::2, ::2]
     first, at = np.unique(lab[dev], return_index=True)  # numbered in raster order of their first pixel
@@ -372,7 +427,8 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     used = np.zeros(lab.max() + 1, bool)
     used[lab.ravel()] = True
     used[0] = True
-    return (np.cumsum(used) - 1).astype(np.int32)[lab]
+    full[y0:y1, x0:x1] = (np.cumsum(used) - 1).astype(np.int32)[lab]
+    return full
 
 
 def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None,
@@ -381,30 +437,59 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
     convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
     ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
     (the other pixels may then hold anything). ``crop``: each scale's blurs only over the box of the pixels read
-    (``read``, default ``need``) it has not reached yet plus the kernel's reach (the same values there; the pixels
-    outside ``read`` then hold anything)."""
+    (``read``, default ``need``; it holds ``need``) it has not reached yet plus the kernel's reach, and only the
+    pixels read are set (the same values there; the others hold anything)."""
     import cv2
 
-    crop = crop and need is not None
-    read = need if read is None else read
+    if crop and need is not None:
+        return _local_background_at(image, known, scales, need, need if read is None else read)
     k = known.astype(np.float32)
-    ik = None if crop else image * k[..., None]
+    ik = image * k[..., None]
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
-        box = _blur_box(read & ~done, s) if crop else (slice(None), slice(None))
-        if box is None:
-            return out
-        wsum = cv2.GaussianBlur(k[box], (0, 0), s)
-        ok = ~done[box] & (wsum > 0.05)
+        wsum = cv2.GaussianBlur(k, (0, 0), s)
+        ok = ~done & (wsum > 0.05)
         # where ok, wsum > 0.05: the same quotient as dividing by wsum
-        blur = cv2.GaussianBlur(image[box] * k[box][..., None] if crop else ik, (0, 0), s)
-        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out[box])
-        done[box] |= ok
+        blur = cv2.GaussianBlur(ik, (0, 0), s)
+        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out)
+        done |= ok
         if need is not None and done[need].all():
             return out
     if not done.all():
         out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
+    return out
+
+
+def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.ndarray, read: np.ndarray
+                         ) -> np.ndarray:
+    """:func:`local_background` with ``crop``: the values at the ``read`` pixels only (each an elementwise quotient
+    of the blurs, which are those over the whole image inside :func:`_blur_box`)."""
+    import cv2
+
+    out = np.zeros(image.shape, np.float32)
+    ry, rx = np.nonzero(read)
+    if not len(ry):
+        return out
+    h, w = known.shape
+    wait = np.ones(len(ry), bool)  # not reached yet
+    needed = need[ry, rx]
+    for s in scales:
+        py, px = ry[wait], rx[wait]
+        r = (int(round(s * 8 + 1)) | 1) // 2  # see _blur_box
+        y0, y1 = max(0, int(py.min()) - r), min(h, int(py.max()) + r + 1)
+        x0, x1 = max(0, int(px.min()) - r) // 16 * 16, min(w, int(px.max()) + r + 1)
+        k = known[y0:y1, x0:x1].astype(np.float32)
+        wsum = cv2.GaussianBlur(k, (0, 0), s)[py - y0, px - x0]
+        ok = wsum > 0.05
+        blur = cv2.GaussianBlur(image[y0:y1, x0:x1] * k[..., None], (0, 0), s)
+        oy, ox = py[ok], px[ok]
+        out[oy, ox] = blur[oy - y0, ox - x0] / wsum[ok][:, None]
+        wait[np.flatnonzero(wait)[ok]] = False
+        if not (wait & needed).any():
+            return out
+    if wait.any():
+        out[ry[wait], rx[wait]] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
 
 
@@ -693,11 +778,8 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     at = ys * w + xs
     vals = np.take(frames.reshape(n, h * w, 3), at, axis=1)  # (n, k, 3) uint8 (np.take: cheaper than [:, at])
     b = np.take(votes_bg.reshape(n, h * w), at, axis=1)
-    key = np.ascontiguousarray(np.where(b[..., None], vals, np.uint16(256)).transpose(1, 2, 0))
-    key.sort(axis=-1)  # per pixel and channel; samples not called background (256) sort last
     k = b.sum(0)
-    two = (np.take_along_axis(key, ((k - 1) // 2)[:, None, None], -1)[..., 0]
-           + np.take_along_axis(key, (k // 2)[:, None, None], -1)[..., 0]).astype(np.int16)  # 2 x the median
+    two = _two_medians(np.where(b[..., None], vals, np.uint8(255)).reshape(n, -1), np.repeat(k, 3)).reshape(-1, 3)
     med = two.astype(np.float32) / 2
     same = chan_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
     n_bg = (same & b).sum(0)
@@ -709,6 +791,34 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     replaced[ys[ok], xs[ok]] = True
     weak[ys[~ok], xs[~ok]] = True
     return out, replaced, weak
+
+
+def _two_medians(keys: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``(m,) int16`` twice the median of the first ``k`` ``(m,)`` (>= 1) sorted values of each column of ``(n, m)
+    uint8`` ``keys`` (the sum of the values of rank ``(k - 1) // 2`` and ``k // 2``): the samples not counted hold
+    255, so they sort after the others (a counted 255 is the same value). A sorting network of elementwise min/max
+    over blocks of columns (:func:`rank_network`), the same values as a sort, several times faster."""
+    n, m = keys.shape
+    top = n // 2
+    ops = rank_network(n, tuple(range(top + 1)))
+    lo, hi = ((k - 1) // 2)[None], (k // 2)[None]
+    out = np.empty(m, np.int16)
+    step = max(4096, (1 << 20) // n)
+    for a in range(0, m, step):
+        wires = [keys[t, a:a + step] for t in range(n)] + [None] * (n + 1)
+        for swap, i, j, need_i, need_j in ops:
+            x, y = wires[i], wires[j]
+            if swap:
+                wires[i], wires[j] = y, x
+                continue
+            if need_i:
+                wires[i] = np.minimum(x, y)
+            if need_j:
+                wires[j] = np.maximum(x, y)
+        ranked = np.stack(wires[:top + 1])
+        out[a:a + step] = (np.take_along_axis(ranked, lo[:, a:a + step], 0)[0].astype(np.int16)
+                           + np.take_along_axis(ranked, hi[:, a:a + step], 0)[0])
+    return out
 
 
 def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid: np.ndarray | None
@@ -761,11 +871,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             frames = apply_tone(frames, curves)
             small = shrink(frames, size)
     anchor = temporal_median(frames, valid)
-    sigma = noise_sigma(frames, anchor, valid)
+    sigma, s_ghost = noise_sigmas(frames, anchor, valid)
     # the trimmed mean's tolerance takes the interpolated quartile; the tolerance that groups the frames behind a
     # ghost and the arbiter's margin keep the whole-level one they were tuned with (the interpolated one there:
     # google_c2 -2.8 dB, its lingering robot's frames fall into more groups; docs/capture.md)
-    s_ghost = noise_sigma(frames, anchor, valid, interpolate=False)
     anchor_s = shrink(anchor[None], size)[0]
     sig_t = frame_sigmas(small, anchor_s)
     tau_t = np.maximum(cfg.fg_sigmas * sig_t, cfg.fg_threshold * 255)
