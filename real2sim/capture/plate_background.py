@@ -432,13 +432,14 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
 
 
 def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None,
-                     crop: bool = False, read: np.ndarray | None = None) -> np.ndarray:
+                     crop: bool = False, read: np.ndarray | None = None, fill: np.ndarray | None = None) -> np.ndarray:
     """``(h, w, 3) float32``: at every pixel the mean colour of the nearby ``known`` pixels (normalised Gaussian
     convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
     ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
     (the other pixels may then hold anything). ``crop``: each scale's blurs only over the box of the pixels read
     (``read``, default ``need``; it holds ``need``) it has not reached yet plus the kernel's reach, and only the
-    pixels read are set (the same values there; the others hold anything)."""
+    pixels read are set (the same values there; the others hold anything). ``fill``: the mean colour of the known
+    pixels (what no scale reaches takes), if the caller has it."""
     import cv2
 
     if crop and need is not None:
@@ -457,7 +458,7 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
         if need is not None and done[need].all():
             return out
     if not done.all():
-        out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
+        out[~done] = fill if fill is not None else image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
 
 
@@ -504,9 +505,10 @@ def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.n
     inside = np.zeros((h, w), bool)
     inside[box] = True
     wide = _blur_box(inside, max(scales))  # the blurs there are those over the whole image inside the box
-    part = local_background(image[wide], known[wide], scales)
+    fill = image[known].mean(0)  # (the known pixels all lie in the box: the same mean there)
+    part = local_background(image[wide], known[wide], scales, fill=fill)
     out = np.empty(image.shape, np.float32)
-    out[:] = image[known].mean(0)
+    out[:] = fill
     (y0, y1), (x0, x1) = (box[0].start - wide[0].start, box[0].stop - wide[0].start), (box[1].start - wide[1].start,
                                                                                        box[1].stop - wide[1].start)
     out[box] = part[y0:y1, x0:x1]
@@ -569,6 +571,8 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     ``links``: a dict kept across passes (per frame: the agreement links over a box, which do not depend on the
     anchor).
     ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``."""
+    import cv2
+
     n = small.shape[0]
     links = {} if links is None else links
     bg = np.zeros(small.shape[:3], bool)
@@ -576,7 +580,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     und = np.zeros_like(bg)
     both = _with_ones(anchor_s, anchor_s)  # frame, anchor, 1: the anchor and the ones are set once
     for t in range(n):
-        dev = chan_max(np.abs(small[t] - anchor_s)) > tau[t]
+        dev = chan_max(cv2.absdiff(small[t], anchor_s)) > tau[t]
         if valid_s is not None:
             dev &= valid_s[t]
         dev = clean_mask(dev, open_px, close_px, holes, min_area)
@@ -686,7 +690,7 @@ def apply_tone(frames: np.ndarray, curves: np.ndarray) -> np.ndarray:
     out = np.empty_like(frames)
     for t in range(len(frames)):
         lut = np.clip(curves[t] + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3)
-        out[t] = cv2.LUT(frames[t], lut)
+        cv2.LUT(frames[t], lut, dst=out[t])
     return out
 
 
@@ -758,6 +762,20 @@ def upsample(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     if not mask.any():
         return np.zeros(size[::-1], bool)
     return cv2.resize(mask.astype(np.uint8) * 255, size, interpolation=cv2.INTER_LINEAR) > 127
+
+
+def upsample_all(masks: np.ndarray, size: tuple[int, int], grow: np.ndarray | None = None) -> np.ndarray:
+    """``(n, hs, ws) bool`` -> ``(n, h, w) bool``: :func:`upsample` of each (dilated by ``grow`` first, if given),
+    written in place (no stack of copies)."""
+    import cv2
+
+    out = np.zeros((len(masks),) + size[::-1], bool)
+    for t, m in enumerate(masks):
+        if m.any():
+            m8 = cv2.dilate(m.view(np.uint8), grow) if grow is not None else m.view(np.uint8)
+            np.greater(cv2.resize((m8 > 0).view(np.uint8) * np.uint8(255), size, interpolation=cv2.INTER_LINEAR), 127,
+                       out=out[t])
+    return out
 
 
 def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, votes_fg: np.ndarray, tol: float,
@@ -905,8 +923,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
                 break
-            behind = np.stack([upsample(cv2.dilate(b.view(np.uint8), grow) > 0 if b.any() else b, (w, h)) for b in bg_s])
-            front = np.stack([upsample(f, (w, h)) for f in fg_s])
+            behind = upsample_all(bg_s, (w, h), grow)
+            front = upsample_all(fg_s, (w, h))
             if valid is not None:
                 behind &= valid
             if it > 0:  # later passes peel what is left of a ghost found before: only next to it
