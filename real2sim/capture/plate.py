@@ -357,7 +357,9 @@ def _usable_frames(frames: np.ndarray, sel: np.ndarray, cfg: PlateConfig, frame_
     def name(i):
         return frame_names[i] if frame_names and i < len(frame_names) else f"frame {i}"
 
-    bad = {int(sel[k]): why for k, why in bad_frames(frames[sel], cfg.dark_level, cfg.saturated_fraction).items()}
+    every = np.array_equal(sel, np.arange(len(frames)))  # (then no copy of the frames)
+    bad = {int(sel[k]): why for k, why in bad_frames(frames if every else frames[sel], cfg.dark_level,
+                                                     cfg.saturated_fraction).items()}
     warnings = [f"{name(i)} is {why}: left out of the plate (a camera that was covered, off or blinded; "
                 "remove it from the clip)" for i, why in sorted(bad.items())]
     good = np.array([i for i in sel if int(i) not in bad], int)

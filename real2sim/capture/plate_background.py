@@ -269,7 +269,7 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     # values as the product with the band, cheaper)
     sums = [cv2.boxFilter(cv2.copyTo(both, side.view(np.uint8), np.zeros_like(both)), -1, win, normalize=False)
             for side in (inner, outer)]
-    ok = inner & (sums[0][..., 6] > 0) & (sums[1][..., 6] > 0)
+    ok = inner & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
     ys, xs = np.nonzero(ok)
     if not len(ys):
         z = np.zeros(k, np.float32)
@@ -672,11 +672,12 @@ def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | N
         ok = chan_max(np.abs(d)) < tol
         if valid_s is not None:
             ok &= valid_s[t]
+        v_ok, d_ok = small[t][ok], d[ok]  # (k, 3): all channels gathered at once
+        b_ok = np.minimum((v_ok * bins / 256.0).astype(np.int64), bins - 1)
         for c in range(3):
-            v = small[t][..., c][ok]
-            b = np.minimum((v * bins / 256.0).astype(np.int64), bins - 1)
+            b = b_ok[:, c]
             cnt = np.bincount(b, minlength=bins)
-            mean = np.bincount(b, d[..., c][ok], minlength=bins) / np.maximum(cnt, 1)
+            mean = np.bincount(b, d_ok[:, c], minlength=bins) / np.maximum(cnt, 1)
             have = cnt >= 20
             off = np.interp(levels, centres[have], mean[have]) if have.sum() >= 2 else np.full(256, float(mean[have].mean()) if have.any() else 0.0)
             out[t, :, c] = np.maximum.accumulate(np.clip(levels + off, 0, 255))
@@ -861,8 +862,12 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
         used[t] = u
         cv2.accumulate(frames[t], acc, mask=u.view(np.uint8))
     count = used.sum(0, dtype=np.int32)
-    mean = acc / np.maximum(count, 1)[..., None]
-    plate = np.where((count > 0)[..., None], np.clip(mean + 0.5, 0, 255), anchor).astype(np.uint8)
+    # float32 rounds the same: sums of whole levels over at most 2^14 frames are exact and the fraction of the mean
+    # is a multiple of 1 / count, at least 1 / (2 count) from 0.5 unless it is 0.5 (exact)
+    mean = acc / np.maximum(count, 1).astype(np.float32)[..., None]
+    plate = np.clip(mean + np.float32(0.5), 0, 255).astype(np.uint8)
+    none = count == 0
+    plate[none] = anchor[none]
     return plate, count, used
 
 
