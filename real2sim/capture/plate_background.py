@@ -466,8 +466,6 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
                          ) -> np.ndarray:
     """:func:`local_background` with ``crop``: the values at the ``read`` pixels only (each an elementwise quotient
     of the blurs, which are those over the whole image inside :func:`_blur_box`)."""
-    import cv2
-
     out = np.zeros(image.shape, np.float32)
     ry, rx = np.nonzero(read)
     if not len(ry):
@@ -481,17 +479,35 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
         y0, y1 = max(0, int(py.min()) - r), min(h, int(py.max()) + r + 1)
         x0, x1 = max(0, int(px.min()) - r) // 16 * 16, min(w, int(px.max()) + r + 1)
         k = known[y0:y1, x0:x1].astype(np.float32)
-        wsum = cv2.GaussianBlur(k, (0, 0), s)[py - y0, px - x0]
+        # the outputs over the pixels' own box only (its rows; columns from a multiple of 16, a multiple of 16 wide
+        # or to the crop's end), the input around it read from the crop (an ROI of it: the same values as the blur
+        # of the whole crop there, bit for bit, tests/test_plate.py)
+        b0, b1 = int(py.min()), int(py.max()) + 1
+        c0 = int(px.min()) // 16 * 16
+        c1 = min(x1, x0 + c0 - x0 + -(-(int(px.max()) + 1 - c0) // 16) * 16)
+        roi = (b0 - y0, b1 - y0), (c0 - x0, c1 - x0)
+        wsum = _roi_blur(k, roi, s)[py - b0, px - c0]
         ok = wsum > 0.05
-        blur = cv2.GaussianBlur(image[y0:y1, x0:x1] * k[..., None], (0, 0), s)
+        blur = _roi_blur(image[y0:y1, x0:x1] * k[..., None], roi, s)
         oy, ox = py[ok], px[ok]
-        out[oy, ox] = blur[oy - y0, ox - x0] / wsum[ok][:, None]
+        out[oy, ox] = blur[oy - b0, ox - c0] / wsum[ok][:, None]
         wait[np.flatnonzero(wait)[ok]] = False
         if not (wait & needed).any():
             return out
     if wait.any():
         out[ry[wait], rx[wait]] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
+
+
+def _roi_blur(image: np.ndarray, roi: tuple[tuple[int, int], tuple[int, int]], sigma: float) -> np.ndarray:
+    """``cv2.GaussianBlur(image, (0, 0), sigma)`` over the rows and columns ``roi`` only, reading the pixels around
+    them from ``image`` (a ``cv2.UMat`` region: OpenCV's border is then the image's, not the region's)."""
+    import cv2
+
+    (a, b), (c, d) = roi
+    if (a, b, c, d) == (0, image.shape[0], 0, image.shape[1]):
+        return cv2.GaussianBlur(image, (0, 0), sigma)
+    return cv2.GaussianBlur(cv2.UMat(cv2.UMat(image), (a, b), (c, d)), (0, 0), sigma).get()
 
 
 def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.ndarray:
@@ -620,7 +636,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
     r_bg[0] = r_fg[0] = False
-    und_r = dev & ~r_bg[lab] & ~r_fg[lab]
+    call = _calls(r_bg, r_fg)[lab]  # per pixel: 1 its region is background, 2 foreground, 0 neither
+    und_r = dev & (call == 0)
     whole = np.ones(dev.shape, bool)
     labels = pieces(und_r) if pieces is not None and und_r.any() else None
     if labels is not None:
@@ -632,7 +649,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         p_bg[0] = p_fg[0] = False
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
-        r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
+        call = _calls(np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg]))[lab]
     around = local_background(anchor, ~dev, need=dev, crop=True)
     rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
     box = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)  # (only dev's box is read)
@@ -643,8 +660,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     px_fg[box] = dev[box] & (e_f > ratio * e_a) & (e_f > tau)
     # a region's call holds for its pixels unless they say the opposite (a region that merged a thing in front
     # with the place it left): those stay undecided
-    is_bg, is_fg = r_bg[lab] & ~px_fg, r_fg[lab] & ~px_bg
-    mixed = dev & ~r_bg[lab] & ~r_fg[lab]
+    is_bg, is_fg = (call & 1).view(bool) & ~px_fg, (call >> 1).view(bool) & ~px_bg
+    mixed = dev & (call == 0)
     if mixed.any():
         p_bg = clean_mask(mixed & px_bg, open_px, 0, False, min_area)
         if p_bg.any():
@@ -656,6 +673,11 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         is_fg |= mixed & ~p_bg & px_fg
     # a piece called foreground in a region undecided as a whole stays undecided for the confidence map
     return is_bg, is_fg, dev & ~is_bg & (~is_fg | ~whole)
+
+
+def _calls(r_bg: np.ndarray, r_fg: np.ndarray) -> np.ndarray:
+    """``(k,) uint8`` per label: bit 0 called background, bit 1 called foreground (one lookup per pixel for both)."""
+    return r_bg.view(np.uint8) | (r_fg.view(np.uint8) << 1)
 
 
 def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tol: float = 20.0,
