@@ -514,6 +514,8 @@ def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.n
     """:func:`local_background` (every pixel) with the blurs only near the ``known`` pixels: farther than the
     largest kernel's reach from all of them no scale reaches a pixel, which then takes the mean of the known pixels
     either way (the same values, bit for bit: see :func:`_blur_box`)."""
+    import cv2
+
     h, w = known.shape
     box = _blur_box(known, max(scales))
     if box is None or image[box].shape[:2] == (h, w):
@@ -522,12 +524,25 @@ def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.n
     inside[box] = True
     wide = _blur_box(inside, max(scales))  # the blurs there are those over the whole image inside the box
     fill = image[known].mean(0)  # (the known pixels all lie in the box: the same mean there)
-    part = local_background(image[wide], known[wide], scales, fill=fill)
+    # the blurs output only the box (columns a multiple of 16 wide or to the wide crop's end: see _roi_blur)
+    y0, y1, x0 = box[0].start - wide[0].start, box[0].stop - wide[0].start, box[1].start - wide[1].start
+    bw = box[1].stop - box[1].start
+    x1 = min(wide[1].stop - wide[1].start, x0 + -(-bw // 16) * 16)
+    im, kn = image[wide], known[wide]
+    k = kn.astype(np.float32)
+    ik = im * k[..., None]
+    part = np.zeros((y1 - y0, x1 - x0, 3), np.float32)
+    done = np.zeros(part.shape[:2], bool)
+    for s in scales:  # local_background's steps without ``need``, over the box
+        wsum = _roi_blur(k, ((y0, y1), (x0, x1)), s)
+        ok = ~done & (wsum > 0.05)
+        blur = _roi_blur(ik, ((y0, y1), (x0, x1)), s)
+        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), part)
+        done |= ok
+    part[~done] = fill
     out = np.empty(image.shape, np.float32)
     out[:] = fill
-    (y0, y1), (x0, x1) = (box[0].start - wide[0].start, box[0].stop - wide[0].start), (box[1].start - wide[1].start,
-                                                                                       box[1].stop - wide[1].start)
-    out[box] = part[y0:y1, x0:x1]
+    out[box] = part[:, :bw]
     return out
 
 
