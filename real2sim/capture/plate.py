@@ -35,7 +35,7 @@ import numpy as np
 
 from real2sim.capture.init import load_frames
 from real2sim.capture.inpaint import PatchMatchConfig, inpaint
-from real2sim.capture.plate_background import confidence_map, estimate_background
+from real2sim.capture.plate_background import confidence_map, estimate_background, masked_rows
 from real2sim.core.bundle import hash_jsonable
 from real2sim.core.errors import CaptureError
 from real2sim.core.imaging import disk, read_mask, to_uint8, write_gray, write_rgb
@@ -193,13 +193,13 @@ def estimate_gains(frames: np.ndarray, ref: int, fg: np.ndarray | None = None, s
             ok &= ~fg[t, ::step, ::step] & ~fg[ref, ::step, ::step]
         if ok.sum() < 100:
             continue
-        g = _column_median(R[ok] / F[ok])
+        g = _column_median(masked_rows(R, ok) / masked_rows(F, ok))
         for _ in range(2):  # refine on pixels that agree after the gain (background in both)
             d = np.abs(F * g - R)
             agree = ok & (np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) < 0.05)
             if agree.sum() < 100:
                 break
-            g = _column_median(R[agree] / F[agree])
+            g = _column_median(masked_rows(R, agree) / masked_rows(F, agree))
         gains[t] = g
     return gains
 

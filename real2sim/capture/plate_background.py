@@ -135,6 +135,12 @@ def rank_network(n: int, outputs: tuple[int, ...]) -> tuple[tuple[bool, int, int
     return tuple(keep[::-1])
 
 
+def masked_rows(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``x[mask]`` for an ``(h, w, c)`` array and an ``(h, w) bool`` mask: the same rows in the same order, by
+    ``np.compress`` on the pixels as rows (about 3x faster than the boolean index, which copies pixel by pixel)."""
+    return np.compress(mask.ravel(), x.reshape(-1, x.shape[-1]), axis=0)
+
+
 def chan_max(x: np.ndarray) -> np.ndarray:
     """Max over the last axis of size 3 (faster than ``x.max(-1)``)."""
     return np.maximum(np.maximum(x[..., 0], x[..., 1]), x[..., 2])
@@ -458,7 +464,7 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
         if need is not None and done[need].all():
             return out
     if not done.all():
-        out[~done] = fill if fill is not None else image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
+        out[~done] = fill if fill is not None else masked_rows(image, known).mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
 
 
@@ -495,7 +501,7 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
         if not (wait & needed).any():
             return out
     if wait.any():
-        out[ry[wait], rx[wait]] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
+        out[ry[wait], rx[wait]] = masked_rows(image, known).mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
 
 
@@ -523,7 +529,7 @@ def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.n
     inside = np.zeros((h, w), bool)
     inside[box] = True
     wide = _blur_box(inside, max(scales))  # the blurs there are those over the whole image inside the box
-    fill = image[known].mean(0)  # (the known pixels all lie in the box: the same mean there)
+    fill = masked_rows(image, known).mean(0)  # (the known pixels all lie in the box: the same mean there)
     # the blurs output only the box (columns a multiple of 16 wide or to the wide crop's end: see _roi_blur)
     y0, y1, x0 = box[0].start - wide[0].start, box[0].stop - wide[0].start, box[1].start - wide[1].start
     bw = box[1].stop - box[1].start
@@ -709,7 +715,7 @@ def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | N
         ok = chan_max(np.abs(d)) < tol
         if valid_s is not None:
             ok &= valid_s[t]
-        v_ok, d_ok = small[t][ok], d[ok]  # (k, 3): all channels gathered at once
+        v_ok, d_ok = masked_rows(small[t], ok), masked_rows(d, ok)  # (k, 3): all channels gathered at once
         b_ok = np.minimum((v_ok * bins / 256.0).astype(np.int64), bins - 1)
         for c in range(3):
             b = b_ok[:, c]
@@ -904,7 +910,7 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     mean = acc / np.maximum(count, 1).astype(np.float32)[..., None]
     plate = np.clip(mean + np.float32(0.5), 0, 255).astype(np.uint8)
     none = count == 0
-    plate[none] = anchor[none]
+    np.copyto(plate, anchor, where=none[..., None])
     return plate, count, used
 
 
@@ -1015,7 +1021,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     # the median itself hedges better than any subset's mean
     n_avail = n if valid is None else valid.sum(0)
     mixed = ~ghost & (count < 0.5 * n_avail)
-    plate[mixed] = anchor[mixed]
+    np.copyto(plate, anchor, where=mixed[..., None])  # (plate[mixed] = anchor[mixed], cheaper)
     spatial = np.zeros((h, w), bool)
     if detect and n >= 2 and cfg.arbiter_ratio > 0:
         spatial = arbitrate(frames, plate, mixed, count, used, valid, s_ghost, tol, cfg)
