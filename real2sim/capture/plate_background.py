@@ -620,7 +620,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         dev = chan_max(cv2.absdiff(small[t], anchor_s)) > tau[t]
         if valid_s is not None:
             dev &= valid_s[t]
-        dev = clean_mask(dev, open_px, close_px, holes, min_area)
+        dev = clean_in_box(dev, open_px, close_px, holes, min_area)
         if not dev.any():
             continue
         def pieces(part, t=t):
@@ -641,6 +641,21 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         if attached and fg[t].any():
             und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
+
+
+def clean_in_box(m: np.ndarray, open_px: int, close_px: int, fill: bool, min_area: int) -> np.ndarray:
+    """:func:`clean_mask` over the box of ``m`` with a margin of empty pixels (or the image's border): opening and
+    closing reach no farther than their radii, the holes and the components lie inside; the same mask."""
+    rows, cols = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
+    if not len(rows):
+        return np.zeros(m.shape, bool)
+    r = 2 * (open_px + close_px) + 2
+    h, w = m.shape
+    box = (slice(max(0, int(rows[0]) - r), min(h, int(rows[-1]) + r + 1)),
+           slice(max(0, int(cols[0]) - r), min(w, int(cols[-1]) + r + 1)))
+    out = np.zeros(m.shape, bool)
+    out[box] = clean_mask(m[box], open_px, close_px, fill, min_area)
+    return out
 
 
 def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau: float, ratio: float, open_px: int,
@@ -684,7 +699,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     is_bg, is_fg = (call & 1).view(bool) & ~px_fg, (call >> 1).view(bool) & ~px_bg
     mixed = dev & (call == 0)
     if mixed.any():
-        p_bg = clean_mask(mixed & px_bg, open_px, 0, False, min_area)
+        p_bg = clean_in_box(mixed & px_bg, open_px, 0, False, min_area)
         if p_bg.any():
             lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg, both=both)
             keep = s_a2 > s_f2
