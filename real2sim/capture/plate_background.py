@@ -513,7 +513,14 @@ def _roi_blur(image: np.ndarray, roi: tuple[tuple[int, int], tuple[int, int]], s
     (a, b), (c, d) = roi
     if (a, b, c, d) == (0, image.shape[0], 0, image.shape[1]):
         return cv2.GaussianBlur(image, (0, 0), sigma)
-    return cv2.GaussianBlur(cv2.UMat(cv2.UMat(image), (a, b), (c, d)), (0, 0), sigma).get()
+    ocl = cv2.ocl.useOpenCL()  # the CPU's code, as for a numpy array (an OpenCL device rounds otherwise)
+    if ocl:
+        cv2.ocl.setUseOpenCL(False)
+    try:
+        return cv2.GaussianBlur(cv2.UMat(cv2.UMat(image), (a, b), (c, d)), (0, 0), sigma).get()
+    finally:
+        if ocl:
+            cv2.ocl.setUseOpenCL(True)
 
 
 def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.ndarray:
