@@ -216,17 +216,12 @@ def _column_median(x: np.ndarray) -> np.ndarray:
 
 
 def apply_gains(frames: np.ndarray, gains: np.ndarray) -> np.ndarray:
-    """uint8 frames times per-frame per-channel gains, saturated to uint8 (``cv2.multiply``'s values, through a
-    lookup table of its 256 levels per channel: cheaper on a whole frame)."""
+    """uint8 frames times per-frame per-channel gains, saturated to uint8."""
     import cv2
 
     out = np.empty_like(frames)
-    levels = np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 3, 2)
     for t, g in enumerate(gains):
-        if np.allclose(g, 1.0):
-            out[t] = frames[t]
-        else:
-            cv2.LUT(frames[t], cv2.multiply(levels, (float(g[0]), float(g[1]), float(g[2]), 0.0)), dst=out[t])
+        out[t] = frames[t] if np.allclose(g, 1.0) else cv2.multiply(frames[t], (float(g[0]), float(g[1]), float(g[2]), 0.0))
     return out
 
 
