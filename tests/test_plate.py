@@ -383,3 +383,21 @@ def test_the_cropped_blurs_give_the_values_of_the_whole_image_bit_for_bit():
         crop = local_background(image, ~dev, need=dev, crop=True)
         assert np.array_equal(full[dev], crop[dev])
         assert np.array_equal(local_background(image, dev, scales=(2.0, 6.0)), spread_near(image, dev, (2.0, 6.0)))
+
+
+def test_a_blur_over_a_region_of_the_image_gives_the_whole_images_values_bit_for_bit():
+    """``_roi_blur`` (OpenCV's blur over a region, the pixels around it read from the image) gives the values of the
+    blur of the whole image there when the region's columns start on a multiple of 16 and span a multiple of 16 or
+    end at the image's border; ``local_background``'s crops rely on it (the plates must not change)."""
+    import cv2
+
+    from real2sim.capture.plate_background import _roi_blur
+
+    rng = np.random.default_rng(7)
+    for channels, sigma in ((1, 2.0), (3, 6.0), (3, 18.0)):
+        image = (rng.random((122, 163, channels)) * 255).astype(np.float32).squeeze()
+        full = cv2.GaussianBlur(image, (0, 0), sigma)
+        for _ in range(30):
+            a, c = int(rng.integers(0, 120)), int(rng.integers(0, 160)) // 16 * 16
+            b, d = min(122, a + int(rng.integers(1, 60))), min(163, c + 16 * int(rng.integers(1, 5)))
+            assert np.array_equal(_roi_blur(image, ((a, b), (c, d)), sigma), full[a:b, c:d])

@@ -35,7 +35,7 @@ import numpy as np
 
 from real2sim.capture.init import load_frames
 from real2sim.capture.inpaint import PatchMatchConfig, inpaint
-from real2sim.capture.plate_background import confidence_map, estimate_background
+from real2sim.capture.plate_background import confidence_map, estimate_background, masked_rows
 from real2sim.core.bundle import hash_jsonable
 from real2sim.core.errors import CaptureError
 from real2sim.core.imaging import disk, read_mask, to_uint8, write_gray, write_rgb
@@ -193,14 +193,26 @@ def estimate_gains(frames: np.ndarray, ref: int, fg: np.ndarray | None = None, s
             ok &= ~fg[t, ::step, ::step] & ~fg[ref, ::step, ::step]
         if ok.sum() < 100:
             continue
-        g = np.median(R[ok] / F[ok], axis=0)
+        g = _column_median(masked_rows(R, ok) / masked_rows(F, ok))
         for _ in range(2):  # refine on pixels that agree after the gain (background in both)
-            agree = ok & (np.abs(F * g - R).max(-1) < 0.05)
+            d = np.abs(F * g - R)
+            agree = ok & (np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) < 0.05)
             if agree.sum() < 100:
                 break
-            g = np.median(R[agree] / F[agree], axis=0)
+            g = _column_median(masked_rows(R, agree) / masked_rows(F, agree))
         gains[t] = g
     return gains
+
+
+def _column_median(x: np.ndarray) -> np.ndarray:
+    """``np.median(x, axis=0)`` of a ``(k, c)`` float32 array (the same values: the order statistics of each
+    channel, contiguous, by ``np.partition``; about twice as fast)."""
+    y = np.ascontiguousarray(x.T)
+    k = y.shape[1]
+    if k % 2:
+        return np.partition(y, k // 2, axis=1)[:, k // 2]
+    part = np.partition(y, (k // 2 - 1, k // 2), axis=1)
+    return np.mean(part[:, k // 2 - 1:k // 2 + 1], axis=1)
 
 
 def apply_gains(frames: np.ndarray, gains: np.ndarray) -> np.ndarray:
@@ -274,12 +286,24 @@ def static_fraction(frames: np.ndarray, ref: int = 0, scale: float = 0.5, tol: f
     """``(n,)`` fraction of pixels that keep their (exposure-normalised) grey level from frame ``ref``."""
     grays = grays if grays is not None else [_gray_small(f, scale) for f in frames]
     g0 = grays[ref]
-    m0 = np.median(g0)
+    m0 = _gray_median(g0)
     out = []
     for g in grays:
-        g = g * (m0 / max(float(np.median(g)), 1e-6))
+        g = g * (m0 / max(float(_gray_median(g)), 1e-6))
         out.append(float((np.abs(g - g0) < tol).mean()))
     return np.array(out)
+
+
+def _gray_median(g: np.ndarray) -> np.floating:
+    """``np.median(g)`` of a float32 image; from a histogram when every value is a whole multiple of 1/4 (grey
+    levels halved by area averaging: the two middle values and their mean are then exact, the same float32)."""
+    q = g * np.float32(4)
+    qi = q.astype(np.int32)
+    if g.size == 0 or qi.min() < 0 or not np.array_equal(qi, q):
+        return np.median(g)
+    cum = np.cumsum(np.bincount(qi.ravel()))
+    a, b = np.searchsorted(cum, [(g.size - 1) // 2, g.size // 2], side="right")
+    return np.float32((int(a) + int(b)) / 8)
 
 
 def check_static_camera(frames: np.ndarray, ref: int = 0, max_shift_px: float = 3.0, min_static: float = 0.5) -> dict:
@@ -328,7 +352,9 @@ def _usable_frames(frames: np.ndarray, sel: np.ndarray, cfg: PlateConfig, frame_
     def name(i):
         return frame_names[i] if frame_names and i < len(frame_names) else f"frame {i}"
 
-    bad = {int(sel[k]): why for k, why in bad_frames(frames[sel], cfg.dark_level, cfg.saturated_fraction).items()}
+    every = np.array_equal(sel, np.arange(len(frames)))  # (then no copy of the frames)
+    bad = {int(sel[k]): why for k, why in bad_frames(frames if every else frames[sel], cfg.dark_level,
+                                                     cfg.saturated_fraction).items()}
     warnings = [f"{name(i)} is {why}: left out of the plate (a camera that was covered, off or blinded; "
                 "remove it from the clip)" for i, why in sorted(bad.items())]
     good = np.array([i for i in sel if int(i) not in bad], int)
@@ -402,7 +428,8 @@ def _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names) 
         raise CaptureError(f"PlateConfig.reference_frame={cfg.reference_frame} but there are {n} frames; use 0..{n - 1}")
     sel, ref, warnings, left_out = _usable_frames(frames, _select(n, cfg.reference_frame, cfg.max_frames), cfg,
                                                   frame_names)
-    F = np.ascontiguousarray(frames[sel])
+    # every frame, in order: no copy (nothing below writes into the frames)
+    F = np.ascontiguousarray(frames if np.array_equal(sel, np.arange(n)) else frames[sel])
     motion = check_static_camera(F, ref)
     given = masks is not None
     fg_given = None

@@ -89,12 +89,17 @@ def temporal_median(frames: np.ndarray, valid: np.ndarray | None = None) -> np.n
     return _masked_median(frames, valid)
 
 
-@lru_cache(maxsize=None)
 def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
     """The comparators of Batcher's odd-even merge sort of ``n`` wires (padded to a power of two with wires that
     hold +inf) that the two middle outputs depend on: ``(swap, i, j, need_min, need_max)``. ``swap``: wire ``i``
     holds a pad and ``j`` data (the comparator only exchanges them); otherwise the min goes to ``i`` (if needed) and
     the max to ``j`` (if needed)."""
+    return rank_network(n, ((n - 1) // 2, n // 2))
+
+
+@lru_cache(maxsize=None)
+def rank_network(n: int, outputs: tuple[int, ...]) -> tuple[tuple[bool, int, int, bool, bool], ...]:
+    """Like :func:`median_network`, for the sorted outputs ``outputs`` (ranks from 0)."""
     size = 1
     while size < n:
         size *= 2
@@ -116,7 +121,7 @@ def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
         ops.append((pad[i], i, j))
         if pad[i]:
             pad[i], pad[j] = False, True
-    need, keep = {(n - 1) // 2, n // 2}, []
+    need, keep = set(outputs), []
     for swap, i, j in reversed(ops):  # only what the middle outputs depend on
         ni, nj = i in need, j in need
         if not (ni or nj):
@@ -128,6 +133,12 @@ def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
             need |= {i, j}
         keep.append((swap, i, j, ni, nj))
     return tuple(keep[::-1])
+
+
+def masked_rows(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``x[mask]`` for an ``(h, w, c)`` array and an ``(h, w) bool`` mask: the same rows in the same order, by
+    ``np.compress`` on the pixels as rows (about 3x faster than the boolean index, which copies pixel by pixel)."""
+    return np.compress(mask.ravel(), x.reshape(-1, x.shape[-1]), axis=0)
 
 
 def chan_max(x: np.ndarray) -> np.ndarray:
@@ -159,6 +170,14 @@ def noise_sigma(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None
                 interpolate: bool = True) -> float:
     """Noise std (8-bit levels) of ``(n, h, w, 3) uint8`` frames around ``anchor`` ``(h, w, 3)``: lower quartile of
     the absolute differences / 0.3186 (a moving foreground only fills the upper tail). At least 0.5."""
+    return noise_sigmas(frames, anchor, valid, samples)[0 if interpolate else 1]
+
+
+def noise_sigmas(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None = None, samples: int = 200000
+                 ) -> tuple[float, float]:
+    """:func:`noise_sigma` with and without ``interpolate`` from one pass over the samples: the levels'
+    interpolated quartile (:func:`level_quantile`) and ``np.percentile``'s (linear between the two order statistics
+    around ``0.25 * (m - 1)``; read from the same histogram: the same float)."""
     n, h, w, _ = frames.shape
     step = max(1, int(np.sqrt(n * h * w / samples)))
     d = np.abs(frames[:, ::step, ::step].astype(np.int16) - anchor[::step, ::step].astype(np.int16))
@@ -166,17 +185,20 @@ def noise_sigma(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None
         d = d[valid[:, ::step, ::step]]
     d = d.ravel()
     if d.size == 0:
-        return 2.0
-    if not interpolate:
-        return max(0.5, float(np.percentile(d, 25)) / Q25_HALF_NORMAL)
-    return max(0.5, level_quantile(d, 0.25) / Q25_HALF_NORMAL)
+        return 2.0, 2.0
+    hist = np.bincount(d)
+    at = 0.25 * (d.size - 1)  # whole multiples of 0.25: exact, as are the order statistics and their lerp
+    lo = int(np.floor(at))
+    a, b = np.searchsorted(np.cumsum(hist), [lo, min(lo + 1, d.size - 1)], side="right")
+    whole = float(a) + (float(b) - float(a)) * (at - lo)
+    return max(0.5, level_quantile(d, 0.25, hist) / Q25_HALF_NORMAL), max(0.5, whole / Q25_HALF_NORMAL)
 
 
-def level_quantile(d: np.ndarray, q: float) -> float:
+def level_quantile(d: np.ndarray, q: float, hist: np.ndarray | None = None) -> float:
     """Quantile ``q`` of whole-level absolute differences ``d`` (ints >= 0), each level read as the interval it was
     rounded from (0: [0, 0.5], k: [k - 0.5, k + 0.5]) and interpolated inside it. ``np.percentile`` of the levels
     is a whole number: noise of 1-2.5 levels all read as one level (sigma 3.14), a 5-frame clip as 0 (sigma 0.5)."""
-    hist = np.bincount(d.astype(np.int64).ravel())
+    hist = np.bincount(d.astype(np.int64).ravel()) if hist is None else hist  # (``hist``: that, if the caller has it)
     cum = np.cumsum(hist) / d.size
     k = int(np.searchsorted(cum, q))
     before = float(cum[k - 1]) if k > 0 else 0.0
@@ -253,7 +275,7 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     # values as the product with the band, cheaper)
     sums = [cv2.boxFilter(cv2.copyTo(both, side.view(np.uint8), np.zeros_like(both)), -1, win, normalize=False)
             for side in (inner, outer)]
-    ok = inner & (sums[0][..., 6] > 0) & (sums[1][..., 6] > 0)
+    ok = inner & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
     ys, xs = np.nonzero(ok)
     if not len(ys):
         z = np.zeros(k, np.float32)
@@ -278,7 +300,10 @@ def _with_ones(frame: np.ndarray, anchor: np.ndarray) -> np.ndarray:
 
 def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: int, outside: np.ndarray | None = None,
                  both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0)."""
+    """:func:`region_seams` of the regions of a label image, each against ``outside`` only (default: label 0).
+
+    Regions at least ``3 * band + 1`` px apart do not meet in each other's bands or windows: they are measured
+    together, over the box of the group (:func:`_far_groups`; the same values as one by one, bit for bit)."""
     from scipy.ndimage import find_objects
 
     k = int(lab.max()) + 1
@@ -288,17 +313,46 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
     h, w = lab.shape
     m = 4 * band + 1
     both = _with_ones(frame, anchor) if both is None else both
-    for i, box in enumerate(find_objects(lab), 1):
+    for ids, (y0, y1, x0, x1) in _far_groups(find_objects(lab), 3 * band + 1):
+        a, b, c, d = max(0, y0 - m), min(h, y1 + m), max(0, x0 - m), min(w, x1 + m)
+        sub = lab[a:b, c:d]
+        out = (sub == 0) if outside is None else outside[a:b, c:d]
+        if len(ids) == 1:
+            mi = (sub == ids[0]).view(np.uint8)
+            sf, sa = _seams(None, None, mi, out, mi.astype(np.int32), 2, band, both[a:b, c:d])
+            s_f[ids[0]], s_a[ids[0]] = sf[1], sa[1]
+            continue
+        member = np.zeros(k, bool)
+        member[ids] = True
+        mi = member[sub]
+        sf, sa = _seams(None, None, mi.view(np.uint8), out, np.where(mi, sub, 0), k, band, both[a:b, c:d])
+        s_f[ids], s_a[ids] = sf[ids], sa[ids]
+    return lab, s_f, s_a, k
+
+
+def _far_groups(boxes: list, gap: int, slack: int = 2000) -> list[tuple[list[int], tuple[int, int, int, int]]]:
+    """Labels (1-based, ``boxes`` from ``find_objects``) in groups whose members' boxes are at least ``gap`` px apart
+    (Chebyshev), each with the group's box (y0, y1, x0, x1); a label joins a group only when the group's box grows by
+    at most its own area plus ``slack`` px (one call per group is cheaper than one per label, a much larger box is
+    not)."""
+    groups: list[tuple[list[int], list[tuple[int, int, int, int]], list[int]]] = []
+    for i, box in enumerate(boxes, 1):
         if box is None:
             continue
-        a, b = max(0, box[0].start - m), min(h, box[0].stop + m)
-        c, d = max(0, box[1].start - m), min(w, box[1].stop + m)
-        sub = lab[a:b, c:d]
-        mi = (sub == i).view(np.uint8)
-        out = (sub == 0) if outside is None else outside[a:b, c:d]
-        sf, sa = _seams(None, None, mi, out, mi.astype(np.int32), 2, band, both[a:b, c:d])
-        s_f[i], s_a[i] = sf[1], sa[1]
-    return lab, s_f, s_a, k
+        bx = (box[0].start, box[0].stop, box[1].start, box[1].stop)
+        area = (bx[1] - bx[0]) * (bx[3] - bx[2])
+        for ids, members, g in groups:
+            u = (min(g[0], bx[0]), max(g[1], bx[1]), min(g[2], bx[2]), max(g[3], bx[3]))
+            if (u[1] - u[0]) * (u[3] - u[2]) > (g[1] - g[0]) * (g[3] - g[2]) + area + slack:
+                continue
+            if all(max(o[0] - bx[1], bx[0] - o[1], o[2] - bx[3], bx[2] - o[3]) + 1 >= gap for o in members):
+                ids.append(i)
+                members.append(bx)
+                g[:] = u
+                break
+        else:
+            groups.append(([i], [bx], list(bx)))
+    return [(ids, tuple(g)) for ids, _, g in groups]
 
 
 def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndarray | None, jaccard: float,
@@ -346,13 +400,20 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     neighbouring pieces (or stay alone)."""
     import cv2
 
+    rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
+    full = np.zeros(dev.shape, np.int32)
+    if not len(rows):
+        return full
+    # only dev's box: the pieces, their raster order and the growth over small ones are the same there
+    y0, y1, x0, x1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    dev = dev[y0:y1, x0:x1]
     hs, ws = dev.shape
     # the pixels on the even cells of a grid twice as fine, each link on the cell between its two pixels: the
     # 4-connected components of that grid are the linked pieces
     grid = np.zeros((2 * hs - 1, 2 * ws - 1), np.uint8)
     grid[::2, ::2] = dev
-    grid[::2, 1::2] = dev[:, :-1] & dev[:, 1:] & links[0]
-    grid[1::2, ::2] = dev[:-1] & dev[1:] & links[1]
+    grid[::2, 1::2] = dev[:, :-1] & dev[:, 1:] & links[0][y0:y1, x0:x1 - 1]
+    grid[1::2, ::2] = dev[:-1] & dev[1:] & links[1][y0:y1 - 1, x0:x1]
     k, lab = cv2.connectedComponents(grid, connectivity=4, ltype=cv2.CV_32S)
     lab = lab[::2, ::2]
     first, at = np.unique(lab[dev], return_index=True)  # numbered in raster order of their first pixel
@@ -372,46 +433,109 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     used = np.zeros(lab.max() + 1, bool)
     used[lab.ravel()] = True
     used[0] = True
-    return (np.cumsum(used) - 1).astype(np.int32)[lab]
+    full[y0:y1, x0:x1] = (np.cumsum(used) - 1).astype(np.int32)[lab]
+    return full
 
 
 def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.0), need: np.ndarray | None = None,
-                     crop: bool = False, read: np.ndarray | None = None) -> np.ndarray:
+                     crop: bool = False, read: np.ndarray | None = None, fill: np.ndarray | None = None) -> np.ndarray:
     """``(h, w, 3) float32``: at every pixel the mean colour of the nearby ``known`` pixels (normalised Gaussian
     convolution, the finest of ``scales`` (px) that reaches known pixels): the surroundings spread into a region.
     ``need``: optional ``(h, w) bool`` pixels the caller reads; coarser scales are skipped once they are all reached
     (the other pixels may then hold anything). ``crop``: each scale's blurs only over the box of the pixels read
-    (``read``, default ``need``) it has not reached yet plus the kernel's reach (the same values there; the pixels
-    outside ``read`` then hold anything)."""
+    (``read``, default ``need``; it holds ``need``) it has not reached yet plus the kernel's reach, and only the
+    pixels read are set (the same values there; the others hold anything). ``fill``: the mean colour of the known
+    pixels (what no scale reaches takes), if the caller has it."""
     import cv2
 
-    crop = crop and need is not None
-    read = need if read is None else read
+    if crop and need is not None:
+        return _local_background_at(image, known, scales, need, need if read is None else read)
     k = known.astype(np.float32)
-    ik = None if crop else image * k[..., None]
+    ik = image * k[..., None]
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
-        box = _blur_box(read & ~done, s) if crop else (slice(None), slice(None))
-        if box is None:
-            return out
-        wsum = cv2.GaussianBlur(k[box], (0, 0), s)
-        ok = ~done[box] & (wsum > 0.05)
+        wsum = cv2.GaussianBlur(k, (0, 0), s)
+        ok = ~done & (wsum > 0.05)
         # where ok, wsum > 0.05: the same quotient as dividing by wsum
-        blur = cv2.GaussianBlur(image[box] * k[box][..., None] if crop else ik, (0, 0), s)
-        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out[box])
-        done[box] |= ok
+        blur = cv2.GaussianBlur(ik, (0, 0), s)
+        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), out)
+        done |= ok
         if need is not None and done[need].all():
             return out
     if not done.all():
-        out[~done] = image[known].mean(0) if known.any() else image.reshape(-1, 3).mean(0)
+        out[~done] = fill if fill is not None else masked_rows(image, known).mean(0) if known.any() else image.reshape(-1, 3).mean(0)
     return out
+
+
+def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.ndarray, read: np.ndarray
+                         ) -> np.ndarray:
+    """:func:`local_background` with ``crop``: the values at the ``read`` pixels only (each an elementwise quotient
+    of the blurs, which are those over the whole image inside :func:`_blur_box`)."""
+    out = np.zeros(image.shape, np.float32)
+    ry, rx = np.nonzero(read)
+    if not len(ry):
+        return out
+    h, w = known.shape
+    wait = np.ones(len(ry), bool)  # not reached yet
+    needed = need[ry, rx]
+    for s in scales:
+        py, px = ry[wait], rx[wait]
+        r = (int(round(s * 8 + 1)) | 1) // 2  # see _blur_box
+        y0, y1 = max(0, int(py.min()) - r), min(h, int(py.max()) + r + 1)
+        x0, x1 = max(0, int(px.min()) - r) // 16 * 16, min(w, int(px.max()) + r + 1)
+        k = known[y0:y1, x0:x1].astype(np.float32)
+        # the outputs over the pixels' own box only (its rows; columns from a multiple of 16, a multiple of 16 wide
+        # or to the crop's end), the input around it read from the crop (an ROI of it: the same values as the blur
+        # of the whole crop there, bit for bit, tests/test_plate.py)
+        b0, b1 = int(py.min()), int(py.max()) + 1
+        c0 = int(px.min()) // 16 * 16
+        c1 = min(x1, x0 + c0 - x0 + -(-(int(px.max()) + 1 - c0) // 16) * 16)
+        roi = (b0 - y0, b1 - y0), (c0 - x0, c1 - x0)
+        wsum = _roi_blur(k, roi, s)[py - b0, px - c0]
+        ok = wsum > 0.05
+        blur = _roi_blur(_times_known(image[y0:y1, x0:x1], known[y0:y1, x0:x1]), roi, s)
+        oy, ox = py[ok], px[ok]
+        out[oy, ox] = blur[oy - b0, ox - c0] / wsum[ok][:, None]
+        wait[np.flatnonzero(wait)[ok]] = False
+        if not (wait & needed).any():
+            return out
+    if wait.any():
+        out[ry[wait], rx[wait]] = masked_rows(image, known).mean(0) if known.any() else image.reshape(-1, 3).mean(0)
+    return out
+
+
+def _times_known(image: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``image * known[..., None]`` (colours >= 0: the same bits, +0.0 where unknown) by a masked copy, cheaper."""
+    import cv2
+
+    return cv2.copyTo(image, known.view(np.uint8), np.zeros(image.shape, np.float32))
+
+
+def _roi_blur(image: np.ndarray, roi: tuple[tuple[int, int], tuple[int, int]], sigma: float) -> np.ndarray:
+    """``cv2.GaussianBlur(image, (0, 0), sigma)`` over the rows and columns ``roi`` only, reading the pixels around
+    them from ``image`` (a ``cv2.UMat`` region: OpenCV's border is then the image's, not the region's)."""
+    import cv2
+
+    (a, b), (c, d) = roi
+    if (a, b, c, d) == (0, image.shape[0], 0, image.shape[1]):
+        return cv2.GaussianBlur(image, (0, 0), sigma)
+    ocl = cv2.ocl.useOpenCL()  # the CPU's code, as for a numpy array (an OpenCL device rounds otherwise)
+    if ocl:
+        cv2.ocl.setUseOpenCL(False)
+    try:
+        return cv2.GaussianBlur(cv2.UMat(cv2.UMat(image), (a, b), (c, d)), (0, 0), sigma).get()
+    finally:
+        if ocl:
+            cv2.ocl.setUseOpenCL(True)
 
 
 def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.ndarray:
     """:func:`local_background` (every pixel) with the blurs only near the ``known`` pixels: farther than the
     largest kernel's reach from all of them no scale reaches a pixel, which then takes the mean of the known pixels
     either way (the same values, bit for bit: see :func:`_blur_box`)."""
+    import cv2
+
     h, w = known.shape
     box = _blur_box(known, max(scales))
     if box is None or image[box].shape[:2] == (h, w):
@@ -419,12 +543,26 @@ def spread_near(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0)) -> np.n
     inside = np.zeros((h, w), bool)
     inside[box] = True
     wide = _blur_box(inside, max(scales))  # the blurs there are those over the whole image inside the box
-    part = local_background(image[wide], known[wide], scales)
+    fill = masked_rows(image, known).mean(0)  # (the known pixels all lie in the box: the same mean there)
+    # the blurs output only the box (columns a multiple of 16 wide or to the wide crop's end: see _roi_blur)
+    y0, y1, x0 = box[0].start - wide[0].start, box[0].stop - wide[0].start, box[1].start - wide[1].start
+    bw = box[1].stop - box[1].start
+    x1 = min(wide[1].stop - wide[1].start, x0 + -(-bw // 16) * 16)
+    im, kn = image[wide], known[wide]
+    k = kn.astype(np.float32)
+    ik = _times_known(im, kn)
+    part = np.zeros((y1 - y0, x1 - x0, 3), np.float32)
+    done = np.zeros(part.shape[:2], bool)
+    for s in scales:  # local_background's steps without ``need``, over the box
+        wsum = _roi_blur(k, ((y0, y1), (x0, x1)), s)
+        ok = ~done & (wsum > 0.05)
+        blur = _roi_blur(ik, ((y0, y1), (x0, x1)), s)
+        cv2.copyTo(blur / np.maximum(wsum, 0.05)[..., None], ok.view(np.uint8), part)
+        done |= ok
+    part[~done] = fill
     out = np.empty(image.shape, np.float32)
-    out[:] = image[known].mean(0)
-    (y0, y1), (x0, x1) = (box[0].start - wide[0].start, box[0].stop - wide[0].start), (box[1].start - wide[1].start,
-                                                                                       box[1].stop - wide[1].start)
-    out[box] = part[y0:y1, x0:x1]
+    out[:] = fill
+    out[box] = part[:, :bw]
     return out
 
 
@@ -484,6 +622,8 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     ``links``: a dict kept across passes (per frame: the agreement links over a box, which do not depend on the
     anchor).
     ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``."""
+    import cv2
+
     n = small.shape[0]
     links = {} if links is None else links
     bg = np.zeros(small.shape[:3], bool)
@@ -491,10 +631,10 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     und = np.zeros_like(bg)
     both = _with_ones(anchor_s, anchor_s)  # frame, anchor, 1: the anchor and the ones are set once
     for t in range(n):
-        dev = chan_max(np.abs(small[t] - anchor_s)) > tau[t]
+        dev = chan_max(cv2.absdiff(small[t], anchor_s)) > tau[t]
         if valid_s is not None:
             dev &= valid_s[t]
-        dev = clean_mask(dev, open_px, close_px, holes, min_area)
+        dev = clean_in_box(dev, open_px, close_px, holes, min_area)
         if not dev.any():
             continue
         def pieces(part, t=t):
@@ -517,6 +657,21 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     return bg, fg, und
 
 
+def clean_in_box(m: np.ndarray, open_px: int, close_px: int, fill: bool, min_area: int) -> np.ndarray:
+    """:func:`clean_mask` over the box of ``m`` with a margin of empty pixels (or the image's border): opening and
+    closing reach no farther than their radii, the holes and the components lie inside; the same mask."""
+    rows, cols = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
+    if not len(rows):
+        return np.zeros(m.shape, bool)
+    r = 2 * (open_px + close_px) + 2
+    h, w = m.shape
+    box = (slice(max(0, int(rows[0]) - r), min(h, int(rows[-1]) + r + 1)),
+           slice(max(0, int(cols[0]) - r), min(w, int(cols[-1]) + r + 1)))
+    out = np.zeros(m.shape, bool)
+    out[box] = clean_mask(m[box], open_px, close_px, fill, min_area)
+    return out
+
+
 def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau: float, ratio: float, open_px: int,
                     min_area: int, pieces=None, both: np.ndarray | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -531,7 +686,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
     r_bg[0] = r_fg[0] = False
-    und_r = dev & ~r_bg[lab] & ~r_fg[lab]
+    call = _calls(r_bg, r_fg)[lab]  # per pixel: 1 its region is background, 2 foreground, 0 neither
+    und_r = dev & (call == 0)
     whole = np.ones(dev.shape, bool)
     labels = pieces(und_r) if pieces is not None and und_r.any() else None
     if labels is not None:
@@ -543,7 +699,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         p_bg[0] = p_fg[0] = False
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
-        r_bg, r_fg = np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])
+        call = _calls(np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg]))[lab]
     around = local_background(anchor, ~dev, need=dev, crop=True)
     rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
     box = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)  # (only dev's box is read)
@@ -554,10 +710,10 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     px_fg[box] = dev[box] & (e_f > ratio * e_a) & (e_f > tau)
     # a region's call holds for its pixels unless they say the opposite (a region that merged a thing in front
     # with the place it left): those stay undecided
-    is_bg, is_fg = r_bg[lab] & ~px_fg, r_fg[lab] & ~px_bg
-    mixed = dev & ~r_bg[lab] & ~r_fg[lab]
+    is_bg, is_fg = (call & 1).view(bool) & ~px_fg, (call >> 1).view(bool) & ~px_bg
+    mixed = dev & (call == 0)
     if mixed.any():
-        p_bg = clean_mask(mixed & px_bg, open_px, 0, False, min_area)
+        p_bg = clean_in_box(mixed & px_bg, open_px, 0, False, min_area)
         if p_bg.any():
             lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg, both=both)
             keep = s_a2 > s_f2
@@ -567,6 +723,11 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         is_fg |= mixed & ~p_bg & px_fg
     # a piece called foreground in a region undecided as a whole stays undecided for the confidence map
     return is_bg, is_fg, dev & ~is_bg & (~is_fg | ~whole)
+
+
+def _calls(r_bg: np.ndarray, r_fg: np.ndarray) -> np.ndarray:
+    """``(k,) uint8`` per label: bit 0 called background, bit 1 called foreground (one lookup per pixel for both)."""
+    return r_bg.view(np.uint8) | (r_fg.view(np.uint8) << 1)
 
 
 def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tol: float = 20.0,
@@ -583,11 +744,12 @@ def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | N
         ok = chan_max(np.abs(d)) < tol
         if valid_s is not None:
             ok &= valid_s[t]
+        v_ok, d_ok = masked_rows(small[t], ok), masked_rows(d, ok)  # (k, 3): all channels gathered at once
+        b_ok = np.minimum((v_ok * bins / 256.0).astype(np.int64), bins - 1)
         for c in range(3):
-            v = small[t][..., c][ok]
-            b = np.minimum((v * bins / 256.0).astype(np.int64), bins - 1)
+            b = b_ok[:, c]
             cnt = np.bincount(b, minlength=bins)
-            mean = np.bincount(b, d[..., c][ok], minlength=bins) / np.maximum(cnt, 1)
+            mean = np.bincount(b, d_ok[:, c], minlength=bins) / np.maximum(cnt, 1)
             have = cnt >= 20
             off = np.interp(levels, centres[have], mean[have]) if have.sum() >= 2 else np.full(256, float(mean[have].mean()) if have.any() else 0.0)
             out[t, :, c] = np.maximum.accumulate(np.clip(levels + off, 0, 255))
@@ -601,7 +763,7 @@ def apply_tone(frames: np.ndarray, curves: np.ndarray) -> np.ndarray:
     out = np.empty_like(frames)
     for t in range(len(frames)):
         lut = np.clip(curves[t] + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3)
-        out[t] = cv2.LUT(frames[t], lut)
+        cv2.LUT(frames[t], lut, dst=out[t])
     return out
 
 
@@ -675,6 +837,20 @@ def upsample(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return cv2.resize(mask.astype(np.uint8) * 255, size, interpolation=cv2.INTER_LINEAR) > 127
 
 
+def upsample_all(masks: np.ndarray, size: tuple[int, int], grow: np.ndarray | None = None) -> np.ndarray:
+    """``(n, hs, ws) bool`` -> ``(n, h, w) bool``: :func:`upsample` of each (dilated by ``grow`` first, if given),
+    written in place (no stack of copies)."""
+    import cv2
+
+    out = np.zeros((len(masks),) + size[::-1], bool)
+    for t, m in enumerate(masks):
+        if m.any():
+            m8 = cv2.dilate(m.view(np.uint8), grow) if grow is not None else m.view(np.uint8)
+            np.greater(cv2.resize((m8 > 0).view(np.uint8) * np.uint8(255), size, interpolation=cv2.INTER_LINEAR), 127,
+                       out=out[t])
+    return out
+
+
 def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, votes_fg: np.ndarray, tol: float,
                  min_agree: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``anchor`` with each pixel that frames show *behind* a ghost replaced by the median of those frames.
@@ -693,11 +869,8 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     at = ys * w + xs
     vals = np.take(frames.reshape(n, h * w, 3), at, axis=1)  # (n, k, 3) uint8 (np.take: cheaper than [:, at])
     b = np.take(votes_bg.reshape(n, h * w), at, axis=1)
-    key = np.ascontiguousarray(np.where(b[..., None], vals, np.uint16(256)).transpose(1, 2, 0))
-    key.sort(axis=-1)  # per pixel and channel; samples not called background (256) sort last
     k = b.sum(0)
-    two = (np.take_along_axis(key, ((k - 1) // 2)[:, None, None], -1)[..., 0]
-           + np.take_along_axis(key, (k // 2)[:, None, None], -1)[..., 0]).astype(np.int16)  # 2 x the median
+    two = _two_medians(np.where(b[..., None], vals, np.uint8(255)).reshape(n, -1), np.repeat(k, 3)).reshape(-1, 3)
     med = two.astype(np.float32) / 2
     same = chan_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
     n_bg = (same & b).sum(0)
@@ -709,6 +882,34 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     replaced[ys[ok], xs[ok]] = True
     weak[ys[~ok], xs[~ok]] = True
     return out, replaced, weak
+
+
+def _two_medians(keys: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``(m,) int16`` twice the median of the first ``k`` ``(m,)`` (>= 1) sorted values of each column of ``(n, m)
+    uint8`` ``keys`` (the sum of the values of rank ``(k - 1) // 2`` and ``k // 2``): the samples not counted hold
+    255, so they sort after the others (a counted 255 is the same value). A sorting network of elementwise min/max
+    over blocks of columns (:func:`rank_network`), the same values as a sort, several times faster."""
+    n, m = keys.shape
+    top = n // 2
+    ops = rank_network(n, tuple(range(top + 1)))
+    lo, hi = ((k - 1) // 2)[None], (k // 2)[None]
+    out = np.empty(m, np.int16)
+    step = max(4096, (1 << 20) // n)
+    for a in range(0, m, step):
+        wires = [keys[t, a:a + step] for t in range(n)] + [None] * (n + 1)
+        for swap, i, j, need_i, need_j in ops:
+            x, y = wires[i], wires[j]
+            if swap:
+                wires[i], wires[j] = y, x
+                continue
+            if need_i:
+                wires[i] = np.minimum(x, y)
+            if need_j:
+                wires[j] = np.maximum(x, y)
+        ranked = np.stack(wires[:top + 1])
+        out[a:a + step] = (np.take_along_axis(ranked, lo[:, a:a + step], 0)[0].astype(np.int16)
+                           + np.take_along_axis(ranked, hi[:, a:a + step], 0)[0])
+    return out
 
 
 def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid: np.ndarray | None
@@ -733,8 +934,12 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
         used[t] = u
         cv2.accumulate(frames[t], acc, mask=u.view(np.uint8))
     count = used.sum(0, dtype=np.int32)
-    mean = acc / np.maximum(count, 1)[..., None]
-    plate = np.where((count > 0)[..., None], np.clip(mean + 0.5, 0, 255), anchor).astype(np.uint8)
+    # float32 rounds the same: sums of whole levels over at most 2^14 frames are exact and the fraction of the mean
+    # is a multiple of 1 / count, at least 1 / (2 count) from 0.5 unless it is 0.5 (exact)
+    mean = acc / np.maximum(count, 1).astype(np.float32)[..., None]
+    plate = np.clip(mean + np.float32(0.5), 0, 255).astype(np.uint8)
+    none = count == 0
+    np.copyto(plate, anchor, where=none[..., None])
     return plate, count, used
 
 
@@ -761,11 +966,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             frames = apply_tone(frames, curves)
             small = shrink(frames, size)
     anchor = temporal_median(frames, valid)
-    sigma = noise_sigma(frames, anchor, valid)
+    sigma, s_ghost = noise_sigmas(frames, anchor, valid)
     # the trimmed mean's tolerance takes the interpolated quartile; the tolerance that groups the frames behind a
     # ghost and the arbiter's margin keep the whole-level one they were tuned with (the interpolated one there:
     # google_c2 -2.8 dB, its lingering robot's frames fall into more groups; docs/capture.md)
-    s_ghost = noise_sigma(frames, anchor, valid, interpolate=False)
     anchor_s = shrink(anchor[None], size)[0]
     sig_t = frame_sigmas(small, anchor_s)
     tau_t = np.maximum(cfg.fg_sigmas * sig_t, cfg.fg_threshold * 255)
@@ -796,8 +1000,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
                 break
-            behind = np.stack([upsample(cv2.dilate(b.view(np.uint8), grow) > 0 if b.any() else b, (w, h)) for b in bg_s])
-            front = np.stack([upsample(f, (w, h)) for f in fg_s])
+            behind = upsample_all(bg_s, (w, h), grow)
+            front = upsample_all(fg_s, (w, h))
             if valid is not None:
                 behind &= valid
             if it > 0:  # later passes peel what is left of a ghost found before: only next to it
@@ -846,7 +1050,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     # the median itself hedges better than any subset's mean
     n_avail = n if valid is None else valid.sum(0)
     mixed = ~ghost & (count < 0.5 * n_avail)
-    plate[mixed] = anchor[mixed]
+    np.copyto(plate, anchor, where=mixed[..., None])  # (plate[mixed] = anchor[mixed], cheaper)
     spatial = np.zeros((h, w), bool)
     if detect and n >= 2 and cfg.arbiter_ratio > 0:
         spatial = arbitrate(frames, plate, mixed, count, used, valid, s_ghost, tol, cfg)
