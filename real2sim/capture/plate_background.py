@@ -74,19 +74,27 @@ def temporal_median(frames: np.ndarray, valid: np.ndarray | None = None) -> np.n
         out = np.empty(flat.shape[1], np.uint8)
         step = max(4096, (1 << 20) // n)  # n wires of a block stay in cache
         for a in range(0, flat.shape[1], step):
-            wires = [flat[t, a:a + step] for t in range(n)] + [None] * (n + 1)
-            for swap, i, j, need_i, need_j in ops:
-                x, y = wires[i], wires[j]
-                if swap:
-                    wires[i], wires[j] = y, x
-                    continue
-                if need_i:
-                    wires[i] = np.minimum(x, y)
-                if need_j:
-                    wires[j] = np.maximum(x, y)
+            wires = run_network([flat[t, a:a + step] for t in range(n)], ops)
             out[a:a + step] = wires[lo] if lo == hi else (wires[lo].astype(np.uint16) + wires[hi] + 1) // 2
         return out.reshape(h, w, 3)
     return _masked_median(frames, valid)
+
+
+def run_network(columns: list[np.ndarray], ops) -> list[np.ndarray | None]:
+    """Apply a pruned sorting network (:func:`median_network`, :func:`rank_network`) to ``n`` equal-length
+    arrays: elementwise min/max per comparator, swaps as relabelling, outputs nobody reads left unset. Returns the
+    ``2 n + 1`` wires (the first ``n`` sorted where the network needs them)."""
+    wires: list[np.ndarray | None] = list(columns) + [None] * (len(columns) + 1)
+    for swap, i, j, need_i, need_j in ops:
+        x, y = wires[i], wires[j]
+        if swap:
+            wires[i], wires[j] = y, x
+            continue
+        if need_i:
+            wires[i] = np.minimum(x, y)
+        if need_j:
+            wires[j] = np.maximum(x, y)
+    return wires
 
 
 def median_network(n: int) -> tuple[tuple[bool, int, int, bool, bool], ...]:
@@ -896,16 +904,7 @@ def _two_medians(keys: np.ndarray, k: np.ndarray) -> np.ndarray:
     out = np.empty(m, np.int16)
     step = max(4096, (1 << 20) // n)
     for a in range(0, m, step):
-        wires = [keys[t, a:a + step] for t in range(n)] + [None] * (n + 1)
-        for swap, i, j, need_i, need_j in ops:
-            x, y = wires[i], wires[j]
-            if swap:
-                wires[i], wires[j] = y, x
-                continue
-            if need_i:
-                wires[i] = np.minimum(x, y)
-            if need_j:
-                wires[j] = np.maximum(x, y)
+        wires = run_network([keys[t, a:a + step] for t in range(n)], ops)
         ranked = np.stack(wires[:top + 1])
         out[a:a + step] = (np.take_along_axis(ranked, lo[:, a:a + step], 0)[0].astype(np.int16)
                            + np.take_along_axis(ranked, hi[:, a:a + step], 0)[0])
