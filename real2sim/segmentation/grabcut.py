@@ -46,9 +46,9 @@ replaced by one of its parts. The taken mask is then the vote of the candidates 
 of the outline. A mask left unsure (confidence under ``large_below``) and without an outline (a speck around a
 click on a large plain surface: a cabinet's top filling half the image) is replaced by the best of the
 ``large_scales`` context boxes' masks that has a clear outline and is not the image (``details["picked"]`` "large
-surface", confidence kept under the review threshold). Last, a mask that took along what the object stands on (a pot and its towel) is cut to the
-object under the click (:mod:`segmentation.support`; ``details["support"]``).
-"""
+surface", confidence kept under the review threshold). Last, a mask that took along what the object stands on
+(a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
+The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
 from __future__ import annotations
 
 import logging
