@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from real2sim.core.imaging import clean_mask, disk
+from real2sim.core.imaging import clean_mask, disk, mask_box
 
 Q25_HALF_NORMAL = 0.3186
 """25th percentile of |N(0, 1)|: sigma = q25(|x|) / this."""
@@ -668,13 +668,9 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
 def clean_in_box(m: np.ndarray, open_px: int, close_px: int, fill: bool, min_area: int) -> np.ndarray:
     """:func:`clean_mask` over the box of ``m`` with a margin of empty pixels (or the image's border): opening and
     closing reach no farther than their radii, the holes and the components lie inside; the same mask."""
-    rows, cols = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
-    if not len(rows):
+    box = mask_box(m, 2 * (open_px + close_px) + 2)
+    if box is None:
         return np.zeros(m.shape, bool)
-    r = 2 * (open_px + close_px) + 2
-    h, w = m.shape
-    box = (slice(max(0, int(rows[0]) - r), min(h, int(rows[-1]) + r + 1)),
-           slice(max(0, int(cols[0]) - r), min(w, int(cols[-1]) + r + 1)))
     out = np.zeros(m.shape, bool)
     out[box] = clean_mask(m[box], open_px, close_px, fill, min_area)
     return out

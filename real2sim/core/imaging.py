@@ -112,16 +112,27 @@ def read_rgb_float(path) -> np.ndarray:
 
 
 # -- measures ------------------------------------------------------------------------------------------------
+def mask_box(mask: np.ndarray, pad: int = 0) -> tuple[slice, slice] | None:
+    """(rows, cols) slices of the ``(h, w)`` mask's bounding box grown by ``pad`` px on each side (clipped to the
+    image); ``None`` for an empty mask. Work on a mask's neighbourhood only: ``out[box] = f(mask[box])``."""
+    rows = np.flatnonzero(mask.any(1))
+    if rows.size == 0:
+        return None
+    cols = np.flatnonzero(mask.any(0))
+    h, w = mask.shape[:2]
+    return (slice(max(0, int(rows[0]) - pad), min(h, int(rows[-1]) + pad + 1)),
+            slice(max(0, int(cols[0]) - pad), min(w, int(cols[-1]) + pad + 1)))
+
+
 def solidity(mask: np.ndarray) -> float:
     """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex; 0 for an empty mask)."""
     import cv2
 
     m = np.asarray(mask, bool)
-    rows = np.flatnonzero(m.any(1))
-    if rows.size == 0:
+    box = mask_box(m)
+    if box is None:
         return 0.0
-    cols = np.flatnonzero(m.any(0))
-    m = m[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]  # the mask's box: the hull's area does not move with it
+    m = m[box]  # the mask's box: the hull's area does not move with it
     hull = cv2.convexHull(cv2.findNonZero(m.astype(np.uint8)))
     return float(np.count_nonzero(m) / max(cv2.contourArea(hull), 1.0))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from real2sim.core.imaging import disk
+from real2sim.core.imaging import disk, mask_box
 
 
 def lab_image(image: np.ndarray, l_weight: float = 0.5) -> np.ndarray:
@@ -25,12 +25,9 @@ def refine_edges(image: np.ndarray, mask: np.ndarray, band: int = 3, ring: int =
     m = np.asarray(mask, np.uint8)
     if np.count_nonzero(m) < 20:
         return mask.astype(bool)
-    ys, xs = np.flatnonzero(m.any(1)), np.flatnonzero(m.any(0))
-    pad = max(band, ring) + 2  # the work is in the mask's box and the ring's reach: the same as on the whole image
-    h, w = m.shape
-    y0, y1, x0, x1 = max(0, ys[0] - pad), min(h, ys[-1] + pad + 1), max(0, xs[0] - pad), min(w, xs[-1] + pad + 1)
-    full = np.zeros((h, w), bool)
-    full[y0:y1, x0:x1] = _refine_in_box(image[y0:y1, x0:x1], m[y0:y1, x0:x1], band, ring)
+    box = mask_box(m, max(band, ring) + 2)  # the mask and the ring's reach: the same as on the whole image
+    full = np.zeros(m.shape, bool)
+    full[box] = _refine_in_box(image[box], m[box], band, ring)
     return full
 
 

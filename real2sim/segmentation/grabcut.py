@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, disk, fill_holes, iou, solidity
+from real2sim.core.imaging import component_at, disk, fill_holes, iou, mask_box, solidity
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.core import LOW_CONFIDENCE, MaskResult, Prompt, SegmentationError
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
@@ -364,7 +364,7 @@ def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
 
     if not mask.any():
         return 0.0
-    ys, xs = _bbox(mask, 4)  # the mask's box and the disk's reach: the same numbers as on the whole image
+    ys, xs = mask_box(mask, 4)  # the mask's box and the disk's reach: the same numbers as on the whole image
     mask, lab = mask[ys, xs], lab[ys, xs]
     m8 = mask.astype(np.uint8)
     inner = mask & ~(cv2.erode(m8, disk(3)) > 0)
@@ -401,12 +401,6 @@ def _gradient(lab: np.ndarray) -> tuple[np.ndarray, float]:
     return grad, max(float(np.median(grad)), 0.5)
 
 
-def _bbox(mask: np.ndarray, pad: int) -> tuple[slice, slice]:
-    ys, xs = np.nonzero(mask.any(1))[0], np.nonzero(mask.any(0))[0]
-    h, w = mask.shape
-    return slice(max(0, ys[0] - pad), min(h, ys[-1] + pad + 1)), slice(max(0, xs[0] - pad), min(w, xs[-1] + pad + 1))
-
-
 def _outline_edge(grad: np.ndarray, typical: float, mask: np.ndarray, cfg: GrabCutConfig) -> float:
     """How much the outline of ``mask`` stands on an edge, in [0, 1): 1 - 1 / ratio, ratio = the median colour
     gradient on the outline over the reference gradient (``edge_ref``: the median in a band around the outline on
@@ -418,7 +412,7 @@ def _outline_edge(grad: np.ndarray, typical: float, mask: np.ndarray, cfg: GrabC
     if a < 10:
         return 0.0
     r = max(3, int(round(cfg.edge_band * np.sqrt(a))))
-    ys, xs = _bbox(mask, r + 2)
+    ys, xs = mask_box(mask, r + 2)
     m8 = mask[ys, xs].astype(np.uint8)
     g = grad[ys, xs]
     outline = m8.astype(bool) & ~(cv2.erode(m8, disk(1)) > 0)
@@ -444,7 +438,7 @@ def _separation(lab: np.ndarray, mask: np.ndarray) -> float:
     r = max(3, int(round(0.25 * np.sqrt(a))))
     if a < 10:
         return 0.0
-    ys, xs = _bbox(mask, r + 1)
+    ys, xs = mask_box(mask, r + 1)
     m, lb = mask[ys, xs], lab[ys, xs]
     ring = (cv2.dilate(m.astype(np.uint8), disk(r)) > 0) & ~m
     if ring.sum() < 10:
