@@ -124,6 +124,18 @@ def mask_box(mask: np.ndarray, pad: int = 0) -> tuple[slice, slice] | None:
             slice(max(0, int(cols[0]) - pad), min(w, int(cols[-1]) + pad + 1)))
 
 
+def median_rows(x: np.ndarray) -> np.ndarray:
+    """``np.median(x, axis=0)`` of an ``(n,)`` or ``(n, c)`` array without NaN, n >= 1: the same values (the
+    middle order statistic, or the mean of the two middle ones) by one ``np.partition`` per channel, contiguous:
+    about twice as fast."""
+    y = np.ascontiguousarray(x.T)
+    n = y.shape[-1]
+    if n % 2:
+        return np.partition(y, n // 2, axis=-1)[..., n // 2]
+    part = np.partition(y, (n // 2 - 1, n // 2), axis=-1)
+    return np.mean(part[..., n // 2 - 1:n // 2 + 1], axis=-1)
+
+
 def solidity(mask: np.ndarray) -> float:
     """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex; 0 for an empty mask)."""
     import cv2

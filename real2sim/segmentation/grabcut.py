@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, disk, fill_holes, iou, mask_box, solidity
+from real2sim.core.imaging import component_at, disk, fill_holes, iou, mask_box, median_rows, solidity
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.core import LOW_CONFIDENCE, MaskResult, Prompt, SegmentationError
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
@@ -371,18 +371,9 @@ def _contrast(lab: np.ndarray, mask: np.ndarray) -> float:
     outer = (cv2.dilate(m8, disk(3)) > 0) & ~mask
     if np.count_nonzero(inner) < 10 or np.count_nonzero(outer) < 10:
         return 0.0
-    d = float(np.linalg.norm(_median_rows(lab[inner]) - _median_rows(lab[outer])))
+    d = float(np.linalg.norm(median_rows(lab[inner]) - median_rows(lab[outer])))
     spread = float(np.sqrt(lab[mask].var(0).sum()))
     return float(np.clip(d / (0.5 * spread + 8.0) / 2.0, 0, 1))
-
-
-def _median_rows(x: np.ndarray) -> np.ndarray:
-    """``np.median(x, 0)`` of an ``(n, c)`` or ``(n,)`` array without NaN, n >= 1: the same arithmetic (the middle
-    value, or the mean of the two middle values), less overhead."""
-    n = len(x)
-    k1, k2 = (n - 1) // 2, n // 2
-    p = np.partition(x, [k1, k2] if k1 != k2 else k1, axis=0)
-    return p[k2] if k1 == k2 else (p[k1] + p[k2]) / 2
 
 
 def _gradient(lab: np.ndarray) -> tuple[np.ndarray, float]:
@@ -423,8 +414,8 @@ def _outline_edge(grad: np.ndarray, typical: float, mask: np.ndarray, cfg: GrabC
         band = (cv2.dilate(m8, disk(r)) > 0) & ~(cv2.erode(m8, disk(r)) > 0)
         band &= ~(cv2.dilate(outline.astype(np.uint8), disk(2)) > 0)
         if band.sum() >= 10:
-            ref = max(ref, float(_median_rows(g[band])))
-    ratio = float(_median_rows(g[outline])) / ref
+            ref = max(ref, float(median_rows(g[band])))
+    ratio = float(median_rows(g[outline])) / ref
     return float(np.clip(1.0 - 1.0 / max(ratio, 1e-6), 0.0, 1.0))
 
 
