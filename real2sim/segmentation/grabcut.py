@@ -46,7 +46,10 @@ replaced by one of its parts. The taken mask is then the vote of the candidates 
 of the outline. A mask left unsure (confidence under ``large_below``) and without an outline (a speck around a
 click on a large plain surface: a cabinet's top filling half the image) is replaced by the best of the
 ``large_scales`` context boxes' masks that has a clear outline and is not the image (``details["picked"]`` "large
-surface", confidence kept under the review threshold). Last, a mask that took along what the object stands on
+surface", confidence kept under the review threshold). A mask large in the image (``whole_min_frac``) may be a part
+of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
+(``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
+(``details["picked"]`` "whole around"). Last, a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
 The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
 from __future__ import annotations
@@ -192,6 +195,25 @@ class GrabCutConfig:
     """Outline edge (:func:`_outline_edge`) a large box's mask needs."""
     large_max_frac: float = 0.75
     """Largest fraction of the image a large box's mask may cover."""
+    whole_scales: tuple[float, ...] = (0.6,)
+    """Context boxes (half-size, fraction of the image's smaller side) tried when the mask found is large in the
+    image (``whole_min_frac``): it may be a part of an object in front of the camera (a can's lid or label, a
+    cube's face) that every usual box cut. A box's mask replaces it when it holds it and is ``whole_min_growth``
+    times larger, compact (``whole_min_solidity``: a box that took the object's support or the table along is
+    not), has a clear outline (``whole_min_edge``), is not along an image side and separates from its ring nearly
+    as well as the mask does (``whole_min_separation``). Empty: never."""
+    whole_min_frac: float = 0.02
+    """Fraction of the image the mask found must cover for ``whole_scales`` to be tried."""
+    whole_min_growth: float = 1.3
+    """See ``whole_scales``."""
+    whole_min_solidity: float = 0.9
+    """See ``whole_scales``."""
+    whole_min_edge: float = 0.8
+    """See ``whole_scales``."""
+    whole_min_separation: float = 0.8
+    """See ``whole_scales``: the box's mask's colour separation from its ring (:func:`_separation`) over the mask's
+    at least this (a grey lid on a red can stands apart from the can a little better than the can from the table;
+    a whole pepsi can's 0.6 box took the table along at 0.7)."""
     parallel_cues: bool = True
     """Cut the cues' masks (:func:`_cue_masks`) in a second thread beside the box sizes: the same masks (OpenCV's
     random state is per thread and seeded before every GrabCut), about a third less wall time on two free cores;
@@ -654,6 +676,12 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         if large is not None:
             mask, shadow, picked = large, np.zeros_like(large), "large surface"
             conf = min(conf * 2.0, LOW_CONFIDENCE - 0.01)  # one cue found it: better than the speck, still checked
+    part_px = None
+    if picked != "large surface":
+        whole = _whole_around(image, (cx, cy), mask, cfg)
+        if whole is not None:
+            part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
+            mask, shadow, picked = whole, np.zeros_like(whole), "whole around"
     support = {}
     if cfg.support_split:
         alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
@@ -661,7 +689,8 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
             support["removed_px"] = int((mask & ~alone).sum())
             mask = alone
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
-               "sizes_tried": len(tried), **pre, **({"support": support} if support else {})}
+               "sizes_tried": len(tried), **pre, **({"support": support} if support else {}),
+               **({"part_px": part_px} if part_px is not None else {})}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
 
@@ -712,26 +741,55 @@ def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> 
     return fill_holes(component_at(out, [click], radius=max(2, int(round(1 / f)))))
 
 
+def _large_masks(image: np.ndarray, click, scales, cfg: GrabCutConfig) -> list[np.ndarray]:
+    """The masks of context boxes of half-size ``scales`` x the image's smaller side around ``click`` that may be
+    an object: not empty, at most ``large_max_frac`` of the image, not along an image side, compact."""
+    h, w = image.shape[:2]
+    out = []
+    for s in scales:
+        m = _context_grabcut(image, click, s * min(h, w), cfg)
+        if not (m.sum() < 20 or m.mean() > cfg.large_max_frac or _border_run(m) > cfg.max_border_run
+                or solidity(m) < cfg.min_solidity):
+            out.append(m)
+    return out
+
+
+def _best_outlined(lab, grad, typical, masks, floor: float, min_edge: float, cfg: GrabCutConfig):
+    """Of ``masks``, the one with the largest outline edge x colour separation among those with an edge of at
+    least ``min_edge`` and a separation above ``floor``; ``None`` if none."""
+    best, best_score = None, 0.0
+    for m in masks:
+        edge, sep = _outline_edge(grad, typical, m, cfg), _separation(lab, m)
+        if edge >= min_edge and sep > floor and edge * sep > best_score:
+            best, best_score = m, edge * sep
+    return best
+
+
 def _large_object(image: np.ndarray, click, mask: np.ndarray, cfg: GrabCutConfig) -> np.ndarray | None:
     """When ``mask`` has no outline, the best mask of the ``large_scales`` context boxes around ``click`` that has a
     clear outline, is compact, not the image and tells its colours from its ring better than ``mask`` does;
     ``None`` when ``mask`` has an outline or none qualifies."""
-    h, w = image.shape[:2]
     lab = _lab(image)
     grad, typical = _gradient(lab)
     if mask.sum() >= 20 and _outline_edge(grad, typical, mask, cfg) >= cfg.large_max_edge:
         return None
-    floor = _separation(lab, mask)
-    best, best_score = None, 0.0
-    for s in cfg.large_scales:
-        m = _context_grabcut(image, click, s * min(h, w), cfg)
-        if (m.sum() < 20 or m.mean() > cfg.large_max_frac or _border_run(m) > cfg.max_border_run
-                or solidity(m) < cfg.min_solidity):
-            continue
-        edge, sep = _outline_edge(grad, typical, m, cfg), _separation(lab, m)
-        if edge >= cfg.large_min_edge and sep > floor and edge * sep > best_score:
-            best, best_score = m, edge * sep
-    return best
+    return _best_outlined(lab, grad, typical, _large_masks(image, click, cfg.large_scales, cfg),
+                          _separation(lab, mask), cfg.large_min_edge, cfg)
+
+
+def _whole_around(image: np.ndarray, click, mask: np.ndarray, cfg: GrabCutConfig) -> np.ndarray | None:
+    """When ``mask`` is large in the image, the best mask of the ``whole_scales`` context boxes around ``click`` that
+    holds it as a whole holds its part (see ``GrabCutConfig.whole_scales``); ``None`` if none does."""
+    if not cfg.whole_scales or mask.mean() < cfg.whole_min_frac:
+        return None
+    wholes = [m for m in _large_masks(image, click, cfg.whole_scales, cfg)
+              if _holds(m, mask, cfg.whole_min_growth) and solidity(m) >= cfg.whole_min_solidity]
+    if not wholes:
+        return None
+    lab = _lab(image)
+    grad, typical = _gradient(lab)
+    floor = cfg.whole_min_separation * _separation(lab, mask) - 1e-9
+    return _best_outlined(lab, grad, typical, wholes, floor, cfg.whole_min_edge, cfg)
 
 
 def _holds(big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:
