@@ -235,41 +235,56 @@ def disk(r: int):
 
 
 def fill_holes(m: np.ndarray) -> np.ndarray:
+    """``(h, w) bool``: ``m`` with the holes (background 4-connected to no image side) filled. The work is done on
+    the mask's box grown by 1 px: its background frame reaches the image sides around the box."""
     import cv2
 
     m = np.asarray(m, np.uint8)
-    h, w = m.shape
+    out = m > 0
+    box = mask_box(m, 1)
+    if box is None:
+        return out
+    sub = m[box]
+    h, w = sub.shape
     flood = np.zeros((h + 2, w + 2), np.uint8)
-    flood[1:-1, 1:-1] = m
+    flood[1:-1, 1:-1] = sub
     cv2.floodFill(flood, np.zeros((h + 4, w + 4), np.uint8), (0, 0), 1)
-    return (m > 0) | (flood[1:-1, 1:-1] == 0)
+    out[box] |= flood[1:-1, 1:-1] == 0
+    return out
 
 
 def component_at(m: np.ndarray, points, radius: int = 6) -> np.ndarray:
-    """Union of the connected components of ``m`` containing (or nearest within ``radius`` of) the points."""
+    """Union of the connected components of ``m`` containing (or nearest within ``radius`` of) the points. The
+    components are labelled on the mask's box (nothing of ``m`` lies outside it)."""
     import cv2
 
     m = np.asarray(m, np.uint8)
-    n, lab = cv2.connectedComponents(m, connectivity=8)
+    out = np.zeros(m.shape, bool)
+    box = mask_box(m)
+    if box is None:
+        return out
+    n, lab = cv2.connectedComponents(np.ascontiguousarray(m[box]), connectivity=8)
+    oy, ox = box[0].start, box[1].start
     keep = set()
     h, w = m.shape
     for x, y in points:
         xi, yi = int(round(x)), int(round(y))
-        xi, yi = min(max(xi, 0), w - 1), min(max(yi, 0), h - 1)
-        if lab[yi, xi]:
+        xi, yi = min(max(xi, 0), w - 1) - ox, min(max(yi, 0), h - 1) - oy  # in the box
+        if 0 <= yi < lab.shape[0] and 0 <= xi < lab.shape[1] and lab[yi, xi]:
             keep.add(int(lab[yi, xi]))
             continue
-        y0, y1, x0, x1 = max(0, yi - radius), min(h, yi + radius + 1), max(0, xi - radius), min(w, xi + radius + 1)
+        y0, y1 = max(0, yi - radius), max(0, min(lab.shape[0], yi + radius + 1))  # the window within the box
+        x0, x1 = max(0, xi - radius), max(0, min(lab.shape[1], xi + radius + 1))
         win = lab[y0:y1, x0:x1]
-        if win.any():
+        if win.any():  # the nearest labelled pixel, the first in row order among the nearest
             yy, xx = np.nonzero(win)
             j = np.argmin((yy + y0 - yi) ** 2 + (xx + x0 - xi) ** 2)
             keep.add(int(win[yy[j], xx[j]]))
-    if not keep:
-        return np.zeros(m.shape, bool)
-    lut = np.zeros(n, bool)
-    lut[list(keep)] = True
-    return lut[lab]
+    if keep:
+        lut = np.zeros(n, bool)
+        lut[list(keep)] = True
+        out[box] = lut[lab]
+    return out
 
 
 def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
