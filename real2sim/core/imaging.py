@@ -118,7 +118,7 @@ def mask_box(mask: np.ndarray, pad: int = 0) -> tuple[slice, slice] | None:
     rows = np.flatnonzero(mask.any(1))
     if rows.size == 0:
         return None
-    cols = np.flatnonzero(mask.any(0))
+    cols = np.flatnonzero(mask[rows[0]:rows[-1] + 1].any(0))  # the columns of the rows that hold the mask
     h, w = mask.shape[:2]
     return (slice(max(0, int(rows[0]) - pad), min(h, int(rows[-1]) + pad + 1)),
             slice(max(0, int(cols[0]) - pad), min(w, int(cols[-1]) + pad + 1)))
@@ -174,6 +174,10 @@ class MaskOverlaps:
     def area(self, m: np.ndarray) -> int:
         """Pixels in ``m``."""
         return self._entry(m)[2]
+
+    def box(self, m: np.ndarray) -> tuple[slice, slice] | None:
+        """:func:`mask_box` of ``m`` (no padding)."""
+        return self._entry(m)[1]
 
     def inter(self, a: np.ndarray, b: np.ndarray) -> int:
         """Pixels in both ``a`` and ``b``."""

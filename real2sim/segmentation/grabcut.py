@@ -786,6 +786,18 @@ def _holds(ov: MaskOverlaps, big: np.ndarray, small: np.ndarray, growth: float, 
     return bool(a > 0 and growth * a < ov.area(big) <= max_growth * a and ov.inter(big, small) >= 0.85 * a)
 
 
+def _vote(near: list[tuple[np.ndarray, float]], ov: MaskOverlaps) -> np.ndarray:
+    """The weighted pixel-wise majority of ``(mask, weight)`` pairs (weights > 0), ``(h, w) bool``: summed on the
+    masks' common box (outside it no mask votes)."""
+    out = np.zeros(near[0][0].shape, bool)
+    boxes = [b for b in (ov.box(m) for m, _ in near) if b is not None]
+    if boxes:
+        box = (slice(min(b[0].start for b in boxes), max(b[0].stop for b in boxes)),
+               slice(min(b[1].start for b in boxes), max(b[1].stop for b in boxes)))
+        out[box] = np.sum([m[box] * a for m, a in near], axis=0) > 0.5 * sum(a for _, a in near)
+    return out
+
+
 def _cue_masks(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> tuple[list[str], list[np.ndarray]]:
     """The other cues' names and ``(h, w) bool`` masks: the colour region (``legacy``) and the context boxes. They
     do not depend on the box sizes, so they can be cut beside them."""
@@ -867,8 +879,7 @@ def _pick_cue(frame: _Frame, prompt: Prompt, mask, shadow, stab, ambiguous, conf
         near = [(m, ov.iou(m, masks[best])) for m in pool_m]
         near = [(m, a ** cfg.consensus_power) for m, a in near if a >= cfg.consensus_iou]
         if len(near) >= 3:
-            vote = np.sum([m * a for m, a in near], axis=0) > 0.5 * sum(a for _, a in near)
-            vote = fill_holes(component_at(vote, pos, radius=3))
+            vote = fill_holes(component_at(_vote(near, ov), pos, radius=3))
             if vote.sum() >= 20:
                 masks[best] = vote
                 if best == 0:
