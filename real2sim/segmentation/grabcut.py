@@ -369,7 +369,7 @@ def _shadow_part(lab: np.ndarray, mask: np.ndarray, clicks, cfg: GrabCutConfig) 
     outline = mask & ~(cv2.erode(mask.astype(np.uint8), disk(1)) > 0)
     n, lab_cc = cv2.connectedComponents(sh.astype(np.uint8))
     keep = np.zeros(n, bool)
-    keep[np.unique(lab_cc[outline & sh])] = True
+    keep[lab_cc[outline & sh]] = True  # the components that reach the outline
     for x, y in clicks:
         yi, xi = min(max(int(round(y)), 0), mask.shape[0] - 1), min(max(int(round(x)), 0), mask.shape[1] - 1)
         keep[lab_cc[yi, xi]] = False
