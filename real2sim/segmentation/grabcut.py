@@ -572,6 +572,8 @@ def noise_sigma(image: np.ndarray) -> float:
     g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
     k = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
     r = np.abs(cv2.filter2D(g, cv2.CV_16S, k)[1:-1, 1:-1])
+    if r.size == 0:
+        return float("nan")  # under 3 px a side: no response (np.median's answer)
     return float(np.float32(_median_of_counts(np.bincount(r.ravel()))) / (0.6745 * 6.0))
 
 
@@ -656,7 +658,7 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
             full.append(_to_image(m, crop, (h, w)))
             ok.append(found and touch <= cfg.touch_frac)
             if len(full) > 1:
-                pair.append(frame.overlaps.iou(full[-1], full[-2]))
+                pair.append(ov.iou(full[-1], full[-2]))
             k = cfg.early_exit
             if k and len(full) > k and all(ok[-k - 1:]) and all(p >= cfg.stable_iou for p in pair[-k:]):
                 break  # the same whole mask in k + 1 growing boxes: larger boxes add nothing but time
@@ -824,7 +826,8 @@ def _pick_cue(frame: _Frame, prompt: Prompt, mask, shadow, stab, ambiguous, conf
     (:func:`_outline_edge`) x colour separation from a ring around it (:func:`_separation`), with
     ``GrabCutConfig``'s powers (``pick_score``), halved when a larger compact candidate holds it (a part: a lid, a label). The best-scored is taken; a part is replaced by the
     best-scored larger compact candidate holding it when that one is supported (a can, not its lid), and a whole
-    is never replaced by one of its parts. Returns (mask, shadow, picked, confidence, part)."""
+    is never replaced by one of its parts. ``whole_sizes``: the sizes' whole masks, ``whole_sol`` their solidities.
+    Returns (mask, shadow, picked, confidence, part)."""
     pos = prompt.positives
     names, masks = ["sizes", *cue_names], [mask, *cue_masks]
     lab_full, ov = frame.lab, frame.overlaps
