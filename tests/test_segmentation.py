@@ -328,3 +328,30 @@ def test_one_click_keeps_the_whole_object_on_a_board():
         c = procedural_case(seed, size=(240, 320), surface="charuco")
         ious.append(iou(segment(c.image, Prompt([c.click]), backend="grabcut"), c.mask))
     assert np.mean(ious) >= 0.9 and min(ious) >= 0.75, ious
+
+
+def test_mask_helpers_agree_with_independent_references_on_random_masks():
+    """The mask helpers the one-click masks are built from (they work on the mask's box, and compare candidate
+    masks by their boxes) give the whole-image answers: holes filled as scipy fills them, the component under a
+    point as scipy labels it (8-connected), IoU as the reference IoU."""
+    from scipy import ndimage
+
+    from real2sim.core.imaging import MaskOverlaps, component_at, fill_holes
+
+    rng = np.random.default_rng(3)
+    ov = MaskOverlaps()
+    masks = []
+    for _ in range(200):
+        h, w = rng.integers(2, 50, 2)
+        m = np.zeros((40, 40), bool)
+        y0, x0 = rng.integers(0, 40, 2)
+        m[y0:y0 + h, x0:x0 + w] = rng.random((min(h, 40 - y0), min(w, 40 - x0))) < rng.uniform(0.3, 0.9)
+        assert np.array_equal(fill_holes(m), ndimage.binary_fill_holes(m))
+        labels, _ = ndimage.label(m, np.ones((3, 3)))
+        if m.any():
+            y, x = np.argwhere(m)[rng.integers(0, m.sum())]
+            assert np.array_equal(component_at(m, [(x, y)], 0), labels == labels[y, x])
+        masks.append(m)
+    masks.append(np.zeros((40, 40), bool))
+    for a, b in zip(masks, masks[1:] + masks[:1]):
+        assert ov.iou(a, b) == iou(a, b) and ov.area(a) == a.sum()

@@ -118,7 +118,7 @@ def mask_box(mask: np.ndarray, pad: int = 0) -> tuple[slice, slice] | None:
     rows = np.flatnonzero(mask.any(1))
     if rows.size == 0:
         return None
-    cols = np.flatnonzero(mask.any(0))
+    cols = np.flatnonzero(mask[rows[0]:rows[-1] + 1].any(0))  # the columns of the rows that hold the mask
     h, w = mask.shape[:2]
     return (slice(max(0, int(rows[0]) - pad), min(h, int(rows[-1]) + pad + 1)),
             slice(max(0, int(cols[0]) - pad), min(w, int(cols[-1]) + pad + 1)))
@@ -154,6 +154,50 @@ def iou(a: np.ndarray, b: np.ndarray) -> float:
     a, b = np.asarray(a, bool), np.asarray(b, bool)
     union = np.count_nonzero(a | b)
     return 1.0 if union == 0 else float(np.count_nonzero(a & b) / union)
+
+
+class MaskOverlaps:
+    """Areas and overlaps of ``(h, w) bool`` masks compared with each other many times (a mask is known by its
+    identity, so it must not change in place while compared): each mask's area and bounding box are found once,
+    each pair's overlap once, counted where the two boxes meet. :meth:`iou` is :func:`iou`'s number."""
+
+    def __init__(self):
+        self._masks: dict[int, tuple[np.ndarray, tuple[slice, slice] | None, int]] = {}
+        self._inter: dict[tuple[int, int], int] = {}
+
+    def _entry(self, m: np.ndarray) -> tuple[np.ndarray, tuple[slice, slice] | None, int]:
+        e = self._masks.get(id(m))
+        if e is None:  # the mask is kept with its numbers: its id is not reused while this lives
+            e = self._masks[id(m)] = (m, mask_box(m), int(np.count_nonzero(m)))
+        return e
+
+    def area(self, m: np.ndarray) -> int:
+        """Pixels in ``m``."""
+        return self._entry(m)[2]
+
+    def box(self, m: np.ndarray) -> tuple[slice, slice] | None:
+        """:func:`mask_box` of ``m`` (no padding)."""
+        return self._entry(m)[1]
+
+    def inter(self, a: np.ndarray, b: np.ndarray) -> int:
+        """Pixels in both ``a`` and ``b``."""
+        key = (min(id(a), id(b)), max(id(a), id(b)))
+        if key not in self._inter:
+            ba, bb = self._entry(a)[1], self._entry(b)[1]
+            n = 0
+            if ba is not None and bb is not None:
+                ys = slice(max(ba[0].start, bb[0].start), min(ba[0].stop, bb[0].stop))
+                xs = slice(max(ba[1].start, bb[1].start), min(ba[1].stop, bb[1].stop))
+                if ys.start < ys.stop and xs.start < xs.stop:
+                    n = int(np.count_nonzero(a[ys, xs] & b[ys, xs]))
+            self._inter[key] = n
+        return self._inter[key]
+
+    def iou(self, a: np.ndarray, b: np.ndarray) -> float:
+        """Intersection over union of ``a`` and ``b`` (1.0 when both are empty), as :func:`iou`."""
+        inter = self.inter(a, b)
+        union = self.area(a) + self.area(b) - inter
+        return 1.0 if union == 0 else float(inter / union)
 
 
 def psnr(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> float:
@@ -195,41 +239,56 @@ def disk(r: int):
 
 
 def fill_holes(m: np.ndarray) -> np.ndarray:
+    """``(h, w) bool``: ``m`` with the holes (background 4-connected to no image side) filled. The work is done on
+    the mask's box grown by 1 px: its background frame reaches the image sides around the box."""
     import cv2
 
     m = np.asarray(m, np.uint8)
-    h, w = m.shape
+    out = m > 0
+    box = mask_box(m, 1)
+    if box is None:
+        return out
+    sub = m[box]
+    h, w = sub.shape
     flood = np.zeros((h + 2, w + 2), np.uint8)
-    flood[1:-1, 1:-1] = m
+    flood[1:-1, 1:-1] = sub
     cv2.floodFill(flood, np.zeros((h + 4, w + 4), np.uint8), (0, 0), 1)
-    return (m > 0) | (flood[1:-1, 1:-1] == 0)
+    out[box] |= flood[1:-1, 1:-1] == 0
+    return out
 
 
 def component_at(m: np.ndarray, points, radius: int = 6) -> np.ndarray:
-    """Union of the connected components of ``m`` containing (or nearest within ``radius`` of) the points."""
+    """Union of the connected components of ``m`` containing (or nearest within ``radius`` of) the points. The
+    components are labelled on the mask's box (nothing of ``m`` lies outside it)."""
     import cv2
 
     m = np.asarray(m, np.uint8)
-    n, lab = cv2.connectedComponents(m, connectivity=8)
+    out = np.zeros(m.shape, bool)
+    box = mask_box(m)
+    if box is None:
+        return out
+    n, lab = cv2.connectedComponents(np.ascontiguousarray(m[box]), connectivity=8)
+    oy, ox = box[0].start, box[1].start
     keep = set()
     h, w = m.shape
     for x, y in points:
         xi, yi = int(round(x)), int(round(y))
-        xi, yi = min(max(xi, 0), w - 1), min(max(yi, 0), h - 1)
-        if lab[yi, xi]:
+        xi, yi = min(max(xi, 0), w - 1) - ox, min(max(yi, 0), h - 1) - oy  # in the box
+        if 0 <= yi < lab.shape[0] and 0 <= xi < lab.shape[1] and lab[yi, xi]:
             keep.add(int(lab[yi, xi]))
             continue
-        y0, y1, x0, x1 = max(0, yi - radius), min(h, yi + radius + 1), max(0, xi - radius), min(w, xi + radius + 1)
+        y0, y1 = max(0, yi - radius), max(0, min(lab.shape[0], yi + radius + 1))  # the window within the box
+        x0, x1 = max(0, xi - radius), max(0, min(lab.shape[1], xi + radius + 1))
         win = lab[y0:y1, x0:x1]
-        if win.any():
+        if win.any():  # the nearest labelled pixel, the first in row order among the nearest
             yy, xx = np.nonzero(win)
             j = np.argmin((yy + y0 - yi) ** 2 + (xx + x0 - xi) ** 2)
             keep.add(int(win[yy[j], xx[j]]))
-    if not keep:
-        return np.zeros(m.shape, bool)
-    lut = np.zeros(n, bool)
-    lut[list(keep)] = True
-    return lut[lab]
+    if keep:
+        lut = np.zeros(n, bool)
+        lut[list(keep)] = True
+        out[box] = lut[lab]
+    return out
 
 
 def dilate(mask: np.ndarray, radius: int) -> np.ndarray:

@@ -56,10 +56,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, disk, fill_holes, iou, mask_box, median_rows, solidity
+from real2sim.core.imaging import MaskOverlaps, component_at, disk, fill_holes, iou, mask_box, median_rows, solidity
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.core import LOW_CONFIDENCE, MaskResult, Prompt, SegmentationError
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
@@ -232,6 +233,28 @@ def _lab(img: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(cv2.GaussianBlur(img, (3, 3), 0), cv2.COLOR_RGB2LAB).astype(np.float32)
 
 
+class _Frame:
+    """The whole frame's colour measures, each computed once when first asked (the cues' scores and the large
+    surface's test share them): :func:`_lab`, its :func:`_gradient` and every pixel's bin of :func:`_separation`'s
+    histogram; and the areas and overlaps of the candidate masks (``overlaps``)."""
+
+    def __init__(self, image: np.ndarray):
+        self.image = image
+        self.overlaps = MaskOverlaps()
+
+    @cached_property
+    def lab(self) -> np.ndarray:
+        return _lab(self.image)
+
+    @cached_property
+    def gradient(self) -> tuple[np.ndarray, float]:
+        return _gradient(self.lab)
+
+    @cached_property
+    def bins(self) -> np.ndarray:
+        return _hist_bins(self.lab)
+
+
 @dataclass
 class _Crop:
     x0: int
@@ -368,7 +391,7 @@ def _shadow_part(lab: np.ndarray, mask: np.ndarray, clicks, cfg: GrabCutConfig) 
     outline = mask & ~(cv2.erode(mask.astype(np.uint8), disk(1)) > 0)
     n, lab_cc = cv2.connectedComponents(sh.astype(np.uint8))
     keep = np.zeros(n, bool)
-    keep[np.unique(lab_cc[outline & sh])] = True
+    keep[lab_cc[outline & sh]] = True  # the components that reach the outline
     for x, y in clicks:
         yi, xi = min(max(int(round(y)), 0), mask.shape[0] - 1), min(max(int(round(x)), 0), mask.shape[1] - 1)
         keep[lab_cc[yi, xi]] = False
@@ -441,25 +464,31 @@ def _outline_edge(grad: np.ndarray, typical: float, mask: np.ndarray, cfg: GrabC
     return float(np.clip(1.0 - 1.0 / max(ratio, 1e-6), 0.0, 1.0))
 
 
-def _separation(lab: np.ndarray, mask: np.ndarray) -> float:
+def _hist_bins(lab: np.ndarray) -> np.ndarray:
+    """Every pixel's bin of an 8 x 12 x 12 Lab histogram, ``(h, w) int32``. ``lab``: :func:`_lab`'s whole numbers
+    0-255, whose bins floor(L * 8 / 256) and floor(a * 12 / 256) are L >> 5 and 3a >> 6 exactly."""
+    q = lab.astype(np.int32)
+    return (q[..., 0] >> 5) * 144 + ((3 * q[..., 1]) >> 6) * 12 + ((3 * q[..., 2]) >> 6)
+
+
+def _separation(bins: np.ndarray, mask: np.ndarray) -> float:
     """How well the colours inside ``mask`` are told from those of a ring around it (a quarter of the mask's
-    equivalent side wide), in [0, 1]: 1 - Bhattacharyya coefficient of their Lab histograms (8 x 12 x 12 bins).
-    A mask that stops inside the object or leaks into the table shares colours with its ring."""
+    equivalent side wide), in [0, 1]: 1 - Bhattacharyya coefficient of their Lab histograms (8 x 12 x 12 bins,
+    ``bins``: :func:`_hist_bins`). A mask that stops inside the object or leaks into the table shares colours with
+    its ring."""
     import cv2
 
-    a = int(mask.sum())
+    a = int(np.count_nonzero(mask))
     r = max(3, int(round(0.25 * np.sqrt(a))))
     if a < 10:
         return 0.0
     ys, xs = mask_box(mask, r + 1)
-    m, lb = mask[ys, xs], lab[ys, xs]
+    m, idx = mask[ys, xs], bins[ys, xs]
     ring = (cv2.dilate(m.astype(np.uint8), disk(r)) > 0) & ~m
-    if ring.sum() < 10:
+    if np.count_nonzero(ring) < 10:
         return 0.0
-    q = np.clip((lb / 256 * np.array([8, 12, 12])).astype(int), 0, [7, 11, 11])
-    idx = q[..., 0] * 144 + q[..., 1] * 12 + q[..., 2]
     hi = np.bincount(idx[m], minlength=1152) / a
-    ho = np.bincount(idx[ring], minlength=1152) / ring.sum()
+    ho = np.bincount(idx[ring], minlength=1152) / np.count_nonzero(ring)
     return float(1.0 - np.sqrt(hi * ho).sum())
 
 
@@ -558,13 +587,27 @@ def noise_sigma(image: np.ndarray) -> float:
     """Sensor noise sigma (8-bit levels, of the grey image: independent per-channel noise ``s`` reads as about
     ``0.67 s``) of a ``(h, w, 3) uint8`` frame, from the frame alone: the robust (median) spread of a
     second-difference filter that cancels flat areas and linear ramps (Immerkaer's mask); edges and texture are the
-    minority and do not move the median."""
+    minority and do not move the median. The filter's responses are whole numbers (at most 16 x 255), so they are
+    filtered in 16-bit integers and their median is read off their histogram, in float32 as ``np.median`` of them."""
     import cv2
 
-    g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    g = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
     k = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], np.float32)
-    r = cv2.filter2D(g, cv2.CV_32F, k)[1:-1, 1:-1]
-    return float(np.median(np.abs(r)) / (0.6745 * 6.0))
+    r = np.abs(cv2.filter2D(g, cv2.CV_16S, k)[1:-1, 1:-1])
+    if r.size == 0:
+        return float("nan")  # under 3 px a side: no response (np.median's answer)
+    return float(np.float32(_median_of_counts(np.bincount(r.ravel()))) / (0.6745 * 6.0))
+
+
+def _median_of_counts(counts: np.ndarray) -> float:
+    """The median of the whole numbers whose histogram is ``counts`` (``counts[v]``: how many equal ``v``): the
+    middle one, or the mean of the two middle ones."""
+    n = int(counts.sum())
+    cum = np.cumsum(counts)
+    hi = int(np.searchsorted(cum, n // 2, side="right"))  # the value at sorted index n // 2
+    if n % 2:
+        return float(hi)
+    return 0.5 * (int(np.searchsorted(cum, n // 2 - 1, side="right")) + hi)
 
 
 def blockiness(image: np.ndarray) -> tuple[float, float]:
@@ -623,10 +666,12 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
     pos = prompt.positives
     tried = []
     ambiguous = False
+    frame = _Frame(image)
+    ov = frame.overlaps
     if pos:
         cx, cy = np.mean([p[0] for p in pos]), np.mean([p[1] for p in pos])
         spread = max([abs(p[0] - cx) for p in pos] + [abs(p[1] - cy) for p in pos])
-        full, ok = [], []
+        full, ok, pair = [], [], []  # pair[i]: IoU of sizes i and i + 1
         for s in cfg.scales:
             r = s * S + spread
             box = (cx - r, cy - r, cx + r, cy + r)
@@ -634,30 +679,32 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
             tried.append((m, sh, touch, crop, lab, r))
             full.append(_to_image(m, crop, (h, w)))
             ok.append(found and touch <= cfg.touch_frac)
+            if len(full) > 1:
+                pair.append(ov.iou(full[-1], full[-2]))
             k = cfg.early_exit
-            if k and len(full) > k and all(ok[-k - 1:]) and all(
-                    iou(full[-j - 1], full[-j - 2]) >= cfg.stable_iou for j in range(k)):
+            if k and len(full) > k and all(ok[-k - 1:]) and all(p >= cfg.stable_iou for p in pair[-k:]):
                 break  # the same whole mask in k + 1 growing boxes: larger boxes add nothing but time
-        pair = [iou(full[i], full[i + 1]) for i in range(len(full) - 1)]
         stabs = [max(pair[i - 1] if i > 0 else 0.0, pair[i] if i < len(pair) else 0.0) for i in range(len(full))]
         for i, (m, sh, touch, crop, lab, r) in enumerate(tried):  # a mask filling its box, or the image's
             inside = (min(w, cx + r) - max(0, cx - r)) * (min(h, cy + r) - max(0, cy - r))  # edges, is background
-            if np.count_nonzero(full[i]) > cfg.max_box_fill * max(inside, 1.0) or _border_run(full[i]) > cfg.max_border_run:
+            if ov.area(full[i]) > cfg.max_box_fill * max(inside, 1.0) or _border_run(full[i]) > cfg.max_border_run:
                 ok[i] = False
-        score = [stabs[i] * (0.5 + _contrast(t[4], t[0])) * solidity(full[i]) for i, t in enumerate(tried)]
+        sol = [solidity(f) for f in full]
+        con = [_contrast(t[4], t[0]) for t in tried]
+        score = [stabs[i] * (0.5 + con[i]) * sol[i] for i in range(len(tried))]
         cand = [i for i in range(len(full)) if ok[i]] or list(range(len(full)))
         chosen = max(cand, key=lambda i: (score[i], i))
         stab = stabs[chosen]
         a = full[chosen]
         for j in range(len(full)):  # a larger compact whole mask holding this one: it may be a part (a lid)
-            if (j != chosen and ok[j] and np.count_nonzero(full[j]) > 1.8 * np.count_nonzero(a)
-                    and np.count_nonzero(full[j] & a) >= 0.85 * np.count_nonzero(a)
-                    and solidity(full[j]) >= cfg.min_solidity):
+            if (j != chosen and ok[j] and ov.area(full[j]) > 1.8 * ov.area(a)
+                    and ov.inter(full[j], a) >= 0.85 * ov.area(a)
+                    and sol[j] >= cfg.min_solidity):
                 ambiguous = True
     else:
         raise SegmentationError("grabcut: the prompt marks no foreground")
     m_c, sh_c, touch, crop, lab, r = tried[chosen]
-    mask = _to_image(m_c, crop, (h, w))
+    mask = full[chosen]
     shadow = _to_image(sh_c, crop, (h, w)) & ~mask
     if cfg.refine and mask.sum() >= 20:
         band = max(1, int(round(1.5 / crop.scale)))
@@ -665,20 +712,21 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
     mask = component_at(mask, pos, radius=max(3, int(round(2 / crop.scale)))) if pos else _largest(mask)
     mask = fill_holes(mask)
     picked = "sizes"
-    conf = float(np.clip(stab, 0, 1) * (0.4 + 0.6 * _contrast(lab, m_c))) * (0.5 if ambiguous else 1.0)
+    conf = float(np.clip(stab, 0, 1) * (0.4 + 0.6 * con[chosen])) * (0.5 if ambiguous else 1.0)
     if cfg.cues:
         names, masks = cues.result() if cues is not None else _cue_masks(image, prompt, cfg)
-        mask, shadow, picked, conf, ambiguous = _pick_cue(image, prompt, mask, shadow, stab, ambiguous, conf,
-                                                          [f for f, o in zip(full, ok) if o], full[chosen], cfg,
-                                                          names, masks)
+        whole = [i for i in range(len(full)) if ok[i]]
+        mask, shadow, picked, conf, ambiguous = _pick_cue(frame, prompt, mask, shadow, stab, ambiguous, conf,
+                                                          [full[i] for i in whole], [sol[i] for i in whole],
+                                                          full[chosen], cfg, names, masks)
     if conf < cfg.large_below and cfg.large_scales:
-        large = _large_object(image, (cx, cy), mask, cfg)
+        large = _large_object(frame, (cx, cy), mask, cfg)
         if large is not None:
             mask, shadow, picked = large, np.zeros_like(large), "large surface"
             conf = min(conf * 2.0, LOW_CONFIDENCE - 0.01)  # one cue found it: better than the speck, still checked
     part_px = None
     if picked != "large surface":
-        whole = _whole_around(image, (cx, cy), mask, cfg)
+        whole = _whole_around(frame, (cx, cy), mask, cfg)
         if whole is not None:
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
             mask, shadow, picked = whole, np.zeros_like(whole), "whole around"
@@ -754,49 +802,56 @@ def _large_masks(image: np.ndarray, click, scales, cfg: GrabCutConfig) -> list[n
     return out
 
 
-def _best_outlined(lab, grad, typical, masks, floor: float, min_edge: float, cfg: GrabCutConfig):
+def _best_outlined(frame: _Frame, masks, floor: float, min_edge: float, cfg: GrabCutConfig) -> np.ndarray | None:
     """Of ``masks``, the one with the largest outline edge x colour separation among those with an edge of at
     least ``min_edge`` and a separation above ``floor``; ``None`` if none."""
+    grad, typical = frame.gradient
     best, best_score = None, 0.0
     for m in masks:
-        edge, sep = _outline_edge(grad, typical, m, cfg), _separation(lab, m)
+        edge, sep = _outline_edge(grad, typical, m, cfg), _separation(frame.bins, m)
         if edge >= min_edge and sep > floor and edge * sep > best_score:
             best, best_score = m, edge * sep
     return best
 
 
-def _large_object(image: np.ndarray, click, mask: np.ndarray, cfg: GrabCutConfig) -> np.ndarray | None:
+def _large_object(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) -> np.ndarray | None:
     """When ``mask`` has no outline, the best mask of the ``large_scales`` context boxes around ``click`` that has a
     clear outline, is compact, not the image and tells its colours from its ring better than ``mask`` does;
     ``None`` when ``mask`` has an outline or none qualifies."""
-    lab = _lab(image)
-    grad, typical = _gradient(lab)
+    grad, typical = frame.gradient
     if mask.sum() >= 20 and _outline_edge(grad, typical, mask, cfg) >= cfg.large_max_edge:
         return None
-    return _best_outlined(lab, grad, typical, _large_masks(image, click, cfg.large_scales, cfg),
-                          _separation(lab, mask), cfg.large_min_edge, cfg)
+    return _best_outlined(frame, _large_masks(frame.image, click, cfg.large_scales, cfg),
+                          _separation(frame.bins, mask), cfg.large_min_edge, cfg)
 
 
-def _whole_around(image: np.ndarray, click, mask: np.ndarray, cfg: GrabCutConfig) -> np.ndarray | None:
+def _whole_around(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) -> np.ndarray | None:
     """When ``mask`` is large in the image, the best mask of the ``whole_scales`` context boxes around ``click`` that
     holds it as a whole holds its part (see ``GrabCutConfig.whole_scales``); ``None`` if none does."""
     if not cfg.whole_scales or mask.mean() < cfg.whole_min_frac:
         return None
-    wholes = [m for m in _large_masks(image, click, cfg.whole_scales, cfg)
-              if _holds(m, mask, cfg.whole_min_growth) and solidity(m) >= cfg.whole_min_solidity]
-    if not wholes:
-        return None
-    lab = _lab(image)
-    grad, typical = _gradient(lab)
-    floor = cfg.whole_min_separation * _separation(lab, mask) - 1e-9
-    return _best_outlined(lab, grad, typical, wholes, floor, cfg.whole_min_edge, cfg)
+    wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg)
+              if _holds(frame.overlaps, m, mask, cfg.whole_min_growth) and solidity(m) >= cfg.whole_min_solidity]
+    floor = cfg.whole_min_separation * _separation(frame.bins, mask) - 1e-9
+    return _best_outlined(frame, wholes, floor, cfg.whole_min_edge, cfg) if wholes else None
 
 
-def _holds(big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:
+def _holds(ov: MaskOverlaps, big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:
     """``big`` holds ``small`` (85 % of it) and is ``growth`` to ``max_growth`` times its area."""
-    a = np.count_nonzero(small)
-    return bool(a > 0 and growth * a < np.count_nonzero(big) <= max_growth * a
-                and np.count_nonzero(big & small) >= 0.85 * a)
+    a = ov.area(small)
+    return bool(a > 0 and growth * a < ov.area(big) <= max_growth * a and ov.inter(big, small) >= 0.85 * a)
+
+
+def _vote(near: list[tuple[np.ndarray, float]], ov: MaskOverlaps) -> np.ndarray:
+    """The weighted pixel-wise majority of ``(mask, weight)`` pairs (weights > 0), ``(h, w) bool``: summed on the
+    masks' common box (outside it no mask votes)."""
+    out = np.zeros(near[0][0].shape, bool)
+    boxes = [b for b in (ov.box(m) for m, _ in near) if b is not None]
+    if boxes:
+        box = (slice(min(b[0].start for b in boxes), max(b[0].stop for b in boxes)),
+               slice(min(b[1].start for b in boxes), max(b[1].stop for b in boxes)))
+        out[box] = np.sum([m[box] * a for m, a in near], axis=0) > 0.5 * sum(a for _, a in near)
+    return out
 
 
 def _cue_masks(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> tuple[list[str], list[np.ndarray]]:
@@ -816,8 +871,8 @@ def _cue_masks(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> tuple[l
     return names, masks
 
 
-def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_sizes, chosen_full,
-              cfg: GrabCutConfig, cue_names: list[str], cue_masks: list[np.ndarray]):
+def _pick_cue(frame: _Frame, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_sizes, whole_sol,
+              chosen_full, cfg: GrabCutConfig, cue_names: list[str], cue_masks: list[np.ndarray]):
     """The chosen size's mask against the other cues' masks (colour region, context boxes).
 
     Every candidate is scored as support (IoU with the best-agreeing other candidate: an object is found by
@@ -825,17 +880,18 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     (:func:`_outline_edge`) x colour separation from a ring around it (:func:`_separation`), with
     ``GrabCutConfig``'s powers (``pick_score``), halved when a larger compact candidate holds it (a part: a lid, a label). The best-scored is taken; a part is replaced by the
     best-scored larger compact candidate holding it when that one is supported (a can, not its lid), and a whole
-    is never replaced by one of its parts. Returns (mask, shadow, picked, confidence, part)."""
+    is never replaced by one of its parts. ``whole_sizes``: the sizes' whole masks, ``whole_sol`` their solidities.
+    Returns (mask, shadow, picked, confidence, part)."""
     pos = prompt.positives
     names, masks = ["sizes", *cue_names], [mask, *cue_masks]
-    lab_full = _lab(image)
-    valid = [i == 0 or (np.count_nonzero(m) >= 20 and not legacy_too_big(m)) for i, m in enumerate(masks)]
+    lab_full, ov = frame.lab, frame.overlaps
+    valid = [i == 0 or (ov.area(m) >= 20 and not legacy_too_big(m)) for i, m in enumerate(masks)]
     n = len(masks)
     sup = [0.0] * n
     for i in range(n):
         others = [masks[j] for j in range(n) if j != i and valid[j]]
         others += [f for f in whole_sizes if i != 0 or f is not chosen_full]
-        sup[i] = float(stab) if i == 0 else max([iou(masks[i], o) for o in others] or [0.0])
+        sup[i] = float(stab) if i == 0 else max([ov.iou(masks[i], o) for o in others] or [0.0])
     sol = [solidity(m) if valid[i] else 0.0 for i, m in enumerate(masks)]
     con = [_contrast(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
     kind = [nm.split()[0] for nm in names]  # sizes, colour, context: the generators
@@ -844,21 +900,22 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
     outlined += [(f, "sizes") for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
 
     def confirmed(m, k):  # agreement with another generator's mask that has an outline (a whole found twice, by
-        return max([iou(m, o) for o, ko in outlined if ko != k] or [0.0])  # independent cues, not one box's leak)
+        return max([ov.iou(m, o) for o, ko in outlined if ko != k] or [0.0])  # independent cues, not one box's leak)
 
     pool = [(m, sol[i], confirmed(m, kind[i])) for i, m in enumerate(masks)
             if valid[i] and i > 0 and con[i] >= cfg.whole_contrast]
-    pool += [(f, solidity(f), confirmed(f, "sizes")) for f, c in zip(whole_sizes, sizes_con) if c >= cfg.whole_contrast]
-    part = [(i == 0 and ambiguous) or any(_holds(b, masks[i], cfg.part_growth, cfg.max_growth)
+    pool += [(f, sf, confirmed(f, "sizes")) for f, sf, c in zip(whole_sizes, whole_sol, sizes_con)
+             if c >= cfg.whole_contrast]
+    part = [(i == 0 and ambiguous) or any(_holds(ov, b, masks[i], cfg.part_growth, cfg.max_growth)
                                           and bs >= cfg.min_solidity and bsup >= cfg.part_support
                                           for b, bs, bsup in pool) for i in range(n)]
     if cfg.pick_score == "contrast":
         edge, sep = con, [0.0] * n
         score = [sup[i] * (0.5 + con[i]) * sol[i] * (0.5 if part[i] else 1.0) if valid[i] else -1.0 for i in range(n)]
     else:
-        grad, typical = _gradient(lab_full)
+        grad, typical = frame.gradient
         edge = [_outline_edge(grad, typical, m, cfg) if valid[i] else 0.0 for i, m in enumerate(masks)]
-        sep = [_separation(lab_full, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
+        sep = [_separation(frame.bins, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
         score = [sup[i] ** cfg.support_power * sol[i] ** cfg.solidity_power * (cfg.edge_floor + edge[i]) ** cfg.edge_power
                  * (cfg.separation_floor + sep[i]) ** cfg.separation_power * (0.5 if part[i] else 1.0)
                  if valid[i] else -1.0 for i in range(n)]
@@ -867,20 +924,19 @@ def _pick_cue(image, prompt: Prompt, mask, shadow, stab, ambiguous, conf, whole_
                            round(sol[i], 2), part[i], round(score[i], 2), int(masks[i].sum())) for i in range(n)])
     if part[best]:  # a part: the best-supported larger compact candidate holding it
         wholes = [i for i in range(n) if i != best and valid[i] and sup[i] >= cfg.stable_iou and con[i] >= cfg.whole_contrast
-                  and sol[i] >= cfg.min_solidity and _holds(masks[i], masks[best], cfg.part_growth, cfg.max_growth)
+                  and sol[i] >= cfg.min_solidity and _holds(ov, masks[i], masks[best], cfg.part_growth, cfg.max_growth)
                   and sep[i] >= cfg.whole_separation * sep[best]]
         if wholes:
             best = max(wholes, key=lambda i: score[i] / (0.5 if part[i] else 1.0))
-    if best != 0 and _holds(masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
+    if best != 0 and _holds(ov, masks[0], masks[best], cfg.part_growth, cfg.max_growth) and sol[0] >= cfg.min_solidity and not part[0] \
             and con[0] >= cfg.whole_contrast and confirmed(masks[0], "sizes") >= cfg.part_support:
         best = 0  # never a part of the whole the sizes found
     if cfg.consensus_iou > 0:
         pool_m = [masks[i] for i in range(n) if valid[i]] + [f for f in whole_sizes if f is not chosen_full]
-        near = [(m, iou(m, masks[best])) for m in pool_m]
+        near = [(m, ov.iou(m, masks[best])) for m in pool_m]
         near = [(m, a ** cfg.consensus_power) for m, a in near if a >= cfg.consensus_iou]
         if len(near) >= 3:
-            vote = np.sum([m * a for m, a in near], axis=0) > 0.5 * sum(a for _, a in near)
-            vote = fill_holes(component_at(vote, pos, radius=3))
+            vote = fill_holes(component_at(_vote(near, ov), pos, radius=3))
             if vote.sum() >= 20:
                 masks[best] = vote
                 if best == 0:
