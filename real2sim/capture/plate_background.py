@@ -467,7 +467,7 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
     if crop and need is not None:
         return _local_background_at(image, known, scales, need, need if read is None else read)
     k = known.astype(np.float32)
-    ik = image * k[..., None]
+    ik = _times_known(image, known)
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
@@ -608,10 +608,10 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 
     m = fg.astype(np.uint8)
     ker = np.ones((3, 3), np.uint8)
-    inner = ((m > 0) & (cv2.erode(m, ker) == 0)).astype(np.float32)
+    inner = (m > 0) & (cv2.erode(m, ker) == 0)
     outer = (cv2.dilate(m, ker) > 0) & (m == 0)
-    n_in = cv2.boxFilter(inner, -1, (5, 5), normalize=False)
-    f_in = cv2.boxFilter(frame * inner[..., None], -1, (5, 5), normalize=False) / np.maximum(n_in, 1)[..., None]
+    n_in = cv2.boxFilter(inner.astype(np.float32), -1, (5, 5), normalize=False)
+    f_in = cv2.boxFilter(_times_known(frame, inner), -1, (5, 5), normalize=False) / np.maximum(n_in, 1)[..., None]
     seeds = outer & (n_in > 0) & (chan_max(np.abs(f_in - anchor)) < tau)
     if not seeds.any():
         return np.zeros(fg.shape, bool)
@@ -932,16 +932,15 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
         # within tol8 in every channel: the saturated excess is 0 in all three, i.e. the pixel with an opaque alpha
         # read as one little-endian uint32 is 0xFF000000 (cheaper than the channel max)
         over = cv2.cvtColor(cv2.subtract(cv2.absdiff(frames[t], anchor), tol3), cv2.COLOR_RGB2RGBA)
-        u = over.view("<u4")[..., 0] == 0xFF000000
+        u = np.equal(over.view("<u4")[..., 0], 0xFF000000, out=used[t])  # (written in place)
         if valid is not None:
             u &= valid[t]
-        used[t] = u
         cv2.accumulate(frames[t], acc, mask=u.view(np.uint8))
     count = used.sum(0, dtype=np.int32)
     # float32 rounds the same: sums of whole levels over at most 2^14 frames are exact and the fraction of the mean
     # is a multiple of 1 / count, at least 1 / (2 count) from 0.5 unless it is 0.5 (exact)
     mean = acc / np.maximum(count, 1).astype(np.float32)[..., None]
-    plate = np.clip(mean + np.float32(0.5), 0, 255).astype(np.uint8)
+    plate = (mean + np.float32(0.5)).astype(np.uint8)  # (a mean of levels lies in [0, 255]: nothing to clip)
     none = count == 0
     np.copyto(plate, anchor, where=none[..., None])
     return plate, count, used
