@@ -401,3 +401,31 @@ def test_a_blur_over_a_region_of_the_image_gives_the_whole_images_values_bit_for
             a, c = int(rng.integers(0, 120)), int(rng.integers(0, 160)) // 16 * 16
             b, d = min(122, a + int(rng.integers(1, 60))), min(163, c + 16 * int(rng.integers(1, 5)))
             assert np.array_equal(_roi_blur(image, ((a, b), (c, d)), sigma), full[a:b, c:d])
+
+
+def test_the_seams_over_the_regions_box_are_those_over_the_whole_image_bit_for_bit():
+    """``region_seams`` measures over the regions' box plus a small margin (a piece image's pieces in groups, each
+    over its group's box): the same float32 seams as over the whole image, for regions anywhere (borders included)
+    and frames as the plate sees them (area-averaged 8-bit levels); the plates must not change."""
+    import cv2
+
+    from real2sim.capture.plate_background import _seams, region_seams
+
+    rng = np.random.default_rng(11)
+    frame, anchor = (cv2.resize(rng.integers(0, 256, (480, 640, 3), dtype=np.uint8).astype(np.float32), (163, 122),
+                                interpolation=cv2.INTER_AREA) for _ in range(2))
+    for _ in range(30):
+        regions = np.zeros(frame.shape[:2], bool)
+        for _ in range(int(rng.integers(1, 4))):
+            y0, x0 = int(rng.integers(0, 118)), int(rng.integers(0, 159))
+            regions[y0:y0 + int(rng.integers(3, 40)), x0:x0 + int(rng.integers(3, 50))] = True
+        regions &= rng.random(regions.shape) < 0.95
+        m = regions.astype(np.uint8)
+        lab, s_f, s_a, k = region_seams(frame, anchor, regions)
+        whole = _seams(frame, anchor, m, m == 0, lab, k, 2)
+        assert np.array_equal(s_f, whole[0]) and np.array_equal(s_a, whole[1])
+        _, p_f, p_a, _ = region_seams(frame, anchor, regions, labels=lab)  # each against the outside only
+        for i in range(1, k):
+            one = (lab == i).astype(np.uint8)
+            f1, a1 = _seams(frame, anchor, one, ~regions, one.astype(np.int32), 2, 2)
+            assert p_f[i] == f1[1] and p_a[i] == a1[1]

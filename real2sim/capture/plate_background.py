@@ -260,7 +260,7 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
         z = np.zeros(k, np.float32)
         return lab, z, z, k
     ys, xs = np.nonzero(m)  # only the regions' box (+ the window) matters
-    r = 4 * band + 1
+    r = _seam_margin(band)
     a, b, c, d = max(0, ys.min() - r), min(m.shape[0], ys.max() + r + 1), max(0, xs.min() - r), min(m.shape[1], xs.max() + r + 1)
     both = _with_ones(frame, anchor) if both is None else both
     sub = m[a:b, c:d]
@@ -279,9 +279,9 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     win = (4 * band + 1, 4 * band + 1)
     if both is None:
         both = _with_ones(frame, anchor)
-    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once (a masked copy: the same
-    # values as the product with the band, cheaper)
-    sums = [cv2.boxFilter(cv2.copyTo(both, side.view(np.uint8), np.zeros_like(both)), -1, win, normalize=False)
+    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once (a masked copy into a new
+    # image, which OpenCV fills with zeros first: the same values as the product with the band, cheaper)
+    sums = [cv2.boxFilter(cv2.copyTo(both, side.view(np.uint8)), -1, win, normalize=False)
             for side in (inner, outer)]
     ok = inner & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
     ys, xs = np.nonzero(ok)
@@ -293,6 +293,14 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     ll = lab[ys, xs]
     cnt = np.maximum(np.bincount(ll, minlength=k), 1)
     return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
+
+
+def _seam_margin(band: int) -> int:
+    """Margin (px) around regions that :func:`_seams` needs: the window around their inner band (``2 * band``) and
+    one more. Every window read then lies inside the crop (or meets the image's border where the crop does), and
+    OpenCV's box sums of float32 colours are exact in double precision whatever the crop (as the pieces' groups
+    rely on too): the seams over the whole image, bit for bit (tests/test_plate.py)."""
+    return 2 * band + 1
 
 
 @lru_cache(maxsize=None)
@@ -319,7 +327,7 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
     if k <= 1:
         return lab, s_f, s_a, k
     h, w = lab.shape
-    m = 4 * band + 1
+    m = _seam_margin(band)
     both = _with_ones(frame, anchor) if both is None else both
     for ids, (y0, y1, x0, x1) in _far_groups(find_objects(lab), 3 * band + 1):
         a, b, c, d = max(0, y0 - m), min(h, y1 + m), max(0, x0 - m), min(w, x1 + m)
@@ -459,7 +467,7 @@ def local_background(image: np.ndarray, known: np.ndarray, scales=(2.0, 6.0, 18.
     if crop and need is not None:
         return _local_background_at(image, known, scales, need, need if read is None else read)
     k = known.astype(np.float32)
-    ik = image * k[..., None]
+    ik = _times_known(image, known)
     out = np.zeros(image.shape, np.float32)
     done = np.zeros(known.shape, bool)
     for s in scales:
@@ -490,15 +498,16 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
     for s in scales:
         py, px = ry[wait], rx[wait]
         r = (int(round(s * 8 + 1)) | 1) // 2  # see _blur_box
-        y0, y1 = max(0, int(py.min()) - r), min(h, int(py.max()) + r + 1)
-        x0, x1 = max(0, int(px.min()) - r) // 16 * 16, min(w, int(px.max()) + r + 1)
+        b0, b1 = int(py[0]), int(py[-1]) + 1  # the pixels' rows (in raster order) and columns
+        p0, p1 = int(px.min()), int(px.max()) + 1
+        y0, y1 = max(0, b0 - r), min(h, b1 + r)
+        x0, x1 = max(0, p0 - r) // 16 * 16, min(w, p1 + r)
         k = known[y0:y1, x0:x1].astype(np.float32)
         # the outputs over the pixels' own box only (its rows; columns from a multiple of 16, a multiple of 16 wide
         # or to the crop's end), the input around it read from the crop (an ROI of it: the same values as the blur
         # of the whole crop there, bit for bit, tests/test_plate.py)
-        b0, b1 = int(py.min()), int(py.max()) + 1
-        c0 = int(px.min()) // 16 * 16
-        c1 = min(x1, x0 + c0 - x0 + -(-(int(px.max()) + 1 - c0) // 16) * 16)
+        c0 = p0 // 16 * 16
+        c1 = min(x1, c0 + -(-(p1 - c0) // 16) * 16)
         roi = (b0 - y0, b1 - y0), (c0 - x0, c1 - x0)
         wsum = _roi_blur(k, roi, s)[py - b0, px - c0]
         ok = wsum > 0.05
@@ -517,7 +526,7 @@ def _times_known(image: np.ndarray, known: np.ndarray) -> np.ndarray:
     """``image * known[..., None]`` (colours >= 0: the same bits, +0.0 where unknown) by a masked copy, cheaper."""
     import cv2
 
-    return cv2.copyTo(image, known.view(np.uint8), np.zeros(image.shape, np.float32))
+    return cv2.copyTo(image, known.view(np.uint8))  # (a new image: OpenCV fills it with zeros first)
 
 
 def _roi_blur(image: np.ndarray, roi: tuple[tuple[int, int], tuple[int, int]], sigma: float) -> np.ndarray:
@@ -599,10 +608,10 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 
     m = fg.astype(np.uint8)
     ker = np.ones((3, 3), np.uint8)
-    inner = ((m > 0) & (cv2.erode(m, ker) == 0)).astype(np.float32)
+    inner = (m > 0) & (cv2.erode(m, ker) == 0)
     outer = (cv2.dilate(m, ker) > 0) & (m == 0)
-    n_in = cv2.boxFilter(inner, -1, (5, 5), normalize=False)
-    f_in = cv2.boxFilter(frame * inner[..., None], -1, (5, 5), normalize=False) / np.maximum(n_in, 1)[..., None]
+    n_in = cv2.boxFilter(inner.astype(np.float32), -1, (5, 5), normalize=False)
+    f_in = cv2.boxFilter(_times_known(frame, inner), -1, (5, 5), normalize=False) / np.maximum(n_in, 1)[..., None]
     seeds = outer & (n_in > 0) & (chan_max(np.abs(f_in - anchor)) < tau)
     if not seeds.any():
         return np.zeros(fg.shape, bool)
@@ -923,16 +932,15 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
         # within tol8 in every channel: the saturated excess is 0 in all three, i.e. the pixel with an opaque alpha
         # read as one little-endian uint32 is 0xFF000000 (cheaper than the channel max)
         over = cv2.cvtColor(cv2.subtract(cv2.absdiff(frames[t], anchor), tol3), cv2.COLOR_RGB2RGBA)
-        u = over.view("<u4")[..., 0] == 0xFF000000
+        u = np.equal(over.view("<u4")[..., 0], 0xFF000000, out=used[t])  # (written in place)
         if valid is not None:
             u &= valid[t]
-        used[t] = u
         cv2.accumulate(frames[t], acc, mask=u.view(np.uint8))
     count = used.sum(0, dtype=np.int32)
     # float32 rounds the same: sums of whole levels over at most 2^14 frames are exact and the fraction of the mean
     # is a multiple of 1 / count, at least 1 / (2 count) from 0.5 unless it is 0.5 (exact)
     mean = acc / np.maximum(count, 1).astype(np.float32)[..., None]
-    plate = np.clip(mean + np.float32(0.5), 0, 255).astype(np.uint8)
+    plate = (mean + np.float32(0.5)).astype(np.uint8)  # (a mean of levels lies in [0, 255]: nothing to clip)
     none = count == 0
     np.copyto(plate, anchor, where=none[..., None])
     return plate, count, used
