@@ -82,15 +82,11 @@ def test_a_can_on_its_support_is_no_worse_with_the_wide_box():
 def test_a_rendered_can_close_to_a_real_camera(shared_data):
     """A benchmark case (``closeup`` family, seed 0): a 7up can rendered into the real open_drawer_b0 plate, 45-75 % of
     the image's height, clicked on its side: the usual boxes give its green label (0.38), the wide box the can."""
-    from real2sim.demos.mask_cases import FAMILIES, OBJECTS, plates, synthetic_case
+    from real2sim.demos.mask_cases import family_case
 
-    pl = plates(shared_data)
-    objs = [o for o in OBJECTS if (shared_data / OBJECTS[o][0]).is_file()]
-    if "open_drawer_b0" not in pl or len(objs) < len(OBJECTS):
+    c = family_case(shared_data, "closeup", "open_drawer_b0", seed=0)
+    if c is None:
         pytest.skip("the open_drawer_b0 plate or a benchmark mesh is missing from the shared data")
-    pi, fi = list(pl).index("open_drawer_b0"), FAMILIES.index("closeup")
-    c = synthetic_case(shared_data, "open_drawer_b0", pl["open_drawer_b0"], "closeup", objs[(pi + 3 * fi) % len(objs)],
-                       1000 * fi + pi)  # the case mask_cases(data, seed=0) makes
     assert c.name == "closeup/open_drawer_b0/7up_can"
     assert iou(grabcut_result(c.image, Prompt([c.click]), config=NO_WHOLE).mask, c.mask) < 0.5
     res = segment_result(c.image, Prompt([c.click]))

@@ -293,15 +293,11 @@ def test_one_click_on_a_grainy_frame_of_a_real_plate(shared_data):
     """A weak case of bench_capture_masks.py fixed (second seed, ``noise`` family, sensor noise sigma 6-10): a
     yellow cube rendered into the real open_drawer_b1 plate. The grain made GrabCut's edges and colour models
     see speckle: IoU 0.85 before the noise-adaptive pre-filter and the candidates' vote, 0.94 after."""
-    from real2sim.demos.mask_cases import FAMILIES, OBJECTS, plates, synthetic_case
+    from real2sim.demos.mask_cases import family_case
 
-    pl = plates(shared_data)
-    objs = [o for o in OBJECTS if (shared_data / OBJECTS[o][0]).is_file()]
-    if "open_drawer_b1" not in pl or len(objs) < len(OBJECTS):
+    c = family_case(shared_data, "noise", "open_drawer_b1", seed=1)
+    if c is None:
         pytest.skip("the open_drawer_b1 plate or a benchmark mesh is missing from the shared data")
-    pi, fi = list(pl).index("open_drawer_b1"), FAMILIES.index("noise")
-    c = synthetic_case(shared_data, "open_drawer_b1", pl["open_drawer_b1"], "noise", objs[(pi + 3 * fi) % len(objs)],
-                       100003 + 1000 * fi + pi)  # the case mask_cases(data, seed=1) makes
     assert c.name == "noise/open_drawer_b1/yellow_cube"
     res = segment_result(c.image, Prompt([c.click]))
     assert res.details["noise_sigma"] > 3.0  # the grain was measured, and filtered

@@ -696,10 +696,27 @@ def mask_cases(data: Path, families=None, seed: int = 0, backend: str = "auto") 
     for fi, fam in enumerate(FAMILIES):  # seeds and objects by the family's place in FAMILIES: a subset gives the same cases
         if fam not in families:
             continue
-        for pi, (name, plate) in enumerate(pl.items()):
-            obj = objs[(pi + 3 * fi) % len(objs)]
-            out.append(synthetic_case(data, name, plate, fam, obj, seed * 100003 + 1000 * fi + pi, backend))
+        out += [_nth_case(data, pl, objs, fi, pi, seed, backend) for pi in range(len(pl))]
     return out
+
+
+def _nth_case(data: Path, pl: dict, objs: list[str], fi: int, pi: int, seed: int, backend: str) -> MaskCase:
+    """The case of family ``FAMILIES[fi]`` on the ``pi``-th plate of ``pl``: object and seed by both places."""
+    name = list(pl)[pi]
+    return synthetic_case(data, name, pl[name], FAMILIES[fi], objs[(pi + 3 * fi) % len(objs)],
+                          seed * 100003 + 1000 * fi + pi, backend)
+
+
+def family_case(data: Path, family: str, plate: str, seed: int = 0, backend: str = "auto") -> MaskCase | None:
+    """The one case :func:`mask_cases` makes for ``family`` (one of :data:`FAMILIES`) on the real plate ``plate``
+    with ``seed`` (the same object, image and click), without making the others; ``None`` when the plate or one of
+    the benchmark's meshes is missing from ``data`` (the objects would cycle differently)."""
+    data = Path(data)
+    pl = plates(data)
+    objs = [o for o in OBJECTS if (data / OBJECTS[o][0]).is_file()]
+    if plate not in pl or len(objs) < len(OBJECTS):
+        return None
+    return _nth_case(data, pl, objs, FAMILIES.index(family), list(pl).index(plate), seed, backend)
 
 
 # -- data-free cases -------------------------------------------------------------------------------------------
