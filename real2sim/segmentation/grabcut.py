@@ -726,10 +726,10 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
             conf = min(conf * 2.0, LOW_CONFIDENCE - 0.01)  # one cue found it: better than the speck, still checked
     part_px = None
     if picked != "large surface":
-        whole = _whole_around(frame, (cx, cy), mask, cfg)
-        if whole is not None:
+        around = _whole_around(frame, (cx, cy), mask, cfg)
+        if around is not None:
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
-            mask, shadow, picked = whole, np.zeros_like(whole), "whole around"
+            mask, shadow, picked = around, np.zeros_like(around), "whole around"
     support = {}
     if cfg.support_split:
         alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
