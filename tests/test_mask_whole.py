@@ -79,15 +79,18 @@ def test_a_can_on_its_support_is_no_worse_with_the_wide_box():
     assert min(a - b for a, b in zip(with_box, without)) > -0.06, (with_box, without)
 
 
-def test_a_rendered_can_close_to_a_real_camera(shared_data):
-    """A benchmark case (``closeup`` family, seed 0): a 7up can rendered into the real open_drawer_b0 plate, 45-75 % of
-    the image's height, clicked on its side: the usual boxes give its green label (0.38), the wide box the can."""
+@pytest.mark.parametrize("plate, name, before", [("open_drawer_b0", "7up_can", 0.38), ("open_drawer_a2", "apple", 0.09)])
+def test_a_rendered_object_close_to_a_real_camera(shared_data, plate, name, before):
+    """Benchmark cases (``closeup`` family, seed 0): an object rendered into a real plate, 45-75 % of the image's
+    height. A 7up can clicked on its side: the usual boxes give its green label (IoU 0.38), confidently. An apple
+    clicked off its middle: a highlight (0.09, 1.3 % of the image, confidence 0.09: unsure, so tried from 1 %). The
+    wide box gives the object."""
     from real2sim.demos.mask_cases import family_case
 
-    c = family_case(shared_data, "closeup", "open_drawer_b0", seed=0)
+    c = family_case(shared_data, "closeup", plate, seed=0)
     if c is None:
-        pytest.skip("the open_drawer_b0 plate or a benchmark mesh is missing from the shared data")
-    assert c.name == "closeup/open_drawer_b0/7up_can"
-    assert iou(grabcut_result(c.image, Prompt([c.click]), config=NO_WHOLE).mask, c.mask) < 0.5
+        pytest.skip(f"the {plate} plate or a benchmark mesh is missing from the shared data")
+    assert c.name == f"closeup/{plate}/{name}"
+    assert iou(grabcut_result(c.image, Prompt([c.click]), config=NO_WHOLE).mask, c.mask) < before + 0.05
     res = segment_result(c.image, Prompt([c.click]))
     assert iou(res.mask, c.mask) > 0.9, res.details
