@@ -39,16 +39,26 @@ def _can_in_front(seed: int, h: int = 256, w: int = 320):
     return np.clip(image, 0, 255).astype(np.uint8), (can | lid) > 0, (cx, top + lid_h / 2)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 4, 6])
-def test_a_click_on_the_lid_of_a_can_in_front_of_the_camera_gives_the_can(seed):
+def _scaled(image: np.ndarray, truth: np.ndarray, click, f: float):
+    """The scene resampled by ``f`` (a camera of another resolution)."""
+    if f == 1.0:
+        return image, truth, click
+    h, w = int(image.shape[0] * f), int(image.shape[1] * f)
+    image = cv2.resize(image, (w, h), interpolation=cv2.INTER_AREA if f < 1 else cv2.INTER_CUBIC)
+    return image, cv2.resize(truth.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST) > 0, (click[0] * f, click[1] * f)
+
+
+@pytest.mark.parametrize("seed, scale", [(0, 1.0), (1, 1.0), (4, 0.5), (6, 2.0)])
+def test_a_click_on_the_lid_of_a_can_in_front_of_the_camera_gives_the_can(seed, scale):
     """Without the wide box the mask is the lid (IoU < 0.25, most at confidence >= 0.9); with it the can (> 0.95),
-    ``details["picked"]`` saying so."""
-    image, truth, click = _can_in_front(seed)
+    ``details["picked"]`` saying so; at 160x128, 320x256 and 640x512 alike."""
+    image, truth, click = _scaled(*_can_in_front(seed), scale)
     lid = grabcut_result(image, Prompt([click]), config=NO_WHOLE)
     assert iou(lid.mask, truth) < 0.25, lid.details
     res = segment_result(image, Prompt([click]))
     assert iou(res.mask, truth) > 0.95, res.details
     assert res.details["picked"] == "whole around"
+    assert res.details["part_px"] == int(lid.mask.sum())
 
 
 def test_a_whole_object_is_never_replaced():

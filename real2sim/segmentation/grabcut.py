@@ -194,7 +194,7 @@ class GrabCutConfig:
     large_max_edge: float = 0.2
     """Outline edge under which the mask found is a speck on a surface (an object's outline stands on an edge)."""
     large_min_edge: float = 0.5
-    """Outline edge (:func:`_outline_edge`) a large box's mask needs."""
+    """Outline edge (:func:`_outline_edge`) a large box's mask needs (``large_scales``, ``whole_scales``)."""
     large_max_frac: float = 0.75
     """Largest fraction of the image a large box's mask may cover."""
     whole_scales: tuple[float, ...] = (0.6,)
@@ -202,7 +202,7 @@ class GrabCutConfig:
     image (``whole_min_frac``): it may be a part of an object in front of the camera (a can's lid or label, a
     cube's face) that every usual box cut. A box's mask replaces it when it holds it and is ``whole_min_growth``
     times larger, compact (``whole_min_solidity``: a box that took the object's support or the table along is
-    not), has a clear outline (``whole_min_edge``), is not along an image side and separates from its ring nearly
+    not), has a clear outline (``large_min_edge``), is not along an image side and separates from its ring nearly
     as well as the mask does (``whole_min_separation``). Empty: never."""
     whole_min_frac: float = 0.02
     """Fraction of the image the mask found must cover for ``whole_scales`` to be tried."""
@@ -211,8 +211,6 @@ class GrabCutConfig:
     whole_min_growth: float = 1.3
     """See ``whole_scales``."""
     whole_min_solidity: float = 0.9
-    """See ``whole_scales``."""
-    whole_min_edge: float = 0.8
     """See ``whole_scales``."""
     whole_min_separation: float = 0.8
     """See ``whole_scales``: the box's mask's colour separation from its ring (:func:`_separation`) over the mask's
@@ -837,7 +835,7 @@ def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: Grab
     wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg)
               if _holds(frame.overlaps, m, mask, cfg.whole_min_growth) and solidity(m) >= cfg.whole_min_solidity]
     floor = cfg.whole_min_separation * _separation(frame.bins, mask) - 1e-9
-    return _best_outlined(frame, wholes, floor, cfg.whole_min_edge, cfg) if wholes else None
+    return _best_outlined(frame, wholes, floor, cfg.large_min_edge, cfg) if wholes else None
 
 
 def _holds(ov: MaskOverlaps, big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:
