@@ -46,8 +46,7 @@ replaced by one of its parts. The taken mask is then the vote of the candidates 
 of the outline. A mask left unsure (confidence under ``large_below``) and without an outline (a speck around a
 click on a large plain surface: a cabinet's top filling half the image) is replaced by the best of the
 ``large_scales`` context boxes' masks that has a clear outline and is not the image (``details["picked"]`` "large
-surface", confidence kept under the review threshold). A mask large in the image (``whole_min_frac``, or
-``whole_unsure_frac`` when unsure) may be a part
+surface", confidence kept under the review threshold). A sure mask large in the image (``whole_min_frac``) may be a part
 of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
 (``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
 (``details["picked"]`` "whole around"). Last, a mask that took along what the object stands on
@@ -205,9 +204,9 @@ class GrabCutConfig:
     not), has a clear outline (``large_min_edge``), is not along an image side and separates from its ring nearly
     as well as the mask does (``whole_min_separation``). Empty: never."""
     whole_min_frac: float = 0.02
-    """Fraction of the image the mask found must cover for ``whole_scales`` to be tried."""
-    whole_unsure_frac: float = 0.01
-    """... or this fraction when the mask is unsure (confidence under ``large_below``)."""
+    """Fraction of the image the mask found must cover for ``whole_scales`` to be tried. Only a mask the method is
+    sure of (confidence at least ``large_below``) is tried: an unsure one may be a whole object on something compact
+    (a box on a calibration board, at 0.35, took the board)."""
     whole_min_growth: float = 1.3
     """See ``whole_scales``."""
     whole_min_solidity: float = 0.9
@@ -829,8 +828,7 @@ def _large_object(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) ->
 def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: GrabCutConfig) -> np.ndarray | None:
     """When ``mask`` (confidence ``conf``) is large in the image, the best mask of the ``whole_scales`` context boxes around ``click`` that
     holds it as a whole holds its part (see ``GrabCutConfig.whole_scales``); ``None`` if none does."""
-    frac = np.count_nonzero(mask) / mask.size
-    if not cfg.whole_scales or frac < (cfg.whole_min_frac if conf >= cfg.large_below else cfg.whole_unsure_frac):
+    if not cfg.whole_scales or conf < cfg.large_below or np.count_nonzero(mask) < cfg.whole_min_frac * mask.size:
         return None
     wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg)
               if _holds(frame.overlaps, m, mask, cfg.whole_min_growth) and solidity(m) >= cfg.whole_min_solidity]
