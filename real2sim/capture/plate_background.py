@@ -279,9 +279,8 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     win = (4 * band + 1, 4 * band + 1)
     if both is None:
         both = _with_ones(frame, anchor)
-    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once (a masked copy into a new
-    # image, which OpenCV fills with zeros first: the same values as the product with the band, cheaper)
-    sums = [cv2.boxFilter(cv2.copyTo(both, side.view(np.uint8)), -1, win, normalize=False)
+    # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once
+    sums = [cv2.boxFilter(_times_known(both, side), -1, win, normalize=False)
             for side in (inner, outer)]
     ok = inner & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
     ys, xs = np.nonzero(ok)

@@ -789,15 +789,16 @@ def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> 
     return fill_holes(component_at(out, [click], radius=max(2, int(round(1 / f)))))
 
 
-def _large_masks(image: np.ndarray, click, scales, cfg: GrabCutConfig) -> list[np.ndarray]:
+def _large_masks(image: np.ndarray, click, scales, min_solidity: float, cfg: GrabCutConfig) -> list[np.ndarray]:
     """The masks of context boxes of half-size ``scales`` x the image's smaller side around ``click`` that may be
-    an object: not empty, at most ``large_max_frac`` of the image, not along an image side, compact."""
+    an object: not empty, at most ``large_max_frac`` of the image, not along an image side, at least
+    ``min_solidity`` compact."""
     h, w = image.shape[:2]
     out = []
     for s in scales:
         m = _context_grabcut(image, click, s * min(h, w), cfg)
         if not (m.sum() < 20 or m.mean() > cfg.large_max_frac or _border_run(m) > cfg.max_border_run
-                or solidity(m) < cfg.min_solidity):
+                or solidity(m) < min_solidity):
             out.append(m)
     return out
 
@@ -821,7 +822,7 @@ def _large_object(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) ->
     grad, typical = frame.gradient
     if mask.sum() >= 20 and _outline_edge(grad, typical, mask, cfg) >= cfg.large_max_edge:
         return None
-    return _best_outlined(frame, _large_masks(frame.image, click, cfg.large_scales, cfg),
+    return _best_outlined(frame, _large_masks(frame.image, click, cfg.large_scales, cfg.min_solidity, cfg),
                           _separation(frame.bins, mask), cfg.large_min_edge, cfg)
 
 
@@ -830,8 +831,8 @@ def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: Grab
     holds it as a whole holds its part (see ``GrabCutConfig.whole_scales``); ``None`` if none does."""
     if not cfg.whole_scales or conf < cfg.large_below or np.count_nonzero(mask) < cfg.whole_min_frac * mask.size:
         return None
-    wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg)
-              if _holds(frame.overlaps, m, mask, cfg.whole_min_growth) and solidity(m) >= cfg.whole_min_solidity]
+    wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg.whole_min_solidity, cfg)
+              if _holds(frame.overlaps, m, mask, cfg.whole_min_growth)]
     floor = cfg.whole_min_separation * _separation(frame.bins, mask) - 1e-9
     return _best_outlined(frame, wholes, floor, cfg.large_min_edge, cfg) if wholes else None
 
