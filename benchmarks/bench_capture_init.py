@@ -2,9 +2,9 @@
 click on each object, on the real Bridge clip: its plate against the person-made cleanup, next to the plain
 per-pixel median of the same frames, and the command's time against computing that median.
 
-Two camera files: ``--pose readme`` (default) gives the README's camera pose (the stack_cube frame's; this clip's
-own pose was never measured), ``--pose none`` the intrinsics only, as a user with a calibrated camera in a new
-kitchen has it: the robot is then found by motion segmentation instead of the fitted model.
+Two camera files, one run each by default: ``--pose readme`` gives the README's camera pose (the stack_cube
+frame's; this clip's own pose was never measured), ``--pose none`` the intrinsics only, as a user with a calibrated
+camera in a new kitchen has it: the robot is then found by motion segmentation instead of the fitted model.
 
 The cleanup is frame 0 with the robot and the can edited out; the pot and the eggplant, which never move, are in it,
 while the command removes every prompted object from the plate by design (they become simulated objects and the
@@ -12,7 +12,7 @@ plate under them is inpainted). So the plate is scored twice: over every pixel t
 (``plate_cases.bridge_real_case``: ``valid``, and ``occluded``, what the robot passed over), and over those pixels
 less the prompted objects that never moved (their frame-0 masks, dilated by 7 px).
 
-    PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_init.py [--pose none] [--keep DIR]
+    PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_init.py [--pose readme|none|both] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -42,27 +42,36 @@ def psnr(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
 
 
 def main() -> None:
-    import cv2
-
-    from real2sim.apps.cli import main as cli
-    from real2sim.core.bundle import Bundle
-    from real2sim.core.imaging import read_rgb
     from real2sim.demos.plate_cases import bridge_real_case
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keep", type=Path, help="write the bundle here (default: a temporary folder)")
-    ap.add_argument("--pose", choices=("readme", "none"), default="readme",
-                    help="camera file with the README's pose, or intrinsics only (the robot by motion)")
+    ap.add_argument("--pose", choices=("readme", "none", "both"), default="both",
+                    help="camera file with the README's pose, or intrinsics only (the robot by motion), or one run "
+                         "of each (default)")
     args = ap.parse_args()
     case = bridge_real_case(DATA)
     if case is None:
         print(f"skipped: {DATA}/bridge/bridge_real_1.mp4 or its cleanup is not there")
         return
     logging.getLogger("real2sim").setLevel(logging.ERROR)
+    for pose in (("readme", "none") if args.pose == "both" else (args.pose,)):
+        keep = None if args.keep is None else (args.keep if args.pose != "both" else args.keep / pose)
+        run(case, pose, keep)
+
+
+def run(case, pose: str, keep: Path | None) -> None:
+    """One ``init`` on the clip with the camera file ``pose`` names, scored against the cleanup and the median."""
+    import cv2
+
+    from real2sim.apps.cli import main as cli
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import read_rgb
+
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        root = args.keep or tmp / "clip"
-        camera = {**INTRINSICS, **({"pose": README_POSE} if args.pose == "readme" else {})}
+        root = keep or tmp / "clip"
+        camera = {**INTRINSICS, **({"pose": README_POSE} if pose == "readme" else {})}
         (tmp / "camera.json").write_text(json.dumps(camera))
         (tmp / "prompts.json").write_text(json.dumps(PROMPTS))
         t0 = time.perf_counter()
@@ -93,8 +102,8 @@ def main() -> None:
         print(f"| {name} | {int(m.sum())} | {p:.2f} | {q:.2f} | {p - q:+.2f} |")
     print(f"time: init {seconds:.1f} s (masks, robot fit, plate) vs plain median {t_median:.2f} s: "
           f"ratio {seconds / max(t_median, 1e-9):.0f}x")
-    print(f"camera pose: {args.pose}; robot masks by: {robot_method}")
-    print("summary:", json.dumps({"pose": args.pose, "robot_method": robot_method, "gain_db": rows,
+    print(f"camera pose: {pose}; robot masks by: {robot_method}")
+    print("summary:", json.dumps({"pose": pose, "robot_method": robot_method, "gain_db": rows,
                                   "init_s": round(seconds, 1)}))
 
 
