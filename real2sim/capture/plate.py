@@ -506,11 +506,24 @@ def plain_median(frames: np.ndarray) -> np.ndarray:
 # bundle stage
 # ---------------------------------------------------------------------------------------------
 
+def motion_only_entities(bundle) -> set[str]:
+    """Entities whose masks are motion evidence, not masks: the robot when ``robot_fit`` found it by motion
+    segmentation (no camera pose). Against a clip median that is the robot itself where it lingers, those masks
+    cover the background where the robot is away and leave the robot where it stays; handed to the plate as
+    foreground they undo what the plate tells apart on its own (18 synthetic clips of the plate benchmark: 9 fell
+    under the plain median with them, none without; docs/capture.md)."""
+    rec = bundle.manifest.stages.get("robot_fit")
+    return {"robot"} if rec is not None and rec.metrics.get("method") == "motion" else set()
+
+
 def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int]) -> tuple[np.ndarray | None, list[str]]:
-    """Union of the entity masks recorded for each frame (``manifest.capture.masks``), or None if there are none."""
+    """Union of the entity masks recorded for each frame (``manifest.capture.masks``), less those of
+    :func:`motion_only_entities`, or None if there are none."""
 
     cap = bundle.manifest.capture
-    masks = cap.masks
+    skip = motion_only_entities(bundle)
+    masks = {key: {e: rel for e, rel in ents.items() if e not in skip} for key, ents in cap.masks.items()}
+    masks = {key: ents for key, ents in masks.items() if ents}
     if not masks:
         return None, []
     out = np.zeros((n,) + tuple(shape), bool)
@@ -552,7 +565,8 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     conf_dict = cfg.to_dict()
     if inpainter is not None:
         conf_dict["inpainter"] = getattr(inpainter, "__name__", "callable")
-    input_hash = hash_jsonable([files_hash(bundle, rels), conf_dict])
+    skip = sorted(motion_only_entities(bundle))
+    input_hash = hash_jsonable([files_hash(bundle, rels), conf_dict] + ([{"masks_left_out": skip}] if skip else []))
 
     def run():
         frames = load_frames(bundle)
@@ -569,7 +583,11 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
         pic = bundle.reports_dir() / "plate.png"
         ref = cfg.reference_frame
         write_rgb(pic, plate_picture(frames[ref], res.foreground[ref], res.plate, res.confidence))
-        report = {**res.report, "masks_used": len(used), "plate": "background/plate.png",
+        left_out = [e for e in skip if any(e in ents for ents in cap.masks.values())]
+        report = {**res.report, "masks_used": len(used),
+                  **({"masks_left_out": {e: "motion segmentation (no camera pose): the plate tells moving things "
+                                            "apart itself" for e in left_out}} if left_out else {}),
+                  "plate": "background/plate.png",
                   "confidence": "background/plate_confidence.png", "picture": bundle.rel(pic)}
         rep = bundle.write_report("plate", report)
         cap.plate, cap.plate_confidence = bundle.rel(plate_p), bundle.rel(conf_p)

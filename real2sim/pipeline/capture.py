@@ -20,10 +20,11 @@ from pathlib import Path
 
 from real2sim.capture import init_bundle, plate_stage
 from real2sim.capture.calibrate import calibrate_extrinsics, read_correspondences
+from real2sim.capture.plate import motion_only_entities
 from real2sim.core.errors import Real2SimError
 from real2sim.robots import list_robots
 from real2sim.segmentation import Prompt, SegmentationError
-from real2sim.segmentation.robot_fit import check_robot_prompt, robot_entity_names
+from real2sim.segmentation.robot_fit import check_robot_prompt, robot_entity_names, robot_fit_stage
 from real2sim.segmentation.stage import segment_stage
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,8 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
         summary["masks"] = _segment(bundle, prompts, backend, propagate)
     if plate and (n > 1 or prompts):
         summary["plate"] = _plate(bundle)
+        if motion_only_entities(bundle):
+            summary.setdefault("masks", {})["robot"] = _robot_against_plate(bundle)
     rel = bundle.write_report("capture_summary", summary)
     summary["report"] = rel
     return summary
@@ -120,10 +123,21 @@ def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:
                                                  "area_px_max")} for e, s in rep["entities"].items()},
                "picture": rep["picture"]}
     if any(check_robot_prompt(bundle, e) for e in prompts):
-        rep = json.loads((bundle.reports_dir() / "robot_fit.json").read_text())
-        out["robot"] = {k: rep[k] for k in ("method", "camera_pose", "iou_fitted", "iou_min", "lost_frames",
-                                            "out_of_view_frames", "seconds_per_frame", "picture")}
+        out["robot"] = _robot_summary(bundle)
     return out
+
+
+def _robot_summary(bundle) -> dict:
+    rep = json.loads((bundle.reports_dir() / "robot_fit.json").read_text())
+    return {k: rep[k] for k in ("method", "camera_pose", "iou_fitted", "iou_min", "lost_frames", "out_of_view_frames",
+                                "seconds_per_frame", "picture")}
+
+
+def _robot_against_plate(bundle) -> dict:
+    """The robot's motion masks again, now against the plate (made without them): the clip's median they were
+    first made against is the robot itself where it lingers."""
+    robot_fit_stage(bundle)
+    return _robot_summary(bundle)
 
 
 def _plate(bundle) -> dict:
