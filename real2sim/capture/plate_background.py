@@ -392,8 +392,8 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
     hs, ws = small.shape[1:3]
     agree = np.empty(small.shape[:3], bool)
     for i in range(len(small)):  # every channel within the pair's threshold (the max channel's test, cheaper)
-        near = cv2.compare(cv2.absdiff(small[i], ref).reshape(hs, ws * 3), float(th[i]), cv2.CMP_LE)
-        agree[i] = cv2.cvtColor(near.reshape(hs, ws, 3), cv2.COLOR_RGB2RGBA).view("<u4")[..., 0] == 0xFFFFFFFF
+        lim = float(th[i])  # (a float32: cv2.inRange compares with it exactly)
+        np.not_equal(cv2.inRange(cv2.absdiff(small[i], ref), (0.0, 0.0, 0.0), (lim, lim, lim)), 0, out=agree[i])
     if valid_s is not None:
         agree &= valid_s
     agree = agree.view(np.uint8)
@@ -406,6 +406,27 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
         union = np.add.reduce(a | b, axis=0, dtype=count)
         out.append(inter >= jaccard * np.maximum(union, 1))
     return out[0], out[1]
+
+
+def _links_over(have, box: tuple[int, int, int, int], small: np.ndarray, t: int, tau: np.ndarray,
+                valid_s: np.ndarray | None, jaccard: float):
+    """``(box, links)``: :func:`agreement_links` of frame ``t`` over ``box`` grown to hold ``have`` (the box and
+    links computed before, or None). A link depends on its two pixels only: the links already computed are kept
+    and only the strips the box grew by (with the row or column next to them, for the links across) are added."""
+    if have is None:
+        return box, agreement_links(small, t, tau, valid_s, jaccard, box)
+    (oy0, oy1, ox0, ox1), (right, down) = have
+    y0, y1, x0, x1 = min(box[0], oy0), max(box[1], oy1), min(box[2], ox0), max(box[3], ox1)
+    if (y0, y1, x0, x1) == (oy0, oy1, ox0, ox1):
+        return have
+    strips = [(y0, oy0 + 1, x0, x1)] if y0 < oy0 else []  # above; below; left and right of the old rows
+    strips += [(oy1 - 1, y1, x0, x1)] if oy1 < y1 else []
+    strips += [(oy0, oy1, x0, ox0 + 1)] if x0 < ox0 else []
+    strips += [(oy0, oy1, ox1 - 1, x1)] if ox1 < x1 else []
+    for a, b, c, d in strips:
+        r, dn = agreement_links(small[:, a:b, c:d], t, tau, None if valid_s is None else valid_s[:, a:b, c:d], jaccard)
+        right[a:b, c:d - 1], down[a:b - 1, c:d] = r, dn
+    return (y0, y1, x0, x1), (right, down)
 
 
 def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, min_area: int) -> np.ndarray:
@@ -656,13 +677,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         def pieces(part, t=t):
             ys, xs = np.nonzero(part)
             box = (int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1)
-            have = links.get(t)
-            if have is None or not (have[0][0] <= box[0] and box[1] <= have[0][1] and have[0][2] <= box[2]
-                                    and box[3] <= have[0][3]):  # links over the part's box (grown as needed)
-                if have is not None:
-                    box = (min(box[0], have[0][0]), max(box[1], have[0][1]), min(box[2], have[0][2]),
-                           max(box[3], have[0][3]))
-                links[t] = (box, agreement_links(small, t, tau, valid_s, split, box))
+            links[t] = _links_over(links.get(t), box, small, t, tau, valid_s, split)
             return split_by_agreement(links[t][1], part, min_area)
 
         both[..., :3] = small[t]
@@ -927,14 +942,17 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     used = np.empty((n, h, w), bool)
     tol8 = np.clip(np.floor(tol), 0, 255).astype(np.uint8)  # the differences are whole levels
     tol3 = cv2.merge([tol8, tol8, tol8])
+    # |frame - anchor| <= tol8 in every channel <=> frame in [anchor - tol8, anchor + tol8], the bounds saturated to
+    # [0, 255] (which every level lies in): one cv2.inRange per frame (255 where all three channels are within)
+    lo, hi = cv2.subtract(anchor, tol3), cv2.add(anchor, tol3)
     for t in range(n):
-        # within tol8 in every channel: the saturated excess is 0 in all three, i.e. the pixel with an opaque alpha
-        # read as one little-endian uint32 is 0xFF000000 (cheaper than the channel max)
-        over = cv2.cvtColor(cv2.subtract(cv2.absdiff(frames[t], anchor), tol3), cv2.COLOR_RGB2RGBA)
-        u = np.equal(over.view("<u4")[..., 0], 0xFF000000, out=used[t])  # (written in place)
-        if valid is not None:
-            u &= valid[t]
-        cv2.accumulate(frames[t], acc, mask=u.view(np.uint8))
+        within = cv2.inRange(frames[t], lo, hi)
+        u = used[t]  # (written in place, as 0/1 bytes: 255 & 1, or 255 & valid)
+        if valid is None:
+            np.bitwise_and(within, 1, out=u.view(np.uint8))
+        else:
+            cv2.bitwise_and(within, valid[t].view(np.uint8), dst=u.view(np.uint8))
+        cv2.accumulate(frames[t], acc, mask=within if valid is None else u.view(np.uint8))
     count = used.sum(0, dtype=np.int32)
     # float32 rounds the same: sums of whole levels over at most 2^14 frames are exact and the fraction of the mean
     # is a multiple of 1 / count, at least 1 / (2 count) from 0.5 unless it is 0.5 (exact)
