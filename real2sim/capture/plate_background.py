@@ -269,27 +269,29 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
 
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
            band: int, both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``.
-    ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
+    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8 0/1) next to
+    ``outside`` (bool). ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
     import cv2
 
     ker = _square(2 * band + 1)
-    inner = (m > 0) & (cv2.erode(m, ker) == 0)
-    outer = (cv2.dilate(m, ker) > 0) & outside
+    # the bands as 0/1 images by OpenCV (m is 0/1: m - erode(m) is its inner band; dilate(m) is 0/1 too)
+    inner = cv2.subtract(m, cv2.erode(m, ker))
+    outer = cv2.bitwise_and(cv2.dilate(m, ker), outside.view(np.uint8))
     win = (4 * band + 1, 4 * band + 1)
     if both is None:
         both = _with_ones(frame, anchor)
     # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once
     sums = [cv2.boxFilter(_times_known(both, side), -1, win, normalize=False)
             for side in (inner, outer)]
-    ok = inner & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
-    ys, xs = np.nonzero(ok)
-    if not len(ys):
+    ok = inner.view(bool) & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
+    at = ok.ravel()
+    if not at.any():
         z = np.zeros(k, np.float32)
         return z, z.copy()
-    s_in, s_out = (x[ys, xs] for x in sums)
+    # the sums at those pixels as rows, in raster order (np.compress: cheaper than indexing by coordinates)
+    s_in, s_out = (np.compress(at, x.reshape(-1, x.shape[-1]), axis=0) for x in sums)
     d = np.abs(s_in[:, :6] / np.maximum(s_in[:, 6:], 1) - s_out[:, :6] / np.maximum(s_out[:, 6:], 1))
-    ll = lab[ys, xs]
+    ll = lab[ok]
     cnt = np.maximum(np.bincount(ll, minlength=k), 1)
     return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
 
