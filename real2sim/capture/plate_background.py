@@ -225,11 +225,15 @@ def gradient_magnitude(image: np.ndarray) -> np.ndarray:
     return np.maximum(gx, gy).astype(np.float32) / 8.0
 
 
-def shrink(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """``(n, h, w, 3) uint8`` -> ``(n, hs, ws, 3) float32`` resized to ``size`` (ws, hs) by area averaging."""
+def shrink(frames: np.ndarray, size: tuple[int, int], luts: np.ndarray | None = None) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` -> ``(n, hs, ws, 3) float32`` resized to ``size`` (ws, hs) by area averaging.
+    ``luts``: ``(n, 256, 3) uint8`` level maps to apply to each frame first (as float32, no uint8 pass)."""
     import cv2
 
-    return np.stack([cv2.resize(f.astype(np.float32), size, interpolation=cv2.INTER_AREA) for f in frames])
+    def levels(t):  # the frame's levels (through its map) as float32
+        return frames[t].astype(np.float32) if luts is None else cv2.LUT(frames[t], luts[t].astype(np.float32)[None])
+
+    return np.stack([cv2.resize(levels(t), size, interpolation=cv2.INTER_AREA) for t in range(len(frames))])
 
 
 def detect_size(h: int, w: int, pixels: int) -> tuple[int, int]:
@@ -785,14 +789,18 @@ def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | N
     return out
 
 
-def apply_tone(frames: np.ndarray, curves: np.ndarray) -> np.ndarray:
-    """``(n, h, w, 3) uint8`` frames through their ``(n, 256, 3)`` tone curves (``cv2.LUT``)."""
+def apply_tone(frames: np.ndarray, curves: np.ndarray | None, luts: np.ndarray | None = None) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` frames through their ``(n, 256, 3)`` tone curves (``cv2.LUT``). ``luts``: ``(n, 256,
+    3) uint8`` level maps applied before the curves (the exposure gains), composed with them into one lookup;
+    ``curves`` None: those maps only."""
     import cv2
 
     out = np.empty_like(frames)
     for t in range(len(frames)):
-        lut = np.clip(curves[t] + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3)
-        cv2.LUT(frames[t], lut, dst=out[t])
+        lut = None if curves is None else np.clip(curves[t] + 0.5, 0, 255).astype(np.uint8)
+        if luts is not None:
+            lut = luts[t] if lut is None else np.take_along_axis(lut, luts[t].astype(np.intp), 0)
+        cv2.LUT(frames[t], lut.reshape(1, 256, 3), dst=out[t])
     return out
 
 
@@ -965,19 +973,21 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     return plate, count, used
 
 
-def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detect: bool = True, ref: int = 0
-                        ) -> BackgroundEstimate:
+def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detect: bool = True, ref: int = 0,
+                        luts: np.ndarray | None = None) -> BackgroundEstimate:
     """The background of ``(n, h, w, 3) uint8`` exposure-compensated frames (see the module docstring).
 
     ``valid``: optional ``(n, h, w) bool`` samples not covered by a given mask. ``cfg``: a ``PlateConfig``.
     ``detect``: tell regions apart (False: the masked median and the trimmed mean only). ``ref``: the frame whose
-    tone the plate takes."""
+    tone the plate takes. ``luts``: optional ``(n, 256, 3) uint8`` per-frame per-channel level maps (the exposure
+    gains, :func:`real2sim.capture.plate.gain_luts`) the frames are to go through first: they are composed with
+    the tone curves (the frames then go through one lookup, not two)."""
     import cv2
 
     n, h, w, _ = frames.shape
     size = (detect_size(h, w, min(cfg.detect_pixels, max(4000, int(cfg.detect_fraction * h * w)))) if not cfg.detect_scale else
             (max(16, int(round(w * cfg.detect_scale))), max(16, int(round(h * cfg.detect_scale)))))
-    small = shrink(frames, size)
+    small = shrink(frames, size, luts)
     valid_s = None if valid is None else shrink(valid.astype(np.uint8)[..., None].repeat(3, -1) * 255, size)[..., 0] > 127
     curves = None
     if n >= 2 and cfg.tone_curves:
@@ -985,8 +995,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         if np.abs(curves - np.arange(256, dtype=np.float32)[None, :, None]).max() < 0.5:
             curves = None  # every curve rounds to the identity: nothing to map (and nothing to map back)
         else:
-            frames = apply_tone(frames, curves)
+            frames = apply_tone(frames, curves, luts)
             small = shrink(frames, size)
+    if luts is not None and curves is None:
+        frames = apply_tone(frames, None, luts)  # the exposure gains alone
     anchor = temporal_median(frames, valid)
     sigma, s_ghost = noise_sigmas(frames, anchor, valid)
     # the trimmed mean's tolerance takes the interpolated quartile; the tolerance that groups the frames behind a
