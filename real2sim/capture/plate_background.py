@@ -396,13 +396,14 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
     th = np.maximum(tau, tau[t])
     ref = small[t]
     hs, ws = small.shape[1:3]
-    agree = np.empty(small.shape[:3], bool)
+    agree = np.empty(small.shape[:3], np.uint8)
+    diff = np.empty(ref.shape, np.float32)
     for i in range(len(small)):  # every channel within the pair's threshold (the max channel's test, cheaper)
         lim = float(th[i])  # (a float32: cv2.inRange compares with it exactly)
-        np.not_equal(cv2.inRange(cv2.absdiff(small[i], ref), (0.0, 0.0, 0.0), (lim, lim, lim)), 0, out=agree[i])
+        cv2.inRange(cv2.absdiff(small[i], ref, dst=diff), (0.0, 0.0, 0.0), (lim, lim, lim), dst=agree[i])
+    agree &= 1  # (255 -> 1: counts below)
     if valid_s is not None:
-        agree &= valid_s
-    agree = agree.view(np.uint8)
+        agree &= valid_s.view(np.uint8)
     count = np.uint8 if len(agree) < 256 else np.int32
     out = []
     for p, q in (((slice(None), slice(None), slice(None, -1)), (slice(None), slice(None), slice(1, None))),
