@@ -395,7 +395,6 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
 
     th = np.maximum(tau, tau[t])
     ref = small[t]
-    hs, ws = small.shape[1:3]
     agree = np.empty(small.shape[:3], np.uint8)
     diff = np.empty(ref.shape, np.float32)
     for i in range(len(small)):  # every channel within the pair's threshold (the max channel's test, cheaper)
