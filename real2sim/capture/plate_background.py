@@ -263,12 +263,10 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
     if k <= 1:
         z = np.zeros(k, np.float32)
         return lab, z, z, k
-    ys, xs = np.nonzero(m)  # only the regions' box (+ the window) matters
-    r = _seam_margin(band)
-    a, b, c, d = max(0, ys.min() - r), min(m.shape[0], ys.max() + r + 1), max(0, xs.min() - r), min(m.shape[1], xs.max() + r + 1)
+    box = mask_box(m, _seam_margin(band))  # only the regions' box (+ the window) matters
     both = _with_ones(frame, anchor) if both is None else both
-    sub = m[a:b, c:d]
-    return (lab,) + _seams(None, None, sub, sub == 0, lab[a:b, c:d], k, band, both[a:b, c:d]) + (k,)
+    sub = m[box]
+    return (lab,) + _seams(None, None, sub, sub == 0, lab[box], k, band, both[box]) + (k,)
 
 
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
