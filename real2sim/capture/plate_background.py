@@ -679,8 +679,8 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         if not dev.any():
             continue
         def pieces(part, t=t):
-            ys, xs = np.nonzero(part)
-            box = (int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1)
+            rows, cols = mask_box(part)
+            box = (rows.start, rows.stop, cols.start, cols.stop)
             links[t] = _links_over(links.get(t), box, small, t, tau, valid_s, split)
             return split_by_agreement(links[t][1], part, min_area)
 
