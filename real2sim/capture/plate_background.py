@@ -149,6 +149,12 @@ def masked_rows(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.compress(mask.ravel(), x.reshape(-1, x.shape[-1]), axis=0)
 
 
+def _nonzero(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.nonzero`` of a 2-D mask (the same row and column index arrays, in raster order) by one flat scan and a
+    divmod: about 3x faster than ``np.nonzero``'s 2-D path."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])
+
+
 def chan_max(x: np.ndarray) -> np.ndarray:
     """Max over the last axis of size 3 (faster than ``x.max(-1)``)."""
     return np.maximum(np.maximum(x[..., 0], x[..., 1]), x[..., 2])
@@ -513,7 +519,7 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
     """:func:`local_background` with ``crop``: the values at the ``read`` pixels only (each an elementwise quotient
     of the blurs, which are those over the whole image inside :func:`_blur_box`)."""
     out = np.zeros(image.shape, np.float32)
-    ry, rx = np.nonzero(read)
+    ry, rx = _nonzero(read)
     if not len(ry):
         return out
     h, w = known.shape
@@ -843,7 +849,7 @@ def mode_members(small: np.ndarray, anchor_s: np.ndarray, tau: np.ndarray, valid
     members = np.zeros(small.shape[:3], bool)
     if not sus.any():
         return members, sus
-    ys, xs = np.nonzero(sus)
+    ys, xs = _nonzero(sus)
     vals = small[:, ys, xs]  # (n, k, 3)
     okk = ok[:, ys, xs]
     tk = tau[:, None]
@@ -900,7 +906,7 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     if not pix.any():
         return anchor, none, none
     n, h, w = votes_bg.shape
-    ys, xs = np.nonzero(pix)
+    ys, xs = _nonzero(pix)
     at = ys * w + xs
     vals = np.take(frames.reshape(n, h * w, 3), at, axis=1)  # (n, k, 3) uint8 (np.take: cheaper than [:, at])
     b = np.take(votes_bg.reshape(n, h * w), at, axis=1)
@@ -1138,7 +1144,7 @@ def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: 
     returns the ``(h, w) bool`` pixels changed."""
     n = frames.shape[0]
     out = np.zeros(mixed.shape, bool)
-    ys, xs = np.nonzero(mixed)
+    ys, xs = _nonzero(mixed)
     if n < 3 or not len(ys):
         return out
     vals = np.ascontiguousarray(frames[:, ys, xs].transpose(0, 2, 1))  # (n, 3, k) uint8
@@ -1194,7 +1200,7 @@ def peel_supported(frames: np.ndarray, valid: np.ndarray | None, before: np.ndar
     import cv2
 
     k, lab = cv2.connectedComponents(peeled.view(np.uint8), connectivity=8)
-    ys, xs = np.nonzero(peeled)
+    ys, xs = _nonzero(peeled)
     vals = frames[:, ys, xs].astype(np.int16)
     ok = np.ones(vals.shape[:2], bool) if valid is None else valid[:, ys, xs]
     s_new = ((np.abs(vals - after[ys, xs]).max(-1) <= tol) & ok).sum(0)
@@ -1233,7 +1239,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
         return none
     r = max(1, int(round(cfg.arbiter_window * np.sqrt(h * w))))
     unknown = cv2.dilate(mixed.view(np.uint8), np.ones((3, 3), np.uint8)) > 0  # its rim: blur of what is in front
-    ys, xs = np.nonzero(unknown)
+    ys, xs = _nonzero(unknown)
     m = 3 * r + 40  # the box of the unknown pixels with room for the window and the spread of the surroundings
     y0, y1, x0, x1 = max(0, ys.min() - m), min(h, ys.max() + m + 1), max(0, xs.min() - m), min(w, xs.max() + m + 1)
     box = (slice(y0, y1), slice(x0, x1))
@@ -1245,7 +1251,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
 
     # the distances are read at the mixed pixels only: computed over their box plus the window (the box filter's
     # sums are exact in double precision, so the values there are the same as over the whole box)
-    my, mx = np.nonzero(mix)
+    my, mx = _nonzero(mix)
     hb, wb = mix.shape
     c0, c1 = max(0, my.min() - r - 1), min(hb, my.max() + r + 2)
     c2, c3 = max(0, mx.min() - r - 1), min(wb, mx.max() + r + 2)
@@ -1294,7 +1300,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
         return none
     at = np.full(take.shape, -1, np.int64)
     at[ty, tx] = np.arange(len(ty))
-    fy, fx = np.nonzero(take)
+    fy, fx = _nonzero(take)
     k = at[fy, fx]
     mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
     plate[box][fy, fx] = mean
@@ -1322,7 +1328,7 @@ def surround_disagrees(frames: np.ndarray, plate: np.ndarray, tol: np.ndarray, v
     k, lab = cv2.connectedComponents(take.view(np.uint8), connectivity=8)
     hh, ww = take.shape
     for i in range(1, k):
-        ys, xs = np.nonzero(lab == i)
+        ys, xs = _nonzero(lab == i)
         for rw in widths:
             y0, y1 = max(0, ys.min() - rw), min(hh, ys.max() + rw + 1)
             x0, x1 = max(0, xs.min() - rw), min(ww, xs.max() + rw + 1)
@@ -1333,7 +1339,7 @@ def surround_disagrees(frames: np.ndarray, plate: np.ndarray, tol: np.ndarray, v
                 break
         else:
             continue  # nothing well-decided near the part: no evidence against it
-        ry, rx = np.nonzero(ring)
+        ry, rx = _nonzero(ring)
         ry, rx = ry + y0, rx + x0
         same = chan_max(np.abs(frames[:, ry, rx].astype(np.int16) - plate[ry, rx].astype(np.int16))) <= tol[ry, rx]
         if valid is not None:
