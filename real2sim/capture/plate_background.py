@@ -524,7 +524,8 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
         return out
     h, w = known.shape
     wait = np.ones(len(ry), bool)  # not reached yet
-    needed = need[ry, rx]
+    needed = None if read is need else np.take(need.ravel(), ry * w + rx)
+    flat = out.reshape(-1, 3)  # (pixels gathered and set by flat index: cheaper than by two index arrays)
     for s in scales:
         py, px = ry[wait], rx[wait]
         r = (int(round(s * 8 + 1)) | 1) // 2  # see _blur_box
@@ -539,13 +540,13 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
         c0 = p0 // 16 * 16
         c1 = min(x1, c0 + -(-(p1 - c0) // 16) * 16)
         roi = (b0 - y0, b1 - y0), (c0 - x0, c1 - x0)
-        wsum = _roi_blur(k, roi, s)[py - b0, px - c0]
+        at = (py - b0) * (c1 - c0) + (px - c0)  # the pixels in the blurs' output (rows b0:b1, columns c0:c1)
+        wsum = np.take(_roi_blur(k, roi, s).ravel(), at)
         ok = wsum > 0.05
         blur = _roi_blur(_times_known(image[y0:y1, x0:x1], known[y0:y1, x0:x1]), roi, s)
-        oy, ox = py[ok], px[ok]
-        out[oy, ox] = blur[oy - b0, ox - c0] / wsum[ok][:, None]
+        flat[py[ok] * w + px[ok]] = np.take(blur.reshape(-1, 3), at[ok], axis=0) / wsum[ok][:, None]
         wait[np.flatnonzero(wait)[ok]] = False
-        if not (wait & needed).any():
+        if not (wait if needed is None else wait & needed).any():
             return out
     if wait.any():
         out[ry[wait], rx[wait]] = masked_rows(image, known).mean(0) if known.any() else image.reshape(-1, 3).mean(0)
@@ -1258,8 +1259,11 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     pred_c = pred[c0:c1, c2:c3]
     my, mx = my - c0, mx - c2
 
+    read_at = my * (c3 - c2) + mx  # (read by flat index: cheaper than by two index arrays)
+
     def distance(img):
-        return cv2.boxFilter(chan_max(cv2.absdiff(img[c0:c1, c2:c3].astype(np.float32), pred_c)), -1, win)[my, mx]
+        return np.take(cv2.boxFilter(chan_max(cv2.absdiff(img[c0:c1, c2:c3].astype(np.float32), pred_c)), -1,
+                                     win).ravel(), read_at)
 
     d_plate = distance(plate[box])
     best = np.full(d_plate.shape, np.inf, np.float32)
