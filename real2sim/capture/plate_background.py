@@ -465,12 +465,12 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     first, at = np.unique(lab[dev], return_index=True)  # numbered in raster order of their first pixel
     order = np.zeros(k, np.int32)
     order[first[np.argsort(at)]] = np.arange(1, len(first) + 1, dtype=np.int32)
-    lab = order[lab]
+    lab = np.take(order, lab)  # (np.take: a table read by a label image, cheaper than indexing)
     area = np.bincount(lab.ravel())
     small_lab = area < min_area
     small_lab[0] = False
     if small_lab.any() and (~small_lab[1:]).any():
-        big = np.where(small_lab[lab], 0, lab).astype(np.float32)
+        big = np.where(np.take(small_lab, lab), 0, lab).astype(np.float32)
         for _ in range(3):  # grow the big pieces over the small ones
             grown = cv2.dilate(big, np.ones((3, 3), np.uint8))
             fill = (big == 0) & (lab > 0) & (grown > 0)
@@ -479,7 +479,7 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     used = np.zeros(lab.max() + 1, bool)
     used[lab.ravel()] = True
     used[0] = True
-    full[y0:y1, x0:x1] = (np.cumsum(used) - 1).astype(np.int32)[lab]
+    full[y0:y1, x0:x1] = np.take((np.cumsum(used) - 1).astype(np.int32), lab)
     return full
 
 
@@ -652,7 +652,7 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     hit = np.zeros(k, bool)
     hit[np.unique(lab[seeds & similar])] = True
     hit[0] = False
-    return hit[lab]
+    return np.take(hit, lab)
 
 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
@@ -724,7 +724,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
     r_bg[0] = r_fg[0] = False
-    call = _calls(r_bg, r_fg)[lab]  # per pixel: 1 its region is background, 2 foreground, 0 neither
+    call = np.take(_calls(r_bg, r_fg), lab)  # per pixel: 1 its region is background, 2 foreground, 0 neither
     und_r = dev & (call == 0)
     whole = np.ones(dev.shape, bool)
     labels = pieces(und_r) if pieces is not None and und_r.any() else None
@@ -737,7 +737,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         p_bg[0] = p_fg[0] = False
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
-        call = _calls(np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg]))[lab]
+        call = np.take(_calls(np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])), lab)
     around = local_background(anchor, ~dev, need=dev, crop=True)
     rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
     box = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)  # (only dev's box is read)
@@ -756,7 +756,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
             lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg, both=both)
             keep = s_a2 > s_f2
             keep[0] = False
-            p_bg = keep[lab2]
+            p_bg = np.take(keep, lab2)
         is_bg |= p_bg
         is_fg |= mixed & ~p_bg & px_fg
     # a piece called foreground in a region undecided as a whole stays undecided for the confidence map
