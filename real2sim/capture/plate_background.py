@@ -462,9 +462,14 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     grid[1::2, ::2] = dev[:-1] & dev[1:] & links[1][y0:y1 - 1, x0:x1]
     k, lab = cv2.connectedComponents(grid, connectivity=4, ltype=cv2.CV_32S)
     lab = lab[::2, ::2]
-    first, at = np.unique(lab[dev], return_index=True)  # numbered in raster order of their first pixel
+    # numbered in raster order of their first pixel (each label's first position by np.minimum.at: what
+    # np.unique(return_index=True) gives, without its sort)
+    vals = lab[dev]
+    at = np.full(k, len(vals), np.intp)
+    np.minimum.at(at, vals, np.arange(len(vals)))
+    first = np.flatnonzero(at < len(vals))
     order = np.zeros(k, np.int32)
-    order[first[np.argsort(at)]] = np.arange(1, len(first) + 1, dtype=np.int32)
+    order[first[np.argsort(at[first])]] = np.arange(1, len(first) + 1, dtype=np.int32)
     lab = np.take(order, lab)  # (np.take: a table read by a label image, cheaper than indexing)
     area = np.bincount(lab.ravel())
     small_lab = area < min_area
@@ -650,7 +655,7 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     similar = (chan_max(np.abs(anchor - looks)) < tau) & ~fg
     k, lab = cv2.connectedComponents(similar.astype(np.uint8), connectivity=8)
     hit = np.zeros(k, bool)
-    hit[np.unique(lab[seeds & similar])] = True
+    hit[lab[seeds & similar]] = True  # (repeated labels: the same True)
     hit[0] = False
     return np.take(hit, lab)
 
@@ -1051,7 +1056,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
                 rep &= near
                 k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
                 hit = np.zeros(k2, bool)
-                hit[np.unique(lab2[(cv2.dilate(ghost.view(np.uint8), grow) > 0) & rep])] = True
+                hit[lab2[(cv2.dilate(ghost.view(np.uint8), grow) > 0) & rep]] = True
                 hit[0] = False
                 rep &= hit[lab2]
                 new = np.where(rep[..., None], new, anchor)
