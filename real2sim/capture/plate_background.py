@@ -349,7 +349,7 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
             continue
         member = np.zeros(k, bool)
         member[ids] = True
-        mi = member[sub]
+        mi = np.take(member, sub)
         sf, sa = _seams(None, None, mi.view(np.uint8), out, np.where(mi, sub, 0), k, band, both[a:b, c:d])
         s_f[ids], s_a[ids] = sf[ids], sa[ids]
     return lab, s_f, s_a, k
