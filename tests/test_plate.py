@@ -429,3 +429,24 @@ def test_the_seams_over_the_regions_box_are_those_over_the_whole_image_bit_for_b
             one = (lab == i).astype(np.uint8)
             f1, a1 = _seams(frame, anchor, one, ~regions, one.astype(np.int32), 2, 2)
             assert p_f[i] == f1[1] and p_a[i] == a1[1]
+
+
+def test_the_exposure_gains_as_lookup_tables_give_the_frames_the_gains_give():
+    """The gains are applied inside the estimator as per-level tables, composed with the tone curves (one lookup
+    per frame instead of a product and a lookup): the same frames as ``apply_gains`` and then the curves, for any
+    gains (every level at many positions of the image, unit gains left as they are)."""
+    from real2sim.capture.plate import apply_gains, gain_luts
+    from real2sim.capture.plate_background import apply_tone
+
+    rng = np.random.default_rng(3)
+    frames = rng.integers(0, 256, (6, 37, 61, 3), dtype=np.uint8)
+    frames[:, 0, :, :] = np.arange(61)[None, :, None] * 4  # the levels 0..240 and 255 in every channel
+    frames[:, 1, :, :] = 255
+    gains = rng.uniform(0.6, 1.6, (6, 3)).astype(np.float32)
+    gains[0] = 1.0
+    gains[1, 0] = 1.000001  # within apply_gains' tolerance of 1
+    curves = np.clip(np.arange(256, dtype=np.float32)[None, :, None] * rng.uniform(0.8, 1.2, (6, 1, 3)) + 3, 0, 255)
+    gained = apply_gains(frames, gains)
+    luts = gain_luts(gains)
+    assert np.array_equal(apply_tone(frames, None, luts), gained)
+    assert np.array_equal(apply_tone(frames, curves, luts), apply_tone(gained, curves))

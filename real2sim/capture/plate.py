@@ -204,6 +204,17 @@ def estimate_gains(frames: np.ndarray, ref: int, fg: np.ndarray | None = None, s
     return gains
 
 
+def gain_luts(gains: np.ndarray) -> np.ndarray:
+    """``(n, 256, 3) uint8``: each level through :func:`apply_gains`' product (``cv2.multiply`` of the 256 levels;
+    it is a function of the level and the channel only), for ``cv2.LUT``."""
+    import cv2
+
+    levels = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, 1)[None]
+    unit = (np.abs(gains.astype(np.float64) - 1.0) <= 1e-8 + 1e-5).all(1)  # (as in apply_gains)
+    return np.stack([levels[0] if unit[t] else cv2.multiply(levels, (float(g[0]), float(g[1]), float(g[2]), 0.0))[0]
+                     for t, g in enumerate(gains)])
+
+
 def apply_gains(frames: np.ndarray, gains: np.ndarray) -> np.ndarray:
     """uint8 frames times per-frame per-channel gains, saturated to uint8."""
     import cv2
@@ -427,12 +438,12 @@ def _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names) 
     fg_given = None
     if given:
         masks, fg_given = _given_foreground(masks, n, h, w, sel, cfg)
-    gains = np.ones((len(sel), 3), np.float32)
+    gains, luts = np.ones((len(sel), 3), np.float32), None
     if cfg.exposure_compensation and len(sel) > 1:
         gains = estimate_gains(F, ref, fg_given)
-        F = apply_gains(F, gains)
+        luts = gain_luts(gains)  # (applied inside, with the tone curves: the same frames as apply_gains)
     valid = None if fg_given is None else ~fg_given
-    est = estimate_background(F, valid, cfg, detect=not given or cfg.detect_with_masks, ref=ref)
+    est = estimate_background(F, valid, cfg, detect=not given or cfg.detect_with_masks, ref=ref, luts=luts)
     n_avail = np.full((h, w), len(sel), np.int32) if valid is None else valid.sum(0, dtype=np.int32)
     unseen = n_avail == 0
     if unseen.all():

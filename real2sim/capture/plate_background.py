@@ -149,6 +149,12 @@ def masked_rows(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.compress(mask.ravel(), x.reshape(-1, x.shape[-1]), axis=0)
 
 
+def _nonzero(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.nonzero`` of a 2-D mask (the same row and column index arrays, in raster order) by one flat scan and a
+    divmod: about 3x faster than ``np.nonzero``'s 2-D path."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])
+
+
 def chan_max(x: np.ndarray) -> np.ndarray:
     """Max over the last axis of size 3 (faster than ``x.max(-1)``)."""
     return np.maximum(np.maximum(x[..., 0], x[..., 1]), x[..., 2])
@@ -225,11 +231,15 @@ def gradient_magnitude(image: np.ndarray) -> np.ndarray:
     return np.maximum(gx, gy).astype(np.float32) / 8.0
 
 
-def shrink(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """``(n, h, w, 3) uint8`` -> ``(n, hs, ws, 3) float32`` resized to ``size`` (ws, hs) by area averaging."""
+def shrink(frames: np.ndarray, size: tuple[int, int], luts: np.ndarray | None = None) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` -> ``(n, hs, ws, 3) float32`` resized to ``size`` (ws, hs) by area averaging.
+    ``luts``: ``(n, 256, 3) uint8`` level maps to apply to each frame first (as float32, no uint8 pass)."""
     import cv2
 
-    return np.stack([cv2.resize(f.astype(np.float32), size, interpolation=cv2.INTER_AREA) for f in frames])
+    def levels(t):  # the frame's levels (through its map) as float32
+        return frames[t].astype(np.float32) if luts is None else cv2.LUT(frames[t], luts[t].astype(np.float32)[None])
+
+    return np.stack([cv2.resize(levels(t), size, interpolation=cv2.INTER_AREA) for t in range(len(frames))])
 
 
 def detect_size(h: int, w: int, pixels: int) -> tuple[int, int]:
@@ -259,37 +269,37 @@ def region_seams(frame: np.ndarray, anchor: np.ndarray, regions: np.ndarray, ban
     if k <= 1:
         z = np.zeros(k, np.float32)
         return lab, z, z, k
-    ys, xs = np.nonzero(m)  # only the regions' box (+ the window) matters
-    r = _seam_margin(band)
-    a, b, c, d = max(0, ys.min() - r), min(m.shape[0], ys.max() + r + 1), max(0, xs.min() - r), min(m.shape[1], xs.max() + r + 1)
+    box = mask_box(m, _seam_margin(band))  # only the regions' box (+ the window) matters
     both = _with_ones(frame, anchor) if both is None else both
-    sub = m[a:b, c:d]
-    return (lab,) + _seams(None, None, sub, sub == 0, lab[a:b, c:d], k, band, both[a:b, c:d]) + (k,)
+    sub = m[box]
+    return (lab,) + _seams(None, None, sub, sub == 0, lab[box], k, band, both[box]) + (k,)
 
 
 def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.ndarray, lab: np.ndarray, k: int,
            band: int, both: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8) next to ``outside``.
-    ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
+    """Mean frame and anchor seam per label of ``lab`` over the inner band of ``m`` (uint8 0/1) next to
+    ``outside`` (bool). ``both``: the frame, the anchor and ones as one ``(h, w, 7)`` image, if the caller has it."""
     import cv2
 
     ker = _square(2 * band + 1)
-    inner = (m > 0) & (cv2.erode(m, ker) == 0)
-    outer = (cv2.dilate(m, ker) > 0) & outside
+    # the bands as 0/1 images by OpenCV (m is 0/1: m - erode(m) is its inner band; dilate(m) is 0/1 too)
+    inner = cv2.subtract(m, cv2.erode(m, ker))
+    outer = cv2.bitwise_and(cv2.dilate(m, ker), outside.view(np.uint8))
     win = (4 * band + 1, 4 * band + 1)
     if both is None:
         both = _with_ones(frame, anchor)
     # box sums of [frame, anchor, 1] over each band: colours and pixel counts at once
     sums = [cv2.boxFilter(_times_known(both, side), -1, win, normalize=False)
             for side in (inner, outer)]
-    ok = inner & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
-    ys, xs = np.nonzero(ok)
-    if not len(ys):
+    ok = inner.view(bool) & (sums[1][..., 6] > 0)  # (an inner pixel's own window holds it: its inner count is > 0)
+    at = ok.ravel()
+    if not at.any():
         z = np.zeros(k, np.float32)
         return z, z.copy()
-    s_in, s_out = (x[ys, xs] for x in sums)
+    # the sums at those pixels as rows, in raster order (np.compress: cheaper than indexing by coordinates)
+    s_in, s_out = (np.compress(at, x.reshape(-1, x.shape[-1]), axis=0) for x in sums)
     d = np.abs(s_in[:, :6] / np.maximum(s_in[:, 6:], 1) - s_out[:, :6] / np.maximum(s_out[:, 6:], 1))
-    ll = lab[ys, xs]
+    ll = lab[ok]
     cnt = np.maximum(np.bincount(ll, minlength=k), 1)
     return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
 
@@ -339,7 +349,7 @@ def _label_seams(frame: np.ndarray, anchor: np.ndarray, lab: np.ndarray, band: i
             continue
         member = np.zeros(k, bool)
         member[ids] = True
-        mi = member[sub]
+        mi = np.take(member, sub)
         sf, sa = _seams(None, None, mi.view(np.uint8), out, np.where(mi, sub, 0), k, band, both[a:b, c:d])
         s_f[ids], s_a[ids] = sf[ids], sa[ids]
     return lab, s_f, s_a, k
@@ -389,14 +399,14 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
 
     th = np.maximum(tau, tau[t])
     ref = small[t]
-    hs, ws = small.shape[1:3]
-    agree = np.empty(small.shape[:3], bool)
+    agree = np.empty(small.shape[:3], np.uint8)
+    diff = np.empty(ref.shape, np.float32)
     for i in range(len(small)):  # every channel within the pair's threshold (the max channel's test, cheaper)
-        near = cv2.compare(cv2.absdiff(small[i], ref).reshape(hs, ws * 3), float(th[i]), cv2.CMP_LE)
-        agree[i] = cv2.cvtColor(near.reshape(hs, ws, 3), cv2.COLOR_RGB2RGBA).view("<u4")[..., 0] == 0xFFFFFFFF
+        lim = float(th[i])  # (a float32: cv2.inRange compares with it exactly)
+        cv2.inRange(cv2.absdiff(small[i], ref, dst=diff), (0.0, 0.0, 0.0), (lim, lim, lim), dst=agree[i])
+    agree &= 1  # (255 -> 1: counts below)
     if valid_s is not None:
-        agree &= valid_s
-    agree = agree.view(np.uint8)
+        agree &= valid_s.view(np.uint8)
     count = np.uint8 if len(agree) < 256 else np.int32
     out = []
     for p, q in (((slice(None), slice(None), slice(None, -1)), (slice(None), slice(None), slice(1, None))),
@@ -406,6 +416,27 @@ def agreement_links(small: np.ndarray, t: int, tau: np.ndarray, valid_s: np.ndar
         union = np.add.reduce(a | b, axis=0, dtype=count)
         out.append(inter >= jaccard * np.maximum(union, 1))
     return out[0], out[1]
+
+
+def _links_over(have, box: tuple[int, int, int, int], small: np.ndarray, t: int, tau: np.ndarray,
+                valid_s: np.ndarray | None, jaccard: float):
+    """``(box, links)``: :func:`agreement_links` of frame ``t`` over ``box`` grown to hold ``have`` (the box and
+    links computed before, or None). A link depends on its two pixels only: the links already computed are kept
+    and only the strips the box grew by (with the row or column next to them, for the links across) are added."""
+    if have is None:
+        return box, agreement_links(small, t, tau, valid_s, jaccard, box)
+    (oy0, oy1, ox0, ox1), (right, down) = have
+    y0, y1, x0, x1 = min(box[0], oy0), max(box[1], oy1), min(box[2], ox0), max(box[3], ox1)
+    if (y0, y1, x0, x1) == (oy0, oy1, ox0, ox1):
+        return have
+    strips = [(y0, oy0 + 1, x0, x1)] if y0 < oy0 else []  # above; below; left and right of the old rows
+    strips += [(oy1 - 1, y1, x0, x1)] if oy1 < y1 else []
+    strips += [(oy0, oy1, x0, ox0 + 1)] if x0 < ox0 else []
+    strips += [(oy0, oy1, ox1 - 1, x1)] if ox1 < x1 else []
+    for a, b, c, d in strips:
+        r, dn = agreement_links(small[:, a:b, c:d], t, tau, None if valid_s is None else valid_s[:, a:b, c:d], jaccard)
+        right[a:b, c:d - 1], down[a:b - 1, c:d] = r, dn
+    return (y0, y1, x0, x1), (right, down)
 
 
 def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, min_area: int) -> np.ndarray:
@@ -431,15 +462,20 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     grid[1::2, ::2] = dev[:-1] & dev[1:] & links[1][y0:y1 - 1, x0:x1]
     k, lab = cv2.connectedComponents(grid, connectivity=4, ltype=cv2.CV_32S)
     lab = lab[::2, ::2]
-    first, at = np.unique(lab[dev], return_index=True)  # numbered in raster order of their first pixel
+    # numbered in raster order of their first pixel (each label's first position by np.minimum.at: what
+    # np.unique(return_index=True) gives, without its sort)
+    vals = lab[dev]
+    at = np.full(k, len(vals), np.intp)
+    np.minimum.at(at, vals, np.arange(len(vals)))
+    first = np.flatnonzero(at < len(vals))
     order = np.zeros(k, np.int32)
-    order[first[np.argsort(at)]] = np.arange(1, len(first) + 1, dtype=np.int32)
-    lab = order[lab]
+    order[first[np.argsort(at[first])]] = np.arange(1, len(first) + 1, dtype=np.int32)
+    lab = np.take(order, lab)  # (np.take: a table read by a label image, cheaper than indexing)
     area = np.bincount(lab.ravel())
     small_lab = area < min_area
     small_lab[0] = False
     if small_lab.any() and (~small_lab[1:]).any():
-        big = np.where(small_lab[lab], 0, lab).astype(np.float32)
+        big = np.where(np.take(small_lab, lab), 0, lab).astype(np.float32)
         for _ in range(3):  # grow the big pieces over the small ones
             grown = cv2.dilate(big, np.ones((3, 3), np.uint8))
             fill = (big == 0) & (lab > 0) & (grown > 0)
@@ -448,7 +484,7 @@ def split_by_agreement(links: tuple[np.ndarray, np.ndarray], dev: np.ndarray, mi
     used = np.zeros(lab.max() + 1, bool)
     used[lab.ravel()] = True
     used[0] = True
-    full[y0:y1, x0:x1] = (np.cumsum(used) - 1).astype(np.int32)[lab]
+    full[y0:y1, x0:x1] = np.take((np.cumsum(used) - 1).astype(np.int32), lab)
     return full
 
 
@@ -488,12 +524,13 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
     """:func:`local_background` with ``crop``: the values at the ``read`` pixels only (each an elementwise quotient
     of the blurs, which are those over the whole image inside :func:`_blur_box`)."""
     out = np.zeros(image.shape, np.float32)
-    ry, rx = np.nonzero(read)
+    ry, rx = _nonzero(read)
     if not len(ry):
         return out
     h, w = known.shape
     wait = np.ones(len(ry), bool)  # not reached yet
-    needed = need[ry, rx]
+    needed = None if read is need else np.take(need.ravel(), ry * w + rx)
+    flat = out.reshape(-1, 3)  # (pixels gathered and set by flat index: cheaper than by two index arrays)
     for s in scales:
         py, px = ry[wait], rx[wait]
         r = (int(round(s * 8 + 1)) | 1) // 2  # see _blur_box
@@ -508,13 +545,13 @@ def _local_background_at(image: np.ndarray, known: np.ndarray, scales, need: np.
         c0 = p0 // 16 * 16
         c1 = min(x1, c0 + -(-(p1 - c0) // 16) * 16)
         roi = (b0 - y0, b1 - y0), (c0 - x0, c1 - x0)
-        wsum = _roi_blur(k, roi, s)[py - b0, px - c0]
+        at = (py - b0) * (c1 - c0) + (px - c0)  # the pixels in the blurs' output (rows b0:b1, columns c0:c1)
+        wsum = np.take(_roi_blur(k, roi, s).ravel(), at)
         ok = wsum > 0.05
         blur = _roi_blur(_times_known(image[y0:y1, x0:x1], known[y0:y1, x0:x1]), roi, s)
-        oy, ox = py[ok], px[ok]
-        out[oy, ox] = blur[oy - b0, ox - c0] / wsum[ok][:, None]
+        flat[py[ok] * w + px[ok]] = np.take(blur.reshape(-1, 3), at[ok], axis=0) / wsum[ok][:, None]
         wait[np.flatnonzero(wait)[ok]] = False
-        if not (wait & needed).any():
+        if not (wait if needed is None else wait & needed).any():
             return out
     if wait.any():
         out[ry[wait], rx[wait]] = masked_rows(image, known).mean(0) if known.any() else image.reshape(-1, 3).mean(0)
@@ -618,9 +655,9 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     similar = (chan_max(np.abs(anchor - looks)) < tau) & ~fg
     k, lab = cv2.connectedComponents(similar.astype(np.uint8), connectivity=8)
     hit = np.zeros(k, bool)
-    hit[np.unique(lab[seeds & similar])] = True
+    hit[lab[seeds & similar]] = True  # (repeated labels: the same True)
     hit[0] = False
-    return hit[lab]
+    return np.take(hit, lab)
 
 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
@@ -654,15 +691,9 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
         if not dev.any():
             continue
         def pieces(part, t=t):
-            ys, xs = np.nonzero(part)
-            box = (int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1)
-            have = links.get(t)
-            if have is None or not (have[0][0] <= box[0] and box[1] <= have[0][1] and have[0][2] <= box[2]
-                                    and box[3] <= have[0][3]):  # links over the part's box (grown as needed)
-                if have is not None:
-                    box = (min(box[0], have[0][0]), max(box[1], have[0][1]), min(box[2], have[0][2]),
-                           max(box[3], have[0][3]))
-                links[t] = (box, agreement_links(small, t, tau, valid_s, split, box))
+            rows, cols = mask_box(part)
+            box = (rows.start, rows.stop, cols.start, cols.stop)
+            links[t] = _links_over(links.get(t), box, small, t, tau, valid_s, split)
             return split_by_agreement(links[t][1], part, min_area)
 
         both[..., :3] = small[t]
@@ -698,7 +729,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     r_bg = (s_a > ratio * s_f) & (s_a > 2 * tau)
     r_fg = (s_f > ratio * s_a) & (s_f > tau)
     r_bg[0] = r_fg[0] = False
-    call = _calls(r_bg, r_fg)[lab]  # per pixel: 1 its region is background, 2 foreground, 0 neither
+    call = np.take(_calls(r_bg, r_fg), lab)  # per pixel: 1 its region is background, 2 foreground, 0 neither
     und_r = dev & (call == 0)
     whole = np.ones(dev.shape, bool)
     labels = pieces(und_r) if pieces is not None and und_r.any() else None
@@ -711,7 +742,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
         p_bg[0] = p_fg[0] = False
         lab = np.where(und_r, lab_p + k, lab)
         whole = ~und_r
-        call = _calls(np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg]))[lab]
+        call = np.take(_calls(np.concatenate([r_bg, p_bg]), np.concatenate([r_fg, p_fg])), lab)
     around = local_background(anchor, ~dev, need=dev, crop=True)
     rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
     box = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)  # (only dev's box is read)
@@ -730,7 +761,7 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
             lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg, both=both)
             keep = s_a2 > s_f2
             keep[0] = False
-            p_bg = keep[lab2]
+            p_bg = np.take(keep, lab2)
         is_bg |= p_bg
         is_fg |= mixed & ~p_bg & px_fg
     # a piece called foreground in a region undecided as a whole stays undecided for the confidence map
@@ -768,14 +799,18 @@ def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | N
     return out
 
 
-def apply_tone(frames: np.ndarray, curves: np.ndarray) -> np.ndarray:
-    """``(n, h, w, 3) uint8`` frames through their ``(n, 256, 3)`` tone curves (``cv2.LUT``)."""
+def apply_tone(frames: np.ndarray, curves: np.ndarray | None, luts: np.ndarray | None = None) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` frames through their ``(n, 256, 3)`` tone curves (``cv2.LUT``). ``luts``: ``(n, 256,
+    3) uint8`` level maps applied before the curves (the exposure gains), composed with them into one lookup;
+    ``curves`` None: those maps only."""
     import cv2
 
     out = np.empty_like(frames)
     for t in range(len(frames)):
-        lut = np.clip(curves[t] + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3)
-        cv2.LUT(frames[t], lut, dst=out[t])
+        lut = None if curves is None else np.clip(curves[t] + 0.5, 0, 255).astype(np.uint8)
+        if luts is not None:
+            lut = luts[t] if lut is None else np.take_along_axis(lut, luts[t].astype(np.intp), 0)
+        cv2.LUT(frames[t], lut.reshape(1, 256, 3), dst=out[t])
     return out
 
 
@@ -820,7 +855,7 @@ def mode_members(small: np.ndarray, anchor_s: np.ndarray, tau: np.ndarray, valid
     members = np.zeros(small.shape[:3], bool)
     if not sus.any():
         return members, sus
-    ys, xs = np.nonzero(sus)
+    ys, xs = _nonzero(sus)
     vals = small[:, ys, xs]  # (n, k, 3)
     okk = ok[:, ys, xs]
     tk = tau[:, None]
@@ -877,7 +912,7 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     if not pix.any():
         return anchor, none, none
     n, h, w = votes_bg.shape
-    ys, xs = np.nonzero(pix)
+    ys, xs = _nonzero(pix)
     at = ys * w + xs
     vals = np.take(frames.reshape(n, h * w, 3), at, axis=1)  # (n, k, 3) uint8 (np.take: cheaper than [:, at])
     b = np.take(votes_bg.reshape(n, h * w), at, axis=1)
@@ -927,14 +962,17 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     used = np.empty((n, h, w), bool)
     tol8 = np.clip(np.floor(tol), 0, 255).astype(np.uint8)  # the differences are whole levels
     tol3 = cv2.merge([tol8, tol8, tol8])
+    # |frame - anchor| <= tol8 in every channel <=> frame in [anchor - tol8, anchor + tol8], the bounds saturated to
+    # [0, 255] (which every level lies in): one cv2.inRange per frame (255 where all three channels are within)
+    lo, hi = cv2.subtract(anchor, tol3), cv2.add(anchor, tol3)
     for t in range(n):
-        # within tol8 in every channel: the saturated excess is 0 in all three, i.e. the pixel with an opaque alpha
-        # read as one little-endian uint32 is 0xFF000000 (cheaper than the channel max)
-        over = cv2.cvtColor(cv2.subtract(cv2.absdiff(frames[t], anchor), tol3), cv2.COLOR_RGB2RGBA)
-        u = np.equal(over.view("<u4")[..., 0], 0xFF000000, out=used[t])  # (written in place)
-        if valid is not None:
-            u &= valid[t]
-        cv2.accumulate(frames[t], acc, mask=u.view(np.uint8))
+        within = cv2.inRange(frames[t], lo, hi)
+        u = used[t]  # (written in place, as 0/1 bytes: 255 & 1, or 255 & valid)
+        if valid is None:
+            np.bitwise_and(within, 1, out=u.view(np.uint8))
+        else:
+            cv2.bitwise_and(within, valid[t].view(np.uint8), dst=u.view(np.uint8))
+        cv2.accumulate(frames[t], acc, mask=within if valid is None else u.view(np.uint8))
     count = used.sum(0, dtype=np.int32)
     # float32 rounds the same: sums of whole levels over at most 2^14 frames are exact and the fraction of the mean
     # is a multiple of 1 / count, at least 1 / (2 count) from 0.5 unless it is 0.5 (exact)
@@ -945,19 +983,21 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     return plate, count, used
 
 
-def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detect: bool = True, ref: int = 0
-                        ) -> BackgroundEstimate:
+def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detect: bool = True, ref: int = 0,
+                        luts: np.ndarray | None = None) -> BackgroundEstimate:
     """The background of ``(n, h, w, 3) uint8`` exposure-compensated frames (see the module docstring).
 
     ``valid``: optional ``(n, h, w) bool`` samples not covered by a given mask. ``cfg``: a ``PlateConfig``.
     ``detect``: tell regions apart (False: the masked median and the trimmed mean only). ``ref``: the frame whose
-    tone the plate takes."""
+    tone the plate takes. ``luts``: optional ``(n, 256, 3) uint8`` per-frame per-channel level maps (the exposure
+    gains, :func:`real2sim.capture.plate.gain_luts`) the frames are to go through first: they are composed with
+    the tone curves (the frames then go through one lookup, not two)."""
     import cv2
 
     n, h, w, _ = frames.shape
     size = (detect_size(h, w, min(cfg.detect_pixels, max(4000, int(cfg.detect_fraction * h * w)))) if not cfg.detect_scale else
             (max(16, int(round(w * cfg.detect_scale))), max(16, int(round(h * cfg.detect_scale)))))
-    small = shrink(frames, size)
+    small = shrink(frames, size, luts)
     valid_s = None if valid is None else shrink(valid.astype(np.uint8)[..., None].repeat(3, -1) * 255, size)[..., 0] > 127
     curves = None
     if n >= 2 and cfg.tone_curves:
@@ -965,8 +1005,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         if np.abs(curves - np.arange(256, dtype=np.float32)[None, :, None]).max() < 0.5:
             curves = None  # every curve rounds to the identity: nothing to map (and nothing to map back)
         else:
-            frames = apply_tone(frames, curves)
+            frames = apply_tone(frames, curves, luts)
             small = shrink(frames, size)
+    if luts is not None and curves is None:
+        frames = apply_tone(frames, None, luts)  # the exposure gains alone
     anchor = temporal_median(frames, valid)
     sigma, s_ghost = noise_sigmas(frames, anchor, valid)
     # the trimmed mean's tolerance takes the interpolated quartile; the tolerance that groups the frames behind a
@@ -1014,7 +1056,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
                 rep &= near
                 k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
                 hit = np.zeros(k2, bool)
-                hit[np.unique(lab2[(cv2.dilate(ghost.view(np.uint8), grow) > 0) & rep])] = True
+                hit[lab2[(cv2.dilate(ghost.view(np.uint8), grow) > 0) & rep]] = True
                 hit[0] = False
                 rep &= hit[lab2]
                 new = np.where(rep[..., None], new, anchor)
@@ -1108,7 +1150,7 @@ def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: 
     returns the ``(h, w) bool`` pixels changed."""
     n = frames.shape[0]
     out = np.zeros(mixed.shape, bool)
-    ys, xs = np.nonzero(mixed)
+    ys, xs = _nonzero(mixed)
     if n < 3 or not len(ys):
         return out
     vals = np.ascontiguousarray(frames[:, ys, xs].transpose(0, 2, 1))  # (n, 3, k) uint8
@@ -1164,7 +1206,7 @@ def peel_supported(frames: np.ndarray, valid: np.ndarray | None, before: np.ndar
     import cv2
 
     k, lab = cv2.connectedComponents(peeled.view(np.uint8), connectivity=8)
-    ys, xs = np.nonzero(peeled)
+    ys, xs = _nonzero(peeled)
     vals = frames[:, ys, xs].astype(np.int16)
     ok = np.ones(vals.shape[:2], bool) if valid is None else valid[:, ys, xs]
     s_new = ((np.abs(vals - after[ys, xs]).max(-1) <= tol) & ok).sum(0)
@@ -1203,7 +1245,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
         return none
     r = max(1, int(round(cfg.arbiter_window * np.sqrt(h * w))))
     unknown = cv2.dilate(mixed.view(np.uint8), np.ones((3, 3), np.uint8)) > 0  # its rim: blur of what is in front
-    ys, xs = np.nonzero(unknown)
+    ys, xs = _nonzero(unknown)
     m = 3 * r + 40  # the box of the unknown pixels with room for the window and the spread of the surroundings
     y0, y1, x0, x1 = max(0, ys.min() - m), min(h, ys.max() + m + 1), max(0, xs.min() - m), min(w, xs.max() + m + 1)
     box = (slice(y0, y1), slice(x0, x1))
@@ -1215,15 +1257,18 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
 
     # the distances are read at the mixed pixels only: computed over their box plus the window (the box filter's
     # sums are exact in double precision, so the values there are the same as over the whole box)
-    my, mx = np.nonzero(mix)
+    my, mx = _nonzero(mix)
     hb, wb = mix.shape
     c0, c1 = max(0, my.min() - r - 1), min(hb, my.max() + r + 2)
     c2, c3 = max(0, mx.min() - r - 1), min(wb, mx.max() + r + 2)
     pred_c = pred[c0:c1, c2:c3]
     my, mx = my - c0, mx - c2
 
+    read_at = my * (c3 - c2) + mx  # (read by flat index: cheaper than by two index arrays)
+
     def distance(img):
-        return cv2.boxFilter(chan_max(cv2.absdiff(img[c0:c1, c2:c3].astype(np.float32), pred_c)), -1, win)[my, mx]
+        return np.take(cv2.boxFilter(chan_max(cv2.absdiff(img[c0:c1, c2:c3].astype(np.float32), pred_c)), -1,
+                                     win).ravel(), read_at)
 
     d_plate = distance(plate[box])
     best = np.full(d_plate.shape, np.inf, np.float32)
@@ -1264,7 +1309,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
         return none
     at = np.full(take.shape, -1, np.int64)
     at[ty, tx] = np.arange(len(ty))
-    fy, fx = np.nonzero(take)
+    fy, fx = _nonzero(take)
     k = at[fy, fx]
     mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
     plate[box][fy, fx] = mean
@@ -1292,7 +1337,7 @@ def surround_disagrees(frames: np.ndarray, plate: np.ndarray, tol: np.ndarray, v
     k, lab = cv2.connectedComponents(take.view(np.uint8), connectivity=8)
     hh, ww = take.shape
     for i in range(1, k):
-        ys, xs = np.nonzero(lab == i)
+        ys, xs = _nonzero(lab == i)
         for rw in widths:
             y0, y1 = max(0, ys.min() - rw), min(hh, ys.max() + rw + 1)
             x0, x1 = max(0, xs.min() - rw), min(ww, xs.max() + rw + 1)
@@ -1303,7 +1348,7 @@ def surround_disagrees(frames: np.ndarray, plate: np.ndarray, tol: np.ndarray, v
                 break
         else:
             continue  # nothing well-decided near the part: no evidence against it
-        ry, rx = np.nonzero(ring)
+        ry, rx = _nonzero(ring)
         ry, rx = ry + y0, rx + x0
         same = chan_max(np.abs(frames[:, ry, rx].astype(np.int16) - plate[ry, rx].astype(np.int16))) <= tol[ry, rx]
         if valid is not None:

@@ -324,5 +324,5 @@ def clean_mask(m: np.ndarray, open_px: int, close_px: int, fill: bool, min_area:
         n, lab, stats, _ = cv2.connectedComponentsWithStats(m8, connectivity=8)
         keep = np.zeros(n, bool)
         keep[1:] = stats[1:, cv2.CC_STAT_AREA] >= min_area
-        m8 = keep[lab].astype(np.uint8)
+        m8 = np.take(keep, lab).astype(np.uint8)  # (np.take: cheaper than indexing by the label image)
     return m8 > 0
