@@ -253,8 +253,9 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
     if prompt is not None:
         pmask = segment(frames[start], prompt[1], plate=bg)
     rep: dict = {"camera_pose": "known" if known else f"unknown: {why}"}
+    seen = _plate_seen(bundle, frames.shape[1:3]) if bg is not None else None
     if not known:
-        track = motion_masks(frames, bg, excl, cfg, reason=f"camera pose unknown ({why})")
+        track = motion_masks(frames, bg, excl, cfg, reason=f"camera pose unknown ({why})", background_seen=seen)
         return track, _report(track, idx, None, rep)
     model = load_robot_model(m.robot, bundle.root)
     space = joint_space(rdef, model)
@@ -271,9 +272,19 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
                   "('real2sim init ... --points', 'real2sim refine-camera')")
         log.warning("robot_fit: %s; falling back to motion segmentation", reason)
         rep["camera_pose"] = f"does not fit: {reason}"
-        fallback = motion_masks(frames, bg, excl, cfg, reason=reason)
+        fallback = motion_masks(frames, bg, excl, cfg, reason=reason, background_seen=seen)
         return fallback, _report(fallback, idx, None, rep)
     return track, _report(track, idx, q_start, rep)
+
+
+def _plate_seen(bundle: Bundle, shape: tuple[int, int]) -> np.ndarray | None:
+    """``(h, w) bool`` where the bundle's plate was seen in some frame (its confidence > 0, not inpainted), or None
+    without a confidence map of that size."""
+    rel = bundle.manifest.capture.plate_confidence
+    if not rel or not bundle.path(rel).is_file():
+        return None
+    conf = read_gray(bundle.path(rel))
+    return conf > 0 if conf.shape == tuple(shape) else None
 
 
 def _report(track: RobotTrack, idx: list[int], q_start, rep: dict) -> dict:

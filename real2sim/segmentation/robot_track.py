@@ -664,11 +664,14 @@ def render_recorded(frames: np.ndarray, camera: Camera, model: RobotModel, space
 
 
 def motion_masks(frames: np.ndarray, background: np.ndarray | None = None, exclude: np.ndarray | None = None,
-                 config: TrackConfig | None = None, reason: str = "") -> RobotTrack:
+                 config: TrackConfig | None = None, reason: str = "", background_seen: np.ndarray | None = None
+                 ) -> RobotTrack:
     """Everything that moves or differs from the background and is not an excluded (prompted) object, per frame.
 
     ``frames``: ``(n, h, w, 3) uint8``; ``background``: plate or None (the clip's median, recomputed without what
-    moved); ``exclude``: ``(n, h, w) bool``. For clips whose camera pose is unknown: no joints are fitted."""
+    moved); ``exclude``: ``(n, h, w) bool``; ``background_seen``: ``(h, w) bool`` where a plate's frames showed the
+    background (its confidence > 0; elsewhere it is inpainted, and a difference from it says nothing). For clips
+    whose camera pose is unknown: no joints are fitted."""
     t0 = time.perf_counter()
     cfg = config or TrackConfig()
     frames = np.asarray(frames)
@@ -676,12 +679,16 @@ def motion_masks(frames: np.ndarray, background: np.ndarray | None = None, exclu
     excl = np.zeros((n, h, w), bool) if exclude is None else np.asarray(exclude, bool)
     r = max(2, int(round(0.006 * np.hypot(h, w))))
     moving = [motion_evidence(frames, i, cfg) for i in range(n)]
-    bg, known = (background, np.ones((h, w), bool)) if background is not None else \
-        clip_background(frames, np.stack([dilate(m, 2 * r) for m in moving]))
+    counts = np.ones((h, w), bool)  # where a difference from the background counts
+    if background is not None:
+        bg = background
+        known = counts = np.ones((h, w), bool) if background_seen is None else np.asarray(background_seen, bool)
+    else:
+        bg, known = clip_background(frames, np.stack([dilate(m, 2 * r) for m in moving]))
     masks = []
     for i, f in enumerate(frames):
         fg, _ = foreground(f, bg, cfg, known & ~excl[i])
-        m = (fg | moving[i]) & ~dilate(excl[i], 2)
+        m = ((fg & counts) | moving[i]) & ~dilate(excl[i], 2)
         masks.append(clean_mask(m, open_px=1, close_px=r, fill=True, min_area=int(0.0005 * h * w)))
     states = ["motion" if m.any() else "lost" for m in masks]
     return RobotTrack(np.zeros((n, 0)), masks, [np.zeros((h, w), bool)] * n, np.full(n, np.nan), states, [0] * n,
