@@ -205,14 +205,10 @@ def estimate_gains(frames: np.ndarray, ref: int, fg: np.ndarray | None = None, s
 
 
 def gain_luts(gains: np.ndarray) -> np.ndarray:
-    """``(n, 256, 3) uint8``: each level through :func:`apply_gains`' product (``cv2.multiply`` of the 256 levels;
-    it is a function of the level and the channel only), for ``cv2.LUT``."""
-    import cv2
-
-    levels = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, 1)[None]
-    unit = (np.abs(gains.astype(np.float64) - 1.0) <= 1e-8 + 1e-5).all(1)  # (as in apply_gains)
-    return np.stack([levels[0] if unit[t] else cv2.multiply(levels, (float(g[0]), float(g[1]), float(g[2]), 0.0))[0]
-                     for t, g in enumerate(gains)])
+    """``(n, 256, 3) uint8``: each level through :func:`apply_gains` (its product is a function of the level and
+    the channel only), for ``cv2.LUT``."""
+    levels = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 3, 1)[None]  # a one-row image of the 256 levels
+    return apply_gains(np.repeat(levels[None], len(gains), 0), gains)[:, 0]
 
 
 def apply_gains(frames: np.ndarray, gains: np.ndarray) -> np.ndarray:
@@ -527,13 +523,13 @@ def motion_only_entities(bundle) -> set[str]:
     return {"robot"} if rec is not None and rec.metrics.get("method") == "motion" else set()
 
 
-def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int]) -> tuple[np.ndarray | None, list[str]]:
-    """Union of the entity masks recorded for each frame (``manifest.capture.masks``), less those of
-    :func:`motion_only_entities`, or None if there are none."""
+def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int], leave_out=()
+                            ) -> tuple[np.ndarray | None, list[str]]:
+    """Union of the entity masks recorded for each frame (``manifest.capture.masks``), less the entities in
+    ``leave_out`` (:func:`motion_only_entities`), or None if there are none."""
 
     cap = bundle.manifest.capture
-    skip = motion_only_entities(bundle)
-    masks = {key: {e: rel for e, rel in ents.items() if e not in skip} for key, ents in cap.masks.items()}
+    masks = {key: {e: rel for e, rel in ents.items() if e not in leave_out} for key, ents in cap.masks.items()}
     masks = {key: ents for key, ents in masks.items() if ents}
     if not masks:
         return None, []
@@ -581,7 +577,7 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
 
     def run():
         frames = load_frames(bundle)
-        masks, used = bundle_foreground_masks(bundle, len(frames), frames.shape[1:3])
+        masks, used = bundle_foreground_masks(bundle, len(frames), frames.shape[1:3], skip)
         run_cfg = cfg
         if masks is not None:
             from dataclasses import replace
