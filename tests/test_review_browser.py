@@ -602,14 +602,18 @@ def test_3d_scene_settle_and_rollout_playback(policy_server, browser):
                            "return v && v.readyState >= 2 && v.videoWidth === 640; }", timeout=60_000)
     page.evaluate("""async () => { const v = document.querySelector('#rollout_video video');
         v.muted = true; await v.play(); }""")
-    # a loaded machine decodes slowly: wait (bounded) for the clock to move instead of sampling it once
-    try:
-        page.wait_for_function("() => document.querySelector('#rollout_video video').currentTime > 0.2",
-                               timeout=30_000)
-    except Exception:
-        pass
-    played = page.evaluate("() => document.querySelector('#rollout_video video').currentTime")
-    assert played > 0.2, played
+    # a loaded machine (CI runs browser tests next to MuJoCo rollouts) decodes slowly, so the test asks that the
+    # clock moves at all, then that a late frame decodes after a seek: both prove the episode plays, neither
+    # depends on how fast this machine is
+    page.wait_for_function("() => document.querySelector('#rollout_video video').currentTime > 0", timeout=60_000)
+    state = page.evaluate("""async () => { const v = document.querySelector('#rollout_video video');
+        v.pause();
+        const target = v.duration * 0.8;
+        await new Promise((ok) => { v.addEventListener('seeked', ok, {once: true}); v.currentTime = target; });
+        return {error: v.error ? v.error.code : null, duration: v.duration, at: v.currentTime,
+                ready: v.readyState, target: target}; }""")
+    assert state["error"] is None and state["duration"] > 1.0, state
+    assert abs(state["at"] - state["target"]) < 0.1 and state["ready"] >= 2, state
     page.screenshot(path=str(ARTIFACTS / "tab_rollout.png"), full_page=True)
     page.close()
 
