@@ -212,7 +212,7 @@ def test_pose_slider_moves_object_and_updates_overlay(server, browser):
     # the exact-pose field follows the slider edit (x, y, z, then the quaternion)
     t0 = time.time()
     box = page.locator("#pose_text textarea, #pose_text input").first
-    while not box.input_value().startswith(f"{before_x - 0.04:.6g}") and time.time() - t0 < 15:
+    while not box.input_value().startswith(f"{before_x - 0.04:.6g}") and time.time() - t0 < 60:
         time.sleep(0.1)
     assert box.input_value().startswith(f"{before_x - 0.04:.6g}"), box.input_value()
     # the keyboard on the range slider nudges: 0.5 mm per step
@@ -223,7 +223,7 @@ def test_pose_slider_moves_object_and_updates_overlay(server, browser):
         page.keyboard.press("ArrowRight")
     wait_new_src(page, "#object_preview", src1)
     t0 = time.time()
-    while abs(pose(root, "cube")["position"][1] - (y0 + 0.0025)) > 1e-6 and time.time() - t0 < 15:
+    while abs(pose(root, "cube")["position"][1] - (y0 + 0.0025)) > 1e-6 and time.time() - t0 < 60:
         time.sleep(0.1)
     assert pose(root, "cube")["position"][1] == pytest.approx(y0 + 0.0025, abs=1e-6)
     # the difference view now shows the cube where the real frame has it
@@ -332,7 +332,7 @@ def test_export_button_writes_files_and_failure_keeps_bundle(server, browser):
     assert (root / "exports" / "mjcf" / "scene.xml").is_file()
     assert (root / "exports" / "usd").is_dir() and any((root / "exports" / "usd").iterdir())
     t0 = time.time()
-    while "exports/usd/" not in page.locator("#export_result").inner_text() and time.time() - t0 < 20:
+    while "exports/usd/" not in page.locator("#export_result").inner_text() and time.time() - t0 < 60:
         time.sleep(0.2)
     assert "exports/usd/" in page.locator("#export_result").inner_text(), page.locator("#export_result").inner_text()
     page.wait_for_function("() => document.querySelector('#export_files').innerText.includes('exports/mjcf/')", timeout=20_000)
@@ -549,7 +549,7 @@ def test_composite_is_the_policys_observation(policy_server, browser):
     page.locator("#overlay_mode").get_by_text("difference", exact=True).click()
     wait_new_src(page, "#overlay", old)
     t0 = time.time()
-    while "PSNR" not in page.locator("#overlay_note").inner_text() and time.time() - t0 < 20:
+    while "PSNR" not in page.locator("#overlay_note").inner_text() and time.time() - t0 < 60:
         time.sleep(0.2)
     assert "PSNR" in page.locator("#overlay_note").inner_text()
     page.screenshot(path=str(ARTIFACTS / "policy_difference.png"), full_page=True)
@@ -561,7 +561,7 @@ def test_poor_stage_shows_on_overview(policy_server, browser):
     page = open_page(browser, url)
     goto_tab(page, "Overview")
     t0 = time.time()
-    while "Poor" not in page.locator("#summary").inner_text() and time.time() - t0 < 20:
+    while "Poor" not in page.locator("#summary").inner_text() and time.time() - t0 < 60:
         time.sleep(0.2)
     summary = " ".join(page.locator("#summary").inner_text().split())
     assert "Poor" in summary and "table: spread_mm 23.4 misses the bar" in summary and "not applied" in summary, summary
@@ -664,7 +664,7 @@ def test_slider_drag_updates_the_live_iou(policy_server, browser):
     # the Overview followed the edit without 'Refresh': the undo history lists it, the stages it made stale show
     goto_tab(page, "Overview")
     t0 = time.time()
-    while "object cube" not in page.locator("#history").inner_text() and time.time() - t0 < 20:
+    while "object cube" not in page.locator("#history").inner_text() and time.time() - t0 < 60:
         time.sleep(0.2)
     assert "object cube" in page.locator("#history").inner_text()
     assert "(no edits yet)" not in page.locator("#history").inner_text()
@@ -742,14 +742,14 @@ def test_scanned_object_shows_its_turntable_next_to_its_frames(scan_server, brow
     page.get_by_role("option", name="scanned_can").click()
     page.wait_for_selector("#scan_note", state="visible", timeout=30_000)
     t0 = time.time()
-    while "frames used" not in page.locator("#scan_note").inner_text() and time.time() - t0 < 20:
+    while "frames used" not in page.locator("#scan_note").inner_text() and time.time() - t0 < 60:
         time.sleep(0.2)
     note = page.locator("#scan_note").inner_text()
     assert f"{len(report['frames_used'])} of 12 frames used" in note
     assert f"Chamfer {report['grade']['chamfer_mm']:.2f} mm" in note and "confidence" in note
     for sel, name in (("#scan_turntable", "turntable.png"), ("#scan_frames", "frames.png")):
         t0 = time.time()
-        while not page.locator(f"{sel} img").count() and time.time() - t0 < 20:
+        while not page.locator(f"{sel} img").count() and time.time() - t0 < 60:
             time.sleep(0.2)
         _, px = img_pixels(page, url, sel)
         want = np.asarray(Image.open(root / "objects" / "scanned_can" / "scan" / name).convert("RGB")).astype(int)
@@ -758,7 +758,7 @@ def test_scanned_object_shows_its_turntable_next_to_its_frames(scan_server, brow
     page.locator("#object_select input").first.click()
     page.get_by_role("option", name="cube").click()
     t0 = time.time()
-    while panel.is_visible() and time.time() - t0 < 20:
+    while panel.is_visible() and time.time() - t0 < 60:
         time.sleep(0.2)
     assert not panel.is_visible()
     page.close()
@@ -802,7 +802,7 @@ def test_drawer_slider_and_mounted_camera_view(joints_server, browser):
     status_text(page, "joint 'drawer_joint' = 0.3 m is outside its limits [0, 0.15] m")
     assert drawer() == pytest.approx(0.12)
     t0 = time.time()
-    while box.input_value() != "0.12" and time.time() - t0 < 10:
+    while box.input_value() != "0.12" and time.time() - t0 < 60:
         time.sleep(0.1)
     assert box.input_value() == "0.12"
     page.locator("#undo").click()
