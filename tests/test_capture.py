@@ -167,6 +167,24 @@ def test_camera_file_errors(tmp_path):
     assert abs(half.cx - 159.5) < 1e-9 and abs(half.fx - 300) < 1e-9
 
 
+def test_camera_file_refuses_a_pose_outside_pose_and_a_misspelt_field(tmp_path, caplog):
+    """A pose written at the top level (position, quaternion_wxyz) was silently dropped: the camera sat at the
+    origin and the robot was found by motion instead of its model. Now it is refused, naming the field and the fix;
+    a misspelt field gets "did you mean"; a field of another tool is ignored with a warning."""
+    base = {"width": 640, "height": 480, "fx": 600, "fy": 600, "cx": 319.5, "cy": 239.5}
+    pose = {"position": [0, -0.16, 0.336], "quaternion_wxyz": [1, 0, 0, 0], "convention": "sapien"}
+    with pytest.raises(CaptureError, match=r"c.json: field 'position' is not read: a camera pose goes under 'pose'"):
+        camera_from_dict({**base, **pose}, tmp_path / "c.json")
+    with pytest.raises(CaptureError, match=r"'T_world_cam'.*did you mean 'T_world_camera'"):
+        camera_from_dict({**base, "T_world_cam": np.eye(4).tolist()}, "c.json")
+    with pytest.raises(CaptureError, match=r"unknown field 'distrotion' \(did you mean 'distortion'\?\)"):
+        camera_from_dict({**base, "distrotion": [0.1, 0, 0, 0, 0]}, "c.json")
+    with caplog.at_level("WARNING", logger="real2sim"):
+        cam = camera_from_dict({**base, "pose": pose, "serial": "A1234"}, "c.json")
+    assert "field 'serial' is not a camera-file field; ignored" in caplog.text
+    assert abs(cam.T_world_camera[2, 3] - 0.336) < 1e-9
+
+
 def _write_frames(folder, n=4, size=(64, 48)):
     from real2sim.core.imaging import write_rgb
 

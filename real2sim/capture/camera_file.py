@@ -24,11 +24,14 @@ from typing import Sequence
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.errors import CalibrationError, CaptureError, UnknownNameError
+from real2sim.core.errors import CalibrationError, CaptureError, UnknownNameError, did_you_mean
 from real2sim.core.geometry import camera_pose_from_convention, make_pose
 
 log = logging.getLogger(__name__)
 CONVENTIONS = ("opencv", "opengl", "sapien")
+CAMERA_FIELDS = ("width", "height", "fx", "fy", "cx", "cy", "K", "distortion", "T_world_camera", "pose", "near", "far")
+"""The camera file's top-level fields."""
+_POSE_WORDS = ("pos", "quat", "rot", "trans", "extrinsic", "orient", "rvec", "tvec")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -42,11 +45,29 @@ def _num(d: dict, key: str, path: Path):
     return float(v)
 
 
+def _check_fields(d: dict, path: Path) -> None:
+    """A field the reader does not know is refused when it looks like a misspelt field or a pose outside 'pose'
+    (the pose would be silently lost and the camera put at the origin); anything else is ignored with a warning."""
+    for key in d:
+        if key in CAMERA_FIELDS:
+            continue
+        hint = did_you_mean(key, CAMERA_FIELDS)
+        if hint:
+            raise CaptureError(f"{path}: unknown field '{key}'{hint}; the fields are {', '.join(CAMERA_FIELDS)}")
+        if any(w in key.lower() for w in _POSE_WORDS) or key in ("R", "t", "T"):
+            raise CaptureError(f"{path}: field '{key}' is not read: a camera pose goes under 'pose' as "
+                               '{"position": [x, y, z], "quaternion_wxyz": [w, x, y, z], "convention": "sapien"} '
+                               "(or a 4x4 OpenCV 'T_world_camera')")
+        log.warning("%s: field '%s' is not a camera-file field; ignored (the fields are %s)", path, key,
+                    ", ".join(CAMERA_FIELDS))
+
+
 def camera_from_dict(d: dict, path: Path | str = "<camera>") -> Camera:
     """Parse the camera-file dict (module docstring) into a :class:`real2sim.core.camera.Camera` (OpenCV pose)."""
     path = Path(path)
     if not isinstance(d, dict):
         raise CaptureError(f"{path}: must be a JSON object with width, height, fx, fy, cx, cy (see docs/capture.md)")
+    _check_fields(d, path)
     for k in ("width", "height"):
         if not isinstance(d.get(k), int) or d[k] <= 0:
             raise CaptureError(f"{path}: field '{k}' must be a positive integer (image size in pixels), got {d.get(k)!r}")
