@@ -188,6 +188,40 @@ def test_unknown_camera_pose_falls_back_to_motion(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_robot_box_over_the_whole_image_is_a_hint_not_a_crash(tmp_path, shared_data, caplog):
+    """A robot that fills the view gets a box over the whole image; GrabCut cannot cut that box (no background
+    outside it), which stopped the whole one-command capture with a traceback. The box is a hint: the robot is
+    tracked without it (posed camera: the model path), a warning names the frame, and the plate is made
+    (plate benchmark clip ``widowx_few_5``: at least 1 dB over the plain median)."""
+    from real2sim.capture.camera_file import camera_to_dict
+    from real2sim.core.imaging import read_rgb
+    from real2sim.demos.plate_cases import plate_cases, robot_camera, widowx_model
+    from real2sim.pipeline.capture import capture_scene
+
+    case = plate_cases(shared_data, ["widowx_few_5"])[0]
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i, f in enumerate(case.frames):
+        write_rgb(frames / f"{i:06d}.png", f)
+    h, w = case.truth.shape[:2]
+    (tmp_path / "camera.json").write_text(json.dumps(camera_to_dict(robot_camera("widowx", widowx_model(), (w, h)))))
+    (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": [0, 0, w, h]}}))
+    with caplog.at_level("WARNING", logger="real2sim"):
+        capture_scene(tmp_path / "scene", frames, camera=tmp_path / "camera.json", prompts=tmp_path / "prompts.json",
+                      robot="widowx")
+    assert "robot's prompt on frame 0 gives no mask" in caplog.text and "box covers the whole image" in caplog.text
+    root = tmp_path / "scene"
+    assert json.loads((root / "reports" / "robot_fit.json").read_text())["method"] == "model"
+    b = Bundle.load(root)
+    plate = read_rgb(b.path(b.manifest.capture.plate)).astype(float)
+    median = np.median(case.frames, axis=0).round()
+
+    def psnr(img):
+        return 10 * np.log10(255.0 ** 2 / np.mean((img - case.truth) ** 2))
+
+    assert psnr(plate) >= psnr(median) + 1.0, (psnr(plate), psnr(median))
+
+
 def test_without_a_camera_pose_a_lingering_robot_stays_out_of_the_plate(tmp_path, shared_data):
     """The one-command capture with a box on the robot and a camera file without a pose, on a clip where the WidowX
     lingers over most frames (the plate benchmark's ``widowx_lowres_linger``): the robot's motion masks, made

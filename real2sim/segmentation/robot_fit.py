@@ -249,9 +249,7 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
     rdef = robot_for_spec(m.robot, bundle.root)
     excl = _exclusions(bundle, idx, frames.shape[1:3])
     known, why = camera_pose_known(bundle, cam_name)
-    pmask = None
-    if prompt is not None:
-        pmask = segment(frames[start], prompt[1], plate=bg)
+    pmask = _prompt_mask(frames[start], prompt, bg, idx[start])
     rep: dict = {"camera_pose": "known" if known else f"unknown: {why}"}
     seen = _plate_seen(bundle, frames.shape[1:3]) if bg is not None else None
     if not known:
@@ -275,6 +273,19 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
         fallback = motion_masks(frames, bg, excl, cfg, reason=reason, background_seen=seen)
         return fallback, _report(fallback, idx, None, rep)
     return track, _report(track, idx, q_start, rep)
+
+
+def _prompt_mask(frame: np.ndarray, prompt, bg, frame_index: int) -> np.ndarray | None:
+    """The robot's prompted mask on the start frame, or None: no prompt, or one that gives no mask (a box over the
+    whole image, where the robot fills the view) is only a hint, so the robot is then found without it."""
+    if prompt is None:
+        return None
+    try:
+        return segment(frame, prompt[1], plate=bg)
+    except SegmentationError as exc:
+        log.warning("robot_fit: the robot's prompt on frame %d gives no mask (%s); the robot is found without it",
+                    frame_index, exc)
+        return None
 
 
 def _plate_seen(bundle: Bundle, shape: tuple[int, int]) -> np.ndarray | None:
