@@ -128,3 +128,41 @@ def test_controller_replay_agrees_between_mujoco_and_sapien(google, tmp_path, st
     gap = np.linalg.norm(paths["mjcf"] - paths["sapien"], axis=1).max()
     assert travel > 0.05, travel
     assert gap < gap_mm / 1e3, gap
+
+
+def test_head_camera_sees_the_arm_not_the_inside_of_the_head(google):
+    """From its own head camera the Google Robot's head mesh encloses the camera; the engines cull its back faces,
+    the software rasterizer did not, so every robot silhouette from that camera (the robot fit, overlays) was the
+    whole image and the model path fell back to motion. The link around the camera is left out: the silhouette is
+    the arm's, the same as one rendered with every head link removed by name."""
+    from real2sim.core.camera import Camera
+    from real2sim.core.manifest import RobotSpec
+    from real2sim.render.raster import rasterize
+    from real2sim.render.robot import RobotSilhouette, link_id_image, links_around, load_robot_model, posed_mesh
+    from real2sim.robots.kinematics import Kinematics, camera_mount_pose
+
+    model = load_robot_model(RobotSpec("google_robot"), None)
+    _, cam = google.mounted_cameras()["overhead_camera"]
+    rng = np.random.default_rng(0)
+    seen = 0
+    for _ in range(30):  # arm poses around SIMPLER's rest pose (the rest pose itself holds the arm out of view)
+        q = np.asarray(google.default_qpos, float)
+        q[1:7] += rng.uniform(-0.4, 0.4, 6)
+        T = camera_mount_pose(Kinematics(google), "overhead_camera", q)
+        head_cam = Camera(cam.width, cam.height, cam.K, T)
+        assert links_around(model, T[:3, 3], q) == {"link_head_tilt"}
+        sil = link_id_image(model, head_cam, q)[0] >= 0
+        heads = {n for n in model.links if n.startswith("link_head")}
+        v, f, _, _ = posed_mesh(model, q, heads)
+        ref = rasterize(head_cam, v, f).mask
+        assert sil.mean() < 0.5, sil.mean()
+        assert np.array_equal(sil, ref)
+        if ref.mean() > 0.01:
+            fast = RobotSilhouette(model, head_cam)(q)
+            assert (fast & ref).sum() / (fast | ref).sum() > 0.9
+            seen += 1
+    assert seen >= 3
+    # a camera outside the robot leaves every link in
+    away = np.eye(4)
+    away[:3, 3] = [2.0, 0.0, 1.0]
+    assert links_around(model, away[:3, 3]) == set()

@@ -119,8 +119,8 @@ def load_robot_model(spec, root: Path | None = None) -> RobotModel:
     return RobotModel(meshes, joints, root, rs.base, list(rs.robot.joint_names), np.asarray(rs.qpos, float), materials)
 
 
-def posed_mesh(model: RobotModel, q) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """The robot's visual meshes posed at joint vector ``q``, in the world.
+def posed_mesh(model: RobotModel, q, leave_out=()) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """The robot's visual meshes posed at joint vector ``q``, in the world, less the links named in ``leave_out``.
 
     Returns (vertices ``(n, 3)``, faces ``(m, 3)``, owner ``(m,)`` index into the link names, link names).
     """
@@ -128,7 +128,7 @@ def posed_mesh(model: RobotModel, q) -> tuple[np.ndarray, np.ndarray, np.ndarray
     names, verts, faces, owner = [], [], [], []
     off = 0
     for name, (v, f) in sorted(model.links.items()):
-        if name not in poses:
+        if name not in poses or name in leave_out:
             continue
         names.append(name)
         verts.append(transform_points(model.base @ poses[name], v))
@@ -138,10 +138,53 @@ def posed_mesh(model: RobotModel, q) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return np.concatenate(verts), np.concatenate(faces), np.concatenate(owner), names
 
 
+_RAYS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]]
+                 + [[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+
+
+def _ray_hits(origin: np.ndarray, direction: np.ndarray, tri: np.ndarray) -> bool:
+    """Whether the ray ``origin + t direction`` (t > 0) meets any of the triangles ``(m, 3, 3)`` (Moller-Trumbore)."""
+    e1, e2 = tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]
+    p = np.cross(direction, e2)
+    det = np.einsum("ij,ij->i", e1, p)
+    ok = np.abs(det) > 1e-12
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+    s = origin - tri[:, 0]
+    u = np.einsum("ij,ij->i", s, p) * inv
+    qv = np.cross(s, e1)
+    v = (qv @ direction) * inv
+    t = np.einsum("ij,ij->i", e2, qv) * inv
+    return bool(np.any(ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 1e-6)))
+
+
+def links_around(model: RobotModel, eye, q=None) -> set[str]:
+    """Links whose mesh encloses the point ``eye`` ``(3,)`` (world) at joints ``q`` (default: the model's): a
+    camera mounted inside the robot's head. Every ray of 14 from the point meets the link's mesh. A renderer
+    that culls back faces (the engines) never shows such a link from that camera; the rasterizer here draws both
+    sides, so it would cover the image, and is told to leave them out."""
+    q = model.default_q if q is None else q
+    poses = link_poses(model.joints, model.root, dict(zip(model.joint_names, np.asarray(q, float))))
+    out = set()
+    for name, (v, f) in model.links.items():
+        if name not in poses or not len(f):
+            continue
+        local = np.linalg.inv(model.base @ poses[name]) @ np.r_[np.asarray(eye, float), 1.0]
+        if np.any(local[:3] < v.min(0)) or np.any(local[:3] > v.max(0)):
+            continue
+        tri = v[f]
+        if all(_ray_hits(local[:3], d / np.linalg.norm(d), tri) for d in _RAYS):
+            out.add(name)
+    return out
+
+
+def _eye(camera) -> np.ndarray:
+    return np.asarray(camera.T_world_camera, float)[:3, 3]
+
+
 def link_id_image(model: RobotModel, camera, q) -> tuple[np.ndarray, list[str]]:
     """``(h, w) int`` index into the returned link names (-1: no robot) for joint vector ``q``."""
 
-    verts, faces, owner, names = posed_mesh(model, q)
+    verts, faces, owner, names = posed_mesh(model, q, links_around(model, _eye(camera), q))
     fr = rasterize(camera, verts, faces)
     return np.where(fr.mask, owner[np.maximum(fr.face_id, 0)], -1), names
 
@@ -190,7 +233,7 @@ def render_appearance(model: RobotModel, camera, q, colours: dict, default=(0.7,
                       backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """(``(h, w, 3) float32`` unlit render, ``(h, w) bool`` robot pixels): each link in its meshes' own materials
     (textures, diffuse colours) where it has them, else its flat colour in ``colours`` (link -> rgba)."""
-    verts, faces, owner, names = posed_mesh(model, q)
+    verts, faces, owner, names = posed_mesh(model, q, links_around(model, _eye(camera), q))
     fr = rasterize(camera, verts, faces, backend)
     ids = np.where(fr.mask, owner[np.maximum(fr.face_id, 0)], -1)
     lut = np.array([list(colours.get(n) or default)[:3] for n in names] + [[0, 0, 0]], np.float32)
@@ -234,7 +277,10 @@ class RobotSilhouette:
         dist = max(0.05, float(np.linalg.norm(eye - model.base[:3, 3])) * 0.5)  # the nearest part of an arm
         cell = pixel_frac * dist / max(camera.fx, 1e-9)
         self.names, self.links, faces, off = [], [], [], 0
+        around = links_around(model, eye)  # a camera inside the head: the head is left out (see links_around)
         for name, (v, f) in sorted(model.links.items()):
+            if name in around:
+                continue
             cv, cf = cluster_mesh(v, f, cell) if cell > 0 else (v, f)
             self.names.append(name)
             self.links.append(np.c_[cv, np.ones(len(cv))].astype(np.float32))
