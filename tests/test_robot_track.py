@@ -99,6 +99,15 @@ def test_robot_found_in_every_frame_of_a_synthetic_clip(tmp_path, robot_model, s
     assert (b.root / rep["picture"]).is_file()
     assert {cap.mask_state(f"{i:06d}", "robot") for i in range(10)} <= {"prompt", "moved"}
     assert np.allclose(b.manifest.robot.joint_positions, cap.frames[0].joint_positions)
+    # the plate's robot extent: the fitted silhouette covers the robot pixels its masks miss
+    from real2sim.capture.plate import fitted_robot_extent
+
+    truth = _clip(n_frames=10, seed=seed).masks
+    masks = np.stack([read_mask(b.path(cap.masks[f"{i:06d}"]["robot"])) for i in range(10)])
+    extent = fitted_robot_extent(b, 10, masks.shape[1:])
+    covered = [(t & m).sum() / t.sum() for t, m in zip(truth, masks | extent)]
+    by_masks = [(t & m).sum() / t.sum() for t, m in zip(truth, masks)]
+    assert min(covered) >= 0.97 and all(c >= m for c, m in zip(covered, by_masks)), np.round(covered, 3)
 
 
 def test_wrist_does_not_drift_at_the_end_of_a_trajectory(tmp_path, robot_model):
