@@ -196,6 +196,34 @@ def test_unknown_camera_pose_falls_back_to_motion(tmp_path):
     assert np.mean(ious) > 0.6, np.round(ious, 3)  # measured 0.8-0.9: motion finds the moving arm, not its still parts
 
 
+def _capture_plate_case(tmp_path, shared_data, name: str, camera, prompts):
+    """The one-command capture (robot: the WidowX) on the plate benchmark's clip ``name``; ``camera`` and
+    ``prompts`` are functions of (case, w, h) giving the camera-file and prompts dicts. Returns (case, bundle
+    root, plate PSNR, plain median PSNR) against the clip's true background."""
+    from real2sim.core.imaging import read_rgb
+    from real2sim.demos.plate_cases import plate_cases
+    from real2sim.pipeline.capture import capture_scene
+
+    case = plate_cases(shared_data, [name])[0]
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i, f in enumerate(case.frames):
+        write_rgb(frames / f"{i:06d}.png", f)
+    h, w = case.truth.shape[:2]
+    (tmp_path / "camera.json").write_text(json.dumps(camera(case, w, h)))
+    (tmp_path / "prompts.json").write_text(json.dumps(prompts(case, w, h)))
+    capture_scene(tmp_path / "scene", frames, camera=tmp_path / "camera.json", prompts=tmp_path / "prompts.json",
+                  robot="widowx")
+    b = Bundle.load(tmp_path / "scene")
+    plate = read_rgb(b.path(b.manifest.capture.plate)).astype(float)
+    median = np.median(case.frames, axis=0).round()
+
+    def psnr(img):
+        return 10 * np.log10(255.0 ** 2 / np.mean((img - case.truth) ** 2))
+
+    return case, tmp_path / "scene", psnr(plate), psnr(median)
+
+
 @pytest.mark.slow
 def test_a_robot_box_over_the_whole_image_is_a_hint_not_a_crash(tmp_path, shared_data, caplog):
     """A robot that fills the view gets a box over the whole image; GrabCut cannot cut that box (no background
@@ -203,65 +231,34 @@ def test_a_robot_box_over_the_whole_image_is_a_hint_not_a_crash(tmp_path, shared
     tracked without it (posed camera: the model path), a warning names the frame, and the plate is made
     (plate benchmark clip ``widowx_few_5``: at least 1 dB over the plain median)."""
     from real2sim.capture.camera_file import camera_to_dict
-    from real2sim.core.imaging import read_rgb
-    from real2sim.demos.plate_cases import plate_cases, robot_camera, widowx_model
-    from real2sim.pipeline.capture import capture_scene
+    from real2sim.demos.plate_cases import robot_camera, widowx_model
 
-    case = plate_cases(shared_data, ["widowx_few_5"])[0]
-    frames = tmp_path / "frames"
-    frames.mkdir()
-    for i, f in enumerate(case.frames):
-        write_rgb(frames / f"{i:06d}.png", f)
-    h, w = case.truth.shape[:2]
-    (tmp_path / "camera.json").write_text(json.dumps(camera_to_dict(robot_camera("widowx", widowx_model(), (w, h)))))
-    (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": [0, 0, w, h]}}))
     with caplog.at_level("WARNING", logger="real2sim"):
-        capture_scene(tmp_path / "scene", frames, camera=tmp_path / "camera.json", prompts=tmp_path / "prompts.json",
-                      robot="widowx")
+        _, root, plate, median = _capture_plate_case(
+            tmp_path, shared_data, "widowx_few_5",
+            lambda case, w, h: camera_to_dict(robot_camera("widowx", widowx_model(), (w, h))),
+            lambda case, w, h: {"robot": {"box": [0, 0, w, h]}})
     assert "robot's prompt on frame 0 gives no mask" in caplog.text and "box covers the whole image" in caplog.text
-    root = tmp_path / "scene"
     assert json.loads((root / "reports" / "robot_fit.json").read_text())["method"] == "model"
-    b = Bundle.load(root)
-    plate = read_rgb(b.path(b.manifest.capture.plate)).astype(float)
-    median = np.median(case.frames, axis=0).round()
-
-    def psnr(img):
-        return 10 * np.log10(255.0 ** 2 / np.mean((img - case.truth) ** 2))
-
-    assert psnr(plate) >= psnr(median) + 1.0, (psnr(plate), psnr(median))
+    assert plate >= median + 1.0, (plate, median)
 
 
+@pytest.mark.slow
 def test_without_a_camera_pose_a_lingering_robot_stays_out_of_the_plate(tmp_path, shared_data):
     """The one-command capture with a box on the robot and a camera file without a pose, on a clip where the WidowX
     lingers over most frames (the plate benchmark's ``widowx_lowres_linger``): the robot's motion masks, made
     against a median that is the robot where it lingers, are left out of the plate, which is then at least 1 dB
     over the plain median (with them as given foreground it fell under it: 21.12 vs 21.31 dB)."""
-    from real2sim.core.imaging import read_rgb
-    from real2sim.demos.plate_cases import plate_cases
-    from real2sim.pipeline.capture import capture_scene
+    def robot0_box(case, w, h):  # the robot in frame 0, roughly
+        return {"robot": {"box": _box(np.abs(case.frames[0].astype(int) - case.truth).max(-1) > 40)}}
 
-    case = plate_cases(shared_data, ["widowx_lowres_linger"])[0]
-    frames = tmp_path / "frames"
-    frames.mkdir()
-    for i, f in enumerate(case.frames):
-        write_rgb(frames / f"{i:06d}.png", f)
-    h, w = case.truth.shape[:2]
-    (tmp_path / "camera.json").write_text(json.dumps({"width": w, "height": h, "fx": 0.9 * w, "fy": 0.9 * w,
-                                                       "cx": w / 2, "cy": h / 2}))
-    robot0 = np.abs(case.frames[0].astype(int) - case.truth).max(-1) > 40  # the robot in frame 0, roughly
-    (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": _box(robot0)}}))
-    capture_scene(tmp_path / "scene", frames, camera=tmp_path / "camera.json", prompts=tmp_path / "prompts.json",
-                  robot="widowx")
-    root = tmp_path / "scene"
+    case, root, plate, median = _capture_plate_case(
+        tmp_path, shared_data, "widowx_lowres_linger",
+        lambda case, w, h: {"width": w, "height": h, "fx": 0.9 * w, "fy": 0.9 * w, "cx": w / 2, "cy": h / 2},
+        robot0_box)
     assert json.loads((root / "reports" / "robot_fit.json").read_text())["method"] == "motion"
     assert "robot" in json.loads((root / "reports" / "plate.json").read_text())["masks_left_out"]
+    assert plate >= median + 1.0, (plate, median)
     b = Bundle.load(root)
-    plate = read_rgb(b.path(b.manifest.capture.plate)).astype(float)
-    median = np.median(case.frames, axis=0).round()
-
-    def psnr(img):
-        return 10 * np.log10(255.0 ** 2 / np.mean((img - case.truth) ** 2))
-
-    assert psnr(plate) >= psnr(median) + 1.0, (psnr(plate), psnr(median))
     robot = [read_mask(b.path(b.manifest.capture.masks[f"{i:06d}"]["robot"])) for i in range(len(case.frames))]
     assert sum(m.any() for m in robot) >= len(robot) // 2  # the refitted motion masks are written for the review
