@@ -514,11 +514,11 @@ def plain_median(frames: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 def motion_only_entities(bundle) -> set[str]:
-    """Entities whose masks are evidence, not masks: the robot when ``robot_fit`` found it by motion segmentation
-    (no camera pose). Against a clip median that is the robot itself where it lingers, those masks cover the
-    background where the robot is away and leave the robot where it stays; handed to the plate as foreground they
-    undo what the plate tells apart on its own (18 synthetic clips of the plate benchmark: 9 fell under the plain
-    median with them, none without; docs/capture.md)."""
+    """Entities whose masks are motion evidence, not masks: the robot when ``robot_fit`` found it by motion
+    segmentation (no camera pose). Against a clip median that is the robot itself where it lingers, those masks
+    cover the background where the robot is away and leave the robot where it stays; handed to the plate as
+    foreground they undo what the plate tells apart on its own (18 synthetic clips of the plate benchmark: 9 fell
+    under the plain median with them, none without; docs/capture.md)."""
     return {"robot"} if _robot_method(bundle) == "motion" else set()
 
 
@@ -529,7 +529,9 @@ def _robot_method(bundle) -> str | None:
 
 def fitted_robot_extent(bundle, n: int, shape: tuple[int, int]) -> np.ndarray | None:
     """``(n, h, w) bool`` the robot model rendered at each frame's fitted joints (``capture.frames[i].
-    joint_positions``), grown by a pixel, when ``robot_fit`` fitted them (``model``); else None.
+    joint_positions``), grown by a pixel, when ``robot_fit`` fitted them (``model``) in a clip; else None. The
+    stage's input hash holds the robot's mask files, which change with the fit, so the 'build' loop of plate and
+    robot fit still ends when the fit settles.
 
     The fitted robot's masks are the frame's foreground near its silhouette: where the robot barely differs from
     the background they miss it, and a plate that takes them as the robot's extent counts those robot pixels as
@@ -542,8 +544,8 @@ def fitted_robot_extent(bundle, n: int, shape: tuple[int, int]) -> np.ndarray | 
 
     m = bundle.manifest
     frames = m.capture.frames
-    if _robot_method(bundle) != "model" or m.robot is None or len(frames) != n:
-        return None
+    if _robot_method(bundle) != "model" or m.robot is None or len(frames) != n or n < 2:
+        return None  # one frame: the plate is that frame, nothing to tell apart; a silhouette only grows its hole
     model = load_robot_model(m.robot, bundle.root)
     kernel = np.ones((3, 3), np.uint8)  # a pixel around the silhouette: its rasterized edge
     out = np.zeros((n,) + tuple(shape), bool)
@@ -609,18 +611,15 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     if inpainter is not None:
         conf_dict["inpainter"] = getattr(inpainter, "__name__", "callable")
     skip = sorted(motion_only_entities(bundle))
-    fitted = [f.joint_positions for f in cap.frames] if _robot_method(bundle) == "model" else None
-    input_hash = hash_jsonable([files_hash(bundle, rels), conf_dict] + ([{"masks_left_out": skip}] if skip else [])
-                               + ([{"fitted_joints": fitted}] if fitted else []))
+    input_hash = hash_jsonable([files_hash(bundle, rels), conf_dict] + ([{"masks_left_out": skip}] if skip else []))
 
     def run():
         frames = load_frames(bundle)
         masks, used = bundle_foreground_masks(bundle, len(frames), frames.shape[1:3], skip)
-        run_cfg = cfg if masks is None else replace(cfg, detect_with_masks=True)
         extent = fitted_robot_extent(bundle, len(frames), frames.shape[1:3])
         if extent is not None:
             masks = extent if masks is None else masks | extent
-            run_cfg = replace(cfg, detect_with_masks=True)
+        run_cfg = cfg if masks is None else replace(cfg, detect_with_masks=True)
         res = make_plate_full(frames, masks, run_cfg, inpainter, frame_names=[f.image for f in cap.frames])
         plate_p, conf_p = bundle.path("background/plate.png"), bundle.path("background/plate_confidence.png")
         write_rgb(plate_p, res.plate)
