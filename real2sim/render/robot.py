@@ -35,6 +35,11 @@ class RobotModel:
     default_q: np.ndarray
     materials: dict = dataclasses.field(default_factory=dict)
     """link -> :class:`LinkMaterials` of links whose meshes carry their own materials (``robots.materials``)."""
+    bounds: dict = dataclasses.field(init=False, repr=False)
+    """link -> (``(3,)`` min, ``(3,)`` max) of its vertices in the link frame (from ``links``)."""
+
+    def __post_init__(self):
+        self.bounds = {name: (v.min(0), v.max(0)) for name, (v, _) in self.links.items() if len(v)}
 
 
 @dataclass
@@ -119,12 +124,14 @@ def load_robot_model(spec, root: Path | None = None) -> RobotModel:
     return RobotModel(meshes, joints, root, rs.base, list(rs.robot.joint_names), np.asarray(rs.qpos, float), materials)
 
 
-def posed_mesh(model: RobotModel, q, leave_out=()) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """The robot's visual meshes posed at joint vector ``q``, in the world, less the links named in ``leave_out``.
+def posed_mesh(model: RobotModel, q, eye=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """The robot's visual meshes posed at joint vector ``q``, in the world; with ``eye`` ``(3,)`` (a camera centre),
+    less the links whose mesh encloses it (:func:`links_around`).
 
     Returns (vertices ``(n, 3)``, faces ``(m, 3)``, owner ``(m,)`` index into the link names, link names).
     """
-    poses = link_poses(model.joints, model.root, dict(zip(model.joint_names, np.asarray(q, float))))
+    poses = _poses(model, q)
+    leave_out = () if eye is None else _links_around(model, eye, poses)
     names, verts, faces, owner = [], [], [], []
     off = 0
     for name, (v, f) in sorted(model.links.items()):
@@ -162,14 +169,21 @@ def links_around(model: RobotModel, eye, q=None) -> set[str]:
     camera mounted inside the robot's head. Every ray of 14 from the point meets the link's mesh. A renderer
     that culls back faces (the engines) never shows such a link from that camera; the rasterizer here draws both
     sides, so it would cover the image, and is told to leave them out."""
-    q = model.default_q if q is None else q
-    poses = link_poses(model.joints, model.root, dict(zip(model.joint_names, np.asarray(q, float))))
+    return _links_around(model, eye, _poses(model, model.default_q if q is None else q))
+
+
+def _poses(model: RobotModel, q) -> dict:
+    return link_poses(model.joints, model.root, dict(zip(model.joint_names, np.asarray(q, float))))
+
+
+def _links_around(model: RobotModel, eye, poses: dict) -> set[str]:
     out = set()
     for name, (v, f) in model.links.items():
         if name not in poses or not len(f):
             continue
+        lo, hi = model.bounds[name]
         local = np.linalg.inv(model.base @ poses[name]) @ np.r_[np.asarray(eye, float), 1.0]
-        if np.any(local[:3] < v.min(0)) or np.any(local[:3] > v.max(0)):
+        if np.any(local[:3] < lo) or np.any(local[:3] > hi):
             continue
         tri = v[f]
         if all(_ray_hits(local[:3], d / np.linalg.norm(d), tri) for d in _RAYS):
@@ -184,7 +198,7 @@ def _eye(camera) -> np.ndarray:
 def link_id_image(model: RobotModel, camera, q) -> tuple[np.ndarray, list[str]]:
     """``(h, w) int`` index into the returned link names (-1: no robot) for joint vector ``q``."""
 
-    verts, faces, owner, names = posed_mesh(model, q, links_around(model, _eye(camera), q))
+    verts, faces, owner, names = posed_mesh(model, q, _eye(camera))
     fr = rasterize(camera, verts, faces)
     return np.where(fr.mask, owner[np.maximum(fr.face_id, 0)], -1), names
 
@@ -233,7 +247,7 @@ def render_appearance(model: RobotModel, camera, q, colours: dict, default=(0.7,
                       backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """(``(h, w, 3) float32`` unlit render, ``(h, w) bool`` robot pixels): each link in its meshes' own materials
     (textures, diffuse colours) where it has them, else its flat colour in ``colours`` (link -> rgba)."""
-    verts, faces, owner, names = posed_mesh(model, q, links_around(model, _eye(camera), q))
+    verts, faces, owner, names = posed_mesh(model, q, _eye(camera))
     fr = rasterize(camera, verts, faces, backend)
     ids = np.where(fr.mask, owner[np.maximum(fr.face_id, 0)], -1)
     lut = np.array([list(colours.get(n) or default)[:3] for n in names] + [[0, 0, 0]], np.float32)

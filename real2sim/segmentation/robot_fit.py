@@ -288,14 +288,19 @@ def _prompt_mask(frame: np.ndarray, prompt, bg, frame_index: int) -> np.ndarray 
         return None
 
 
-def _plate_seen(bundle: Bundle, shape: tuple[int, int]) -> np.ndarray | None:
-    """``(h, w) bool`` where the bundle's plate was seen in some frame (its confidence > 0, not inpainted), or None
-    without a confidence map of that size."""
+def _plate_confidence(bundle: Bundle, shape: tuple[int, int]) -> np.ndarray | None:
+    """The bundle plate's confidence map (``(h, w) uint8``, ``plate.py`` codes), or None without one of that size."""
     rel = bundle.manifest.capture.plate_confidence
     if not rel or not bundle.path(rel).is_file():
         return None
     conf = read_gray(bundle.path(rel))
-    return conf > 0 if conf.shape == tuple(shape) else None
+    return conf if conf.shape == tuple(shape) else None
+
+
+def _plate_seen(bundle: Bundle, shape: tuple[int, int]) -> np.ndarray | None:
+    """``(h, w) bool`` where the bundle's plate was seen in some frame (its confidence > 0, not inpainted), or None."""
+    conf = _plate_confidence(bundle, shape)
+    return None if conf is None else conf > 0
 
 
 def _report(track: RobotTrack, idx: list[int], q_start, rep: dict) -> dict:
@@ -345,12 +350,10 @@ def _trust_model_where_plate_is_unsure(bundle: Bundle, track: RobotTrack, rep: d
     """Add the fitted silhouette to the masks where the plate was not seen as background in many frames
     (``plate_confidence`` < 255: a one-frame plate is the frame itself, robot parts an earlier mask missed
     included, so the difference cannot show them; the plate made next, without the whole silhouette, can)."""
-    conf = bundle.manifest.capture.plate_confidence
-    if track.method == "motion" or not conf or not bundle.path(conf).is_file():
+    conf = None if track.method == "motion" else _plate_confidence(bundle, track.masks[0].shape)
+    if conf is None or not (conf < 255).any():
         return
-    unsure = read_gray(bundle.path(conf)) < 255
-    if unsure.shape != track.masks[0].shape or not unsure.any():
-        return
+    unsure = conf < 255
     for k, st in enumerate(track.states):
         if st not in ("lost", "out_of_view"):
             track.masks[k] = track.masks[k] | (track.silhouettes[k] & unsure)
