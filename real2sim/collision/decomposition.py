@@ -6,7 +6,6 @@ import logging
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,13 +22,12 @@ from real2sim.collision.types import CollisionConfig, CollisionResult
 from real2sim.core.errors import CollisionError, DependencyMissing, Real2SimError
 from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import write_obj
-from real2sim.core.tempfiles import sweep_dead_temps
+from real2sim.core.tempfiles import scratch_dir
 
 log = logging.getLogger(__name__)
 
 _WORKER_MODULE = "real2sim.collision.coacd_worker"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_TEMP_PREFIX = "r2s_coacd_"
 
 
 
@@ -133,9 +131,8 @@ def run_coacd(solid, config: CollisionConfig, name: str = "mesh") -> list:
     params = config.coacd_params()
     hint = (f"parameters: {json.dumps(params)}, timeout_s={config.timeout_s}")
     # a worker's folder is r2s_coacd_<pid of this process>_XXXXXXXX: those of killed runs are removed here
-    sweep_dead_temps(Path(tempfile.gettempdir()), rf"{_TEMP_PREFIX}(?P<pid>\d+)_[A-Za-z0-9_]{{8}}")
-    with tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{os.getpid()}_") as tmp:
-        inp, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
+    with scratch_dir("coacd") as tmp:
+        inp, out = tmp / "in.npz", tmp / "out.npz"
         np.savez(inp, vertices=np.asarray(solid.vertices, np.float64), faces=np.asarray(solid.faces, np.int64),
                  params=np.array(json.dumps(params)))
         env = dict(os.environ)

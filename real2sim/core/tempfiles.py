@@ -1,6 +1,6 @@
 """Temp files and folders that name their writer, so that the next run can remove what a killed one left.
 
-A temp name carries the writing process's id (``.<name>.<pid>.XXXXXXXX.tmp``, ``r2s_coacd_<pid>_XXXXXXXX``). A
+A temp name carries the writing process's id (``.<name>.<pid>.XXXXXXXX.tmp``, ``r2s_<topic>_<pid>_XXXXXXXX``). A
 process that is gone (killed with -9, the machine rebooted) can never finish its temp file, so whoever next writes
 beside it removes it; a live writer's temp files, in this process or another, are left alone.
 """
@@ -11,6 +11,8 @@ import logging
 import os
 import re
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
@@ -70,4 +72,30 @@ def sweep_temp_files(folder: Path, name: str) -> list[str]:
     return sweep_dead_temps(folder, rf"\.{re.escape(name)}\.(?P<pid>\d+)\.[A-Za-z0-9_]{{8}}\.tmp")
 
 
-__all__ = ["pid_alive", "sweep_dead_temps", "sweep_matching", "sweep_temp_files", "temp_file_prefix"]
+SCRATCH_PATTERN = r"r2s_(?P<topic>[a-z]+)_(?P<pid>\d+)_[a-z0-9_]{8}"
+"""Name of a scratch folder in the temp folder (:func:`scratch_dir`, :func:`scratch_prefix`)."""
+
+
+def scratch_prefix(topic: str) -> str:
+    """``mkdtemp`` prefix of a scratch folder of this process: ``r2s_<topic>_<pid>_`` (``topic``: lowercase letters)."""
+    if not re.fullmatch(r"[a-z]+", topic):
+        raise ValueError(f"scratch topic {topic!r}: lowercase letters only")
+    return f"r2s_{topic}_{os.getpid()}_"
+
+
+def sweep_dead_scratch() -> list[str]:
+    """Remove the scratch folders that killed processes left in the temp folder. Returns the names removed."""
+    return sweep_dead_temps(Path(tempfile.gettempdir()), SCRATCH_PATTERN)
+
+
+@contextlib.contextmanager
+def scratch_dir(topic: str) -> Iterator[Path]:
+    """A temp folder ``r2s_<topic>_<pid>_XXXXXXXX``, removed on exit; a run killed inside it leaves a name that the
+    next scratch folder (or the next ``real2sim`` command) removes."""
+    sweep_dead_scratch()
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix(topic)) as tmp:
+        yield Path(tmp)
+
+
+__all__ = ["SCRATCH_PATTERN", "pid_alive", "scratch_dir", "scratch_prefix", "sweep_dead_scratch", "sweep_dead_temps",
+           "sweep_matching", "sweep_temp_files", "temp_file_prefix"]

@@ -10,13 +10,13 @@ whether the state stayed finite are reported (a robot that explodes or sags is r
 from __future__ import annotations
 
 import logging
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from real2sim.core.geometry import make_pose
+from real2sim.core.tempfiles import scratch_dir
 from real2sim.engines.registry import engines, get_exporter
 from real2sim.engines.sandbox import robot_only_bundle
 from real2sim.robots import get_robot
@@ -142,8 +142,8 @@ def check_robot(robot, samples: int = 50, static_samples: int = 3, seed: int = 0
     from real2sim.robots.kinematics import Kinematics
 
     if work_dir is None:
-        with tempfile.TemporaryDirectory(prefix="real2sim-robot-check-") as tmp:
-            return check_robot(robot, samples, static_samples, seed, Path(tmp), engine_names)
+        with scratch_dir("robotcheck") as tmp:
+            return check_robot(robot, samples, static_samples, seed, tmp, engine_names)
 
     r = get_robot(robot)
     kin = Kinematics(r)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from real2sim.core.bundle import Bundle
 from real2sim.core.manifest import RobotSpec
+from real2sim.core.tempfiles import scratch_prefix
 from real2sim.engines.registry import engine_for, get_exporter
 from real2sim.robots import get_robot
 from real2sim.robots.robotfile import install_in_bundle
@@ -17,7 +18,8 @@ def robot_only_bundle(robot, root: Path | None = None, stiffness=None, damping=N
     """A bundle holding only ``robot`` (registry name, definition file path or RobotDef; a file robot is copied
     into the bundle's ``robot/``)."""
     r = get_robot(robot)
-    root = Path(root or tempfile.mkdtemp(prefix="real2sim-robot-"))
+    # a process's sandboxes stay while it runs (its scenes may read them); the next run removes them after it
+    root = Path(root or tempfile.mkdtemp(prefix=scratch_prefix("sandbox")))
     b = Bundle.create(root / "bundle", name=f"{r.name}_only", overwrite=True)
     b.manifest.robot = RobotSpec(name=r.name, joint_positions=list(map(float, r.default_qpos if qpos is None else qpos)),
                                  stiffness=None if stiffness is None else list(map(float, stiffness)),

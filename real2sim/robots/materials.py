@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.core.tempfiles import scratch_dir
+
 log = logging.getLogger(__name__)
 
 MATERIAL_PREFIX = "real2sim_mesh_material_"
@@ -99,8 +101,8 @@ def _texture_file(img, tint: tuple) -> Path:
 def _obj_bytes(vertices, faces, uv) -> bytes:
     from real2sim.core.objio import write_obj
 
-    with tempfile.TemporaryDirectory() as td:
-        p = Path(td) / "m.obj"
+    with scratch_dir("materials") as td:
+        p = td / "m.obj"
         write_obj(p, vertices, faces, uv, None)
         return p.read_bytes()
 

@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -44,6 +42,7 @@ from real2sim.core.errors import Real2SimError
 from real2sim.core.imaging import erode, png_bytes, psnr, read_mask, read_rgb_float, to_float, write_rgb
 from real2sim.core.objio import write_obj
 from real2sim.core.stages import files_hash, run_stage
+from real2sim.core.tempfiles import scratch_dir
 from real2sim.core.views import frame_key
 from real2sim.render.mesh import TexMesh, unwrap
 from real2sim.render.overlay import overlay_panels, titled
@@ -392,8 +391,8 @@ def write_link_texture(bundle: Bundle, link: str, mesh: TexMesh, tex: np.ndarray
     out_dir = bundle.root / ROBOT_TEXTURE_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     png = png_bytes(tex)
-    with tempfile.TemporaryDirectory() as td:
-        tmp = Path(td) / "m.obj"
+    with scratch_dir("texture") as td:
+        tmp = td / "m.obj"
         write_obj(tmp, mesh.vertices, mesh.faces, mesh.uv, mesh.face_uv)
         obj = tmp.read_bytes()
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in link)[:80]

@@ -25,6 +25,7 @@ from real2sim.apps.cli import (
 )
 from real2sim.apps.cli.console import error, setup_logging
 from real2sim.core.errors import Real2SimError
+from real2sim.core.tempfiles import sweep_dead_scratch
 from real2sim.core.version import __version__
 
 NEGATIVE_NUMBERS = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(,[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)*$")
@@ -51,6 +52,7 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
     setup_logging(args.verbose)
+    sweep_dead_scratch()  # what a killed command left in the temp folder
     try:
         return args.fn(args)
     except Real2SimError as exc:

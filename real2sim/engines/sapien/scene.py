@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 from xml.etree import ElementTree
@@ -19,6 +18,7 @@ from real2sim.core.errors import (
 )
 from real2sim.core.geometry import R_OPENCV_FROM_SAPIEN, make_pose
 from real2sim.core.manifest import RobotSpec
+from real2sim.core.tempfiles import scratch_dir
 from real2sim.engines.base import LoadedScene
 from real2sim.robots import robot_for_spec
 
@@ -59,8 +59,8 @@ def _load_robot(sapien, scene, root: Path, rd: dict, has_render: bool):
         if has_render:
             arts, _, _ = loader.parse(str(urdf))
         else:  # parsing <visual> materials needs a render device: parse a copy without visuals
-            with tempfile.TemporaryDirectory() as tmp:
-                arts, _, _ = loader.parse(str(_urdf_without_visuals(urdf, Path(tmp))))
+            with scratch_dir("sapien") as tmp:
+                arts, _, _ = loader.parse(str(_urdf_without_visuals(urdf, tmp)))
         builder = arts[0]
         builder.initial_pose = sapien.Pose(rd["base_pose"]["position"], rd["base_pose"]["quaternion_wxyz"])
         art = builder.build()
@@ -277,8 +277,8 @@ def _load_articulated(sapien, scene, urdf: Path, oid: str, od: dict, has_render:
         if has_render:
             builders, _, _ = loader.parse(str(urdf))
         else:
-            with tempfile.TemporaryDirectory() as tmp:
-                builders, _, _ = loader.parse(str(_urdf_without_visuals(urdf, Path(tmp))))
+            with scratch_dir("sapien") as tmp:
+                builders, _, _ = loader.parse(str(_urdf_without_visuals(urdf, tmp)))
         if len(builders) != 1:
             raise ExportError(f"{urdf}: expected one articulation, SAPIEN's loader found {len(builders)}. Fix: export again")
         builder = builders[0]

@@ -51,7 +51,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import tempfile
 import time
 from pathlib import Path
 from xml.etree import ElementTree
@@ -67,6 +66,7 @@ from real2sim.core.geometry import split_pose
 from real2sim.core.manifest import ObjectSpec
 from real2sim.core.meshes import load_mesh
 from real2sim.core.objio import mesh_uv, write_obj
+from real2sim.core.tempfiles import scratch_dir
 from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import srgb_to_linear
 from real2sim.engines.sapien.scene import (
@@ -151,8 +151,8 @@ def _visual_obj_text(bundle: Bundle, oid: str, obj: ObjectSpec) -> str:
         lines = path.read_text(errors="replace").splitlines()
         lines = [ln.rstrip() for ln in lines if not re.match(r"\s*(mtllib|usemtl)\b", ln)]
         return "\n".join(lines) + "\n"
-    with tempfile.TemporaryDirectory() as td:  # convert other formats through trimesh
-        tmp = Path(td) / "m.obj"
+    with scratch_dir("sapien") as td:  # convert other formats through trimesh
+        tmp = td / "m.obj"
         uv = mesh_uv(mesh)
         write_obj(tmp, mesh.vertices, mesh.faces, uv=uv)
         return tmp.read_text()
