@@ -24,7 +24,7 @@ from real2sim.core.bundle import Bundle
 from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
 from real2sim.core.geometry import rotation_angle_between, transform_points
-from real2sim.core.imaging import IMAGE_SUFFIXES, read_rgb, to_uint8, write_rgb
+from real2sim.core.imaging import image_files, read_rgb, to_uint8, write_rgb
 from real2sim.core.manifest import CameraSpec
 from real2sim.core.stages import mark_changed
 
@@ -94,7 +94,7 @@ def calibrate_intrinsics(bundle: Bundle, images_dir: Path, pattern: tuple[int, i
 
     if not Path(images_dir).is_dir():
         raise CalibrationError(f"{images_dir}: not a folder; --checkerboard takes a folder of checkerboard images")
-    files = sorted(p for p in Path(images_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = image_files(images_dir)
     if not files:
         raise CalibrationError(f"{images_dir}: no images (PNG/JPEG) of the checkerboard")
     res = calibrate_checkerboard([read_rgb(p) for p in files], pattern, square)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.errors import CaptureError, UnknownNameError, require
-from real2sim.core.imaging import IMAGE_SUFFIXES, read_rgb
+from real2sim.core.imaging import IMAGE_SUFFIXES, image_files, read_rgb
 
 log = logging.getLogger(__name__)
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v")
@@ -44,7 +44,7 @@ class FrameSource:
 def read_image_folder(folder: Path, stride: int = 1, max_frames: int | None = None) -> FrameSource:
     """All images of ``folder`` in name order (timestamps = index / 1 s unless a video fps is known)."""
     folder = Path(folder)
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith("."))
+    files = image_files(folder)
     if not files:
         raise CaptureError(f"{folder}: no image files ({', '.join(IMAGE_SUFFIXES)}) in this folder; "
                            "point --frames at a folder of frames, a video file or a LeRobot dataset")

@@ -6,6 +6,7 @@ call it instead of keeping their own copies.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,14 +17,42 @@ from real2sim.core.errors import ImageError
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 
 
+def natural_key(name: str) -> tuple:
+    """Sort key that orders the digit runs of ``name`` by value: ``frame_2.png`` before ``frame_10.png``."""
+    return tuple((0, int(t), t) if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name))
+
+
+def image_files(folder) -> list[Path]:
+    """The image files of ``folder`` (:data:`IMAGE_SUFFIXES`, dot-files left out) in natural name order (a camera's
+    ``frame_9.png`` comes before its ``frame_10.png``; zero-padded names keep their order)."""
+    files = [p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")]
+    return sorted(files, key=lambda p: natural_key(p.name))
+
+
+def _to_8bit(im):
+    """A PIL image of 16-bit or float samples (``I;16``, ``I``, ``F``: a machine-vision camera's grey frames) as 8-bit
+    ``L`` by its range (16-bit full scale, float [0, 1]); other modes unchanged."""
+    from PIL import Image
+
+    if im.mode not in ("I", "F") and not im.mode.startswith("I;16"):
+        return im
+    a = np.asarray(im)
+    if a.dtype.kind == "f":
+        a = np.nan_to_num(a.astype(np.float64)) * (255.0 if np.nanmax(a, initial=0.0) <= 1.0 else 1.0)
+    elif im.mode.startswith("I;16") or a.max(initial=0) > 255:  # 32-bit "I" of 8-bit values stays
+        a = a.astype(np.float64) * (255.0 / 65535.0)
+    return Image.fromarray(np.clip(np.round(a), 0, 255).astype(np.uint8), "L")
+
+
 def _read(path, mode: str) -> np.ndarray:
-    """An image file converted to PIL ``mode`` as a ``uint8`` array; errors name the file and the fix."""
-    from PIL import Image, UnidentifiedImageError
+    """An image file converted to PIL ``mode`` as a ``uint8`` array, turned upright by its EXIF orientation (as every
+    viewer shows a phone's photo); errors name the file and the fix."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     path = Path(path)
     try:
         with Image.open(path) as im:
-            return np.asarray(im.convert(mode), dtype=np.uint8).copy()
+            return np.asarray(_to_8bit(ImageOps.exif_transpose(im)).convert(mode), dtype=np.uint8).copy()
     except FileNotFoundError:
         raise ImageError(f"{path}: no such image file; check the path") from None
     except (UnidentifiedImageError, OSError) as exc:
@@ -42,13 +71,15 @@ def write_rgb(path, image: np.ndarray) -> None:
 
 
 def read_mask(path, shape: tuple[int, int] | None = None) -> np.ndarray:
-    """Read a single-channel mask PNG as ``(h, w) bool`` (> 127 is inside)."""
+    """Read a single-channel mask PNG as ``(h, w) bool``: > 127 is inside (> 32767 in a 16-bit one; 1 in a 0/1 one)."""
     from PIL import Image, UnidentifiedImageError
 
     path = Path(path)
     try:
         with Image.open(path) as im:
-            m = np.asarray(im.convert("L")) > 127
+            a = np.asarray(im if im.mode in ("I", "F") or im.mode.startswith("I;16") else im.convert("L"))
+        top = a.max(initial=0)  # 0/255, 0/65535, or another tool's 0/1
+        m = a > 0 if top <= 1 else a > (127 if top <= 255 else 32767)
     except FileNotFoundError:
         raise ImageError(f"{path}: no such mask file; check the path") from None
     except (UnidentifiedImageError, OSError) as exc:

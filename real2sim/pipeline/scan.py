@@ -28,7 +28,7 @@ import numpy as np
 
 from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
-from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask, read_rgb, write_mask, write_rgb
+from real2sim.core.imaging import image_files, read_mask, read_rgb, write_mask, write_rgb
 from real2sim.scan.carve import ScanError, carve
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class ScanResult:
 # ---------------------------------------------------------------------------------------------
 
 def _image_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith("."))
+    return image_files(folder)
 
 
 def read_capture_frames(src: Path) -> tuple[list[str], list[np.ndarray], Path]:

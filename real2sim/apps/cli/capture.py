@@ -17,7 +17,7 @@ from real2sim.capture.table import table_stage
 from real2sim.capture.table_board import CharucoSpec, TableConfig
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import CaptureError
-from real2sim.core.imaging import IMAGE_SUFFIXES, read_mask, write_gray, write_rgb
+from real2sim.core.imaging import image_files, read_mask, write_gray, write_rgb
 from real2sim.pipeline.capture import capture_scene
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def _print_capture_summary(con, root: Path, s: dict) -> None:
 def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
     import numpy as np
 
-    files = sorted(p for p in Path(masks_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = image_files(masks_dir)
     by_stem = {p.stem: p for p in files}
     out = np.zeros((n,) + tuple(shape), bool)
     if names and all(Path(nm).stem in by_stem for nm in names):
