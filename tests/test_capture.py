@@ -290,3 +290,81 @@ def test_bad_inputs_name_the_file_and_keep_the_bundle(tmp_path):
     with pytest.raises(CaptureError, match="camera.json.*640x480.*64x48.*scale"):
         init_bundle(tmp_path / "s", tmp_path / "ok", camera=cam, overwrite=True)
     assert (b.root / "scene.json").read_text() == before
+
+
+ROS_CALIBRATION = """image_width: 640
+image_height: 480
+camera_name: wrist
+camera_matrix:
+  rows: 3
+  cols: 3
+  data: [615.2, 0.0, 321.5, 0.0, 614.8, 238.9, 0.0, 0.0, 1.0]
+distortion_model: plumb_bob
+distortion_coefficients:
+  rows: 1
+  cols: 5
+  data: [0.11, -0.23, 0.001, -0.002, 0.05]
+rectification_matrix:
+  rows: 3
+  cols: 3
+  data: [1, 0, 0, 0, 1, 0, 0, 0, 1]
+projection_matrix:
+  rows: 3
+  cols: 4
+  data: [615.2, 0.0, 321.5, 0.0, 0.0, 614.8, 238.9, 0.0, 0.0, 0.0, 1.0, 0.0]
+"""
+
+ROS2_ECHO = """header:
+  stamp:
+    sec: 12
+    nanosec: 0
+  frame_id: camera_color_optical_frame
+height: 480
+width: 640
+distortion_model: plumb_bob
+d: [0.11, -0.23, 0.001, -0.002, 0.05]
+k: [615.2, 0.0, 321.5, 0.0, 614.8, 238.9, 0.0, 0.0, 1.0]
+r: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+p: [615.2, 0.0, 321.5, 0.0, 0.0, 614.8, 238.9, 0.0, 0.0, 0.0, 1.0, 0.0]
+binning_x: 0
+binning_y: 0
+"""
+
+
+def _opencv_calibration(path):
+    import cv2
+
+    fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
+    fs.write("image_width", 640)
+    fs.write("image_height", 480)
+    fs.write("camera_matrix", np.array([[615.2, 0, 321.5], [0, 614.8, 238.9], [0, 0, 1]]))
+    fs.write("distortion_coefficients", np.array([[0.11, -0.23, 0.001, -0.002, 0.05]]))
+    fs.write("avg_reprojection_error", 0.21)
+    fs.release()
+    return path
+
+
+def test_camera_files_of_ros_and_opencv_give_the_same_intrinsics(tmp_path):
+    """What a robotics engineer already has: ROS camera_calibration's YAML, a topic echo of camera_info, OpenCV's
+    calibration sample output (YAML and XML)."""
+    (tmp_path / "ros.yaml").write_text(ROS_CALIBRATION)
+    (tmp_path / "echo.yaml").write_text(ROS2_ECHO)
+    files = [tmp_path / "ros.yaml", tmp_path / "echo.yaml", _opencv_calibration(tmp_path / "cv.yml"),
+             _opencv_calibration(tmp_path / "cv.xml")]
+    for f in files:
+        cam = load_camera(f)
+        assert (cam.width, cam.height) == (640, 480), f.name
+        np.testing.assert_allclose([cam.fx, cam.fy, cam.cx, cam.cy], [615.2, 614.8, 321.5, 238.9], err_msg=f.name)
+        np.testing.assert_allclose(cam.distortion, [0.11, -0.23, 0.001, -0.002, 0.05], err_msg=f.name)
+        np.testing.assert_allclose(cam.T_world_camera, np.eye(4))  # no pose in these files: given by --points later
+
+
+def test_a_fisheye_camera_info_is_refused_with_the_fix(tmp_path):
+    f = tmp_path / "fish.yaml"
+    f.write_text(ROS2_ECHO.replace("plumb_bob", "equidistant").replace("d: [0.11, -0.23, 0.001, -0.002, 0.05]",
+                                                                        "d: [0.1, 0.01, 0.0, 0.0]"))
+    with pytest.raises(CaptureError, match=r"fish.yaml.*equidistant.*undistort"):
+        load_camera(f)
+    f.write_text(ROS_CALIBRATION.replace("image_width: 640\n", ""))
+    with pytest.raises(CaptureError, match="image_width"):
+        load_camera(f)

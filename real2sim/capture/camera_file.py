@@ -1,5 +1,7 @@
 """Cameras: the camera file, intrinsic calibration (checkerboard / ChArUco), PnP extrinsics, the table plane.
 
+A ROS ``camera_info`` YAML or an OpenCV calibration file is read too (:func:`load_camera`; intrinsics only).
+
 Camera file (JSON; see docs/capture.md)::
 
     {"width": 640, "height": 480,
@@ -118,15 +120,111 @@ def camera_from_dict(d: dict, path: Path | str = "<camera>") -> Camera:
 
 
 def load_camera(path) -> Camera:
-    """Read a camera file (module docstring)."""
+    """Read a camera file: the JSON of the module docstring (or the same fields in YAML), a ROS ``camera_info``
+    (the ``camera_calibration`` package's YAML, or a ``rostopic`` / ``ros2 topic echo`` of the message), or an
+    OpenCV ``FileStorage`` calibration (``%YAML:1.0`` or XML: ``camera_matrix`` / ``cameraMatrix``,
+    ``distortion_coefficients`` / ``distCoeffs``, ``image_width``, ``image_height``). The last two carry no pose."""
     path = Path(path)
+    if not path.is_file():
+        raise CaptureError(f"{path}: no such camera file; check the path")
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml", ".xml"):
+        d = _read_opencv_storage(path) if suffix == ".xml" or path.read_text(errors="replace").startswith("%YAML") \
+            else _read_yaml(path)
+        return camera_from_dict(_camera_dict_from_other_tools(d, path), path)
     try:
         d = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CaptureError(f"{path}: no such camera file; check the path") from None
-    except json.JSONDecodeError as exc:
-        raise CaptureError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg}); fix the syntax") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f" at line {exc.lineno} ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise CaptureError(f"{path}: invalid JSON{where}; fix the syntax (a ROS camera_info or an OpenCV calibration "
+                           "is read from a .yaml / .xml file)") from exc
     return camera_from_dict(d, path)
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        import yaml
+    except ImportError:
+        raise CaptureError(f"{path}: reading a YAML camera file needs PyYAML. Install it with: "
+                           "pip install 'real2sim[capture]' (or pip install pyyaml)") from None
+    try:
+        d = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise CaptureError(f"{path}: invalid YAML ({' '.join(str(exc).split())}); fix the syntax") from exc
+    if not isinstance(d, dict):
+        raise CaptureError(f"{path}: must be a YAML mapping (a ROS camera_info or the camera-file fields)")
+    return d
+
+
+def _read_opencv_storage(path: Path) -> dict:
+    """The top-level nodes of an OpenCV ``FileStorage`` file: matrices as nested lists, numbers, strings."""
+    import cv2
+
+    try:
+        fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_READ)
+    except cv2.error as exc:
+        raise CaptureError(f"{path}: OpenCV cannot read this calibration file ({' '.join(str(exc).split())[:200]})") from exc
+    if not fs.isOpened():
+        raise CaptureError(f"{path}: OpenCV cannot read this calibration file; check that it is a FileStorage YAML/XML")
+    out = {}
+    try:
+        for key in fs.root().keys():
+            node = fs.getNode(key)
+            if node.isInt():
+                out[key] = int(node.real())
+            elif node.isReal():
+                out[key] = float(node.real())
+            elif node.isString():
+                out[key] = node.string()
+            elif node.isMap() and node.mat() is not None:
+                out[key] = node.mat().tolist()
+            elif node.isSeq():
+                out[key] = [node.at(i).real() for i in range(node.size())]
+    finally:
+        fs.release()
+    return out
+
+
+_MATRIX_KEYS = ("camera_matrix", "cameraMatrix", "K", "k")
+_DIST_KEYS = ("distortion_coefficients", "distCoeffs", "dist_coeffs", "D", "d")
+_PINHOLE_MODELS = ("plumb_bob", "rational_polynomial", "", None)
+
+
+def _matrix(v, path: Path, key: str) -> list:
+    """A ROS ``{rows, cols, data}`` matrix, a flat list or nested lists, as nested / flat lists."""
+    if isinstance(v, dict):
+        if "data" not in v:
+            raise CaptureError(f"{path}: field '{key}' has no 'data'; a ROS matrix is {{rows, cols, data}}")
+        v = v["data"]
+    a = np.asarray(v, float)
+    if key in _MATRIX_KEYS:
+        if a.size != 9:
+            raise CaptureError(f"{path}: field '{key}' must hold 9 numbers (the 3x3 intrinsic matrix), got {a.size}")
+        return a.reshape(3, 3).tolist()
+    return a.ravel().tolist()
+
+
+def _camera_dict_from_other_tools(d: dict, path: Path) -> dict:
+    """A ROS camera_info or an OpenCV calibration as the camera-file dict; a dict already in camera-file fields is
+    returned as it is."""
+    key_k = next((k for k in _MATRIX_KEYS if k in d), None)
+    if key_k is None or key_k == "K" and not any(k in d for k in ("image_width", "distortion_model", "D", "d")):
+        return d  # the camera-file fields in YAML (its 'K' is the camera file's own)
+    model = d.get("distortion_model")
+    if model not in _PINHOLE_MODELS:
+        raise CaptureError(f"{path}: distortion_model '{model}' is not supported (a fisheye / equidistant lens); "
+                           "undistort the frames to a pinhole camera first, or calibrate with the plumb_bob model")
+    width = d.get("image_width", d.get("width"))
+    height = d.get("image_height", d.get("height"))
+    if width is None or height is None:
+        raise CaptureError(f"{path}: no image size; add image_width and image_height (pixels) to the file")
+    out = {"width": width, "height": height, "K": _matrix(d[key_k], path, key_k)}
+    key_d = next((k for k in _DIST_KEYS if k in d), None)
+    if key_d is not None and _matrix(d[key_d], path, key_d):
+        out["distortion"] = _matrix(d[key_d], path, key_d)
+    log.info("%s: read as a %s calibration (intrinsics only)", path,
+             "ROS camera_info" if "distortion_model" in d or key_k in ("K", "k") else "OpenCV")
+    return out
 
 
 def camera_to_dict(cam: Camera) -> dict:
