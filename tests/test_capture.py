@@ -368,3 +368,57 @@ def test_a_fisheye_camera_info_is_refused_with_the_fix(tmp_path):
     f.write_text(ROS_CALIBRATION.replace("image_width: 640\n", ""))
     with pytest.raises(CaptureError, match="image_width"):
         load_camera(f)
+
+
+def _lerobot_v3(root, lengths=(5, 7), fps=10):
+    """A LeRobot v3.0 dataset as LeRobot's writer packs it: every episode in one data file and one video file, an
+    episode index in meta/episodes saying where each one is. Frame j of episode e is grey 20 (e + 1) + 12 j."""
+    import cv2
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    key = "observation.images.wrist"
+    (root / "meta" / "episodes" / "chunk-000").mkdir(parents=True)
+    (root / "data" / "chunk-000").mkdir(parents=True)
+    (root / "videos" / key / "chunk-000").mkdir(parents=True)
+    (root / "meta" / "info.json").write_text(json.dumps({
+        "codebase_version": "v3.0", "fps": fps, "chunks_size": 1000,
+        "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
+        "video_path": "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4",
+        "features": {key: {"dtype": "video", "shape": [48, 64, 3]}, "observation.state": {"dtype": "float32", "shape": [3]}}}))
+    w = cv2.VideoWriter(str(root / "videos" / key / "chunk-000" / "file-000.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), fps, (64, 48))
+    data = {"episode_index": [], "frame_index": [], "index": [], "timestamp": [], "observation.state": []}
+    eps = {c: [] for c in ("episode_index", "data/chunk_index", "data/file_index", "dataset_from_index", "dataset_to_index",
+                           f"videos/{key}/chunk_index", f"videos/{key}/file_index", f"videos/{key}/from_timestamp",
+                           f"videos/{key}/to_timestamp", "length")}
+    start = 0
+    for e, n in enumerate(lengths):
+        for j in range(n):
+            w.write(np.full((48, 64, 3), 20 * (e + 1) + 12 * j, np.uint8))
+            data["episode_index"].append(e)
+            data["frame_index"].append(j)
+            data["index"].append(start + j)
+            data["timestamp"].append(j / fps)
+            data["observation.state"].append([float(e), float(j), 0.5])
+        for c, v in zip(eps, (e, 0, 0, start, start + n, 0, 0, start / fps, (start + n) / fps, n)):
+            eps[c].append(v)
+        start += n
+    w.release()
+    pq.write_table(pa.table(data), root / "data" / "chunk-000" / "file-000.parquet")
+    pq.write_table(pa.table(eps), root / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
+    return root
+
+
+def test_lerobot_v3_episode_is_read_from_its_stretch_of_the_shared_files(tmp_path):
+    from real2sim.capture.frames import read_frames
+
+    root = _lerobot_v3(tmp_path / "ds")
+    src = read_frames(root, episode=1)
+    assert src.frames.shape == (7, 48, 64, 3)
+    means = src.frames.reshape(7, -1).mean(1)
+    assert np.abs(means - (40 + 12 * np.arange(7))).max() < 6, means  # episode 1's frames, not episode 0's
+    assert src.joint_positions[3] == pytest.approx([1.0, 3.0, 0.5])
+    assert src.timestamps[:3] == pytest.approx([0.0, 0.1, 0.2])
+    assert read_frames(root / "data" / "chunk-000" / "file-000.parquet", episode=0).frames.shape[0] == 5
+    with pytest.raises(CaptureError, match=r"episode 4 is not in this dataset \(2 episodes"):
+        read_frames(root, episode=4)

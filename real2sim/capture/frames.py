@@ -3,10 +3,14 @@
 Everything ends up as ``(n, h, w, 3) uint8`` RGB frames plus per-frame timestamps (s) and, when the source
 records them, joint positions. ``init_bundle`` writes them into ``capture/frames/000000.png ...`` of a bundle.
 
-LeRobot on-disk format (v2.x): ``<root>/meta/info.json`` (``fps``, ``data_path``, ``video_path``,
+LeRobot on-disk format (v2.x; v3.0 below): ``<root>/meta/info.json`` (``fps``, ``data_path``, ``video_path``,
 ``features``), ``<root>/data/chunk-000/episode_000000.parquet`` (columns ``timestamp``, ``frame_index``,
 ``observation.state`` ...) and ``<root>/videos/chunk-000/<video_key>/episode_000000.mp4``. The episode's
 ``observation.state`` rows (as recorded: arm joints, then the gripper) become ``joint_positions``.
+LeRobot v3.0 (``codebase_version`` "v3.0") packs many episodes into one data file
+(``data/chunk-CCC/file-FFF.parquet``, column ``episode_index``) and one video per camera
+(``videos/<video_key>/chunk-CCC/file-FFF.mp4``); ``meta/episodes/chunk-*/file-*.parquet`` says where each episode is
+(``data/chunk_index``, ``data/file_index``, ``videos/<key>/chunk_index|file_index|from_timestamp|to_timestamp``).
 """
 from __future__ import annotations
 
@@ -133,19 +137,12 @@ def read_lerobot(path: Path, episode: int = 0, video_key: str | None = None, str
             episode = int(Path_.stem.split("_")[-1])
         except ValueError:
             pass
+    if _is_v3(info):
+        return _read_lerobot_v3(root, info, episode, video_key, stride, max_frames)
     chunk = episode // int(info.get("chunks_size", 1000))
     data_tpl = info.get("data_path", "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet")
     video_tpl = info.get("video_path", "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4")
-    feats = info.get("features", {})
-    video_keys = [k for k, v in feats.items() if isinstance(v, dict) and v.get("dtype") == "video"]
-    if not video_keys:
-        raise CaptureError(f"{info_path}: no video features (dtype 'video'); this reader needs an episode with an mp4 camera stream")
-    if video_key is None:
-        video_key = video_keys[0]
-        if len(video_keys) > 1:
-            log.info("LeRobot %s: cameras %s; using %s", root, video_keys, video_key)
-    elif video_key not in video_keys:
-        raise UnknownNameError("LeRobot camera", video_key, video_keys)
+    video_key = _video_key(info, info_path, video_key)
     parquet = root / data_tpl.format(episode_chunk=chunk, episode_index=episode)
     video = root / video_tpl.format(episode_chunk=chunk, episode_index=episode, video_key=video_key)
     if not parquet.is_file():
@@ -168,6 +165,84 @@ def read_lerobot(path: Path, episode: int = 0, video_key: str | None = None, str
     joints = [[float(x) for x in state[r]] for r in rows] if state is not None else None
     return FrameSource(frames, [round(float(stamps[r]), 6) for r in rows], f"{root} (lerobot episode {episode}, {video_key})",
                        joints, fps=fps)
+
+
+def _is_v3(info: dict) -> bool:
+    """LeRobot v3.0: many episodes per data / video file, located through ``meta/episodes``."""
+    return str(info.get("codebase_version", "")).startswith("v3") or "{file_index" in str(info.get("data_path", ""))
+
+
+def _video_key(info: dict, info_path: Path, video_key: str | None) -> str:
+    feats = info.get("features", {})
+    keys = [k for k, v in feats.items() if isinstance(v, dict) and v.get("dtype") == "video"]
+    if not keys:
+        raise CaptureError(f"{info_path}: no video features (dtype 'video'); this reader needs an episode with an mp4 camera stream")
+    if video_key is None:
+        if len(keys) > 1:
+            log.info("LeRobot %s: cameras %s; using %s", info_path.parents[1], keys, keys[0])
+        return keys[0]
+    if video_key not in keys:
+        raise UnknownNameError("LeRobot camera", video_key, keys)
+    return video_key
+
+
+def _episode_row(root: Path, episode: int, key: str, pq) -> dict:
+    """The ``meta/episodes`` row of ``episode``: where its data rows and its video stretch are."""
+    files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
+    if not files:
+        raise CaptureError(f"{root / 'meta' / 'episodes'}: no episode index (chunk-*/file-*.parquet); the LeRobot v3 "
+                           "dataset is incomplete: copy its meta/ folder too")
+    want = ["episode_index", "data/chunk_index", "data/file_index", f"videos/{key}/chunk_index",
+            f"videos/{key}/file_index", f"videos/{key}/from_timestamp", f"videos/{key}/to_timestamp"]
+    seen = 0
+    for f in files:
+        names = pq.read_schema(f).names
+        missing = [c for c in want if c not in names]
+        if missing:
+            raise CaptureError(f"{f}: episode index without column(s) {', '.join(missing)}; not a LeRobot v3 episode index")
+        rows = pq.read_table(f, columns=want).to_pylist()
+        seen += len(rows)
+        for r in rows:
+            if int(r["episode_index"]) == episode:
+                return r
+    raise CaptureError(f"{root}: episode {episode} is not in this dataset ({seen} episodes: 0-{seen - 1}); check --episode")
+
+
+def _read_lerobot_v3(root: Path, info: dict, episode: int, video_key: str | None, stride: int,
+                     max_frames: int | None) -> FrameSource:
+    """One episode of a LeRobot v3.0 dataset: its rows of a shared data file, its stretch of a shared video."""
+    pq = require("pyarrow.parquet", "capture", "pyarrow")
+    key = _video_key(info, root / "meta" / "info.json", video_key)
+    ep = _episode_row(root, episode, key, pq)
+    data = root / info.get("data_path", "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet").format(
+        chunk_index=int(ep["data/chunk_index"]), file_index=int(ep["data/file_index"]))
+    video = root / info.get("video_path", "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4").format(
+        video_key=key, chunk_index=int(ep[f"videos/{key}/chunk_index"]), file_index=int(ep[f"videos/{key}/file_index"]))
+    if not data.is_file():
+        raise CaptureError(f"{data}: missing; the data file of episode {episode} (per meta/episodes) is not in {root}")
+    fps = float(info.get("fps") or 0) or None
+    t0, t1 = float(ep[f"videos/{key}/from_timestamp"]), float(ep[f"videos/{key}/to_timestamp"])
+    vid = read_video(video, start_s=t0, end_s=t1 - 0.5 / fps if fps else t1)
+    table = pq.read_table(data).to_pydict()
+    rows = [i for i, e in enumerate(table.get("episode_index", [])) if int(e) == episode]
+    if not rows:
+        raise CaptureError(f"{data}: no rows of episode {episode}; the data file and meta/episodes disagree")
+    idx = table.get("frame_index")
+    rows.sort(key=lambda r: int(idx[r]) if idx else r)
+    n = min(len(rows), vid.frames.shape[0])
+    if len(rows) != vid.frames.shape[0]:
+        log.warning("LeRobot %s episode %d: %d data rows but %d video frames; using the first %d", root, episode,
+                    len(rows), vid.frames.shape[0], n)
+    rows = rows[:n][::stride][:max_frames] if max_frames else rows[:n][::stride]
+    first = rows[0] if idx is None else None
+    picks = [int(idx[r]) if idx else r - first for r in rows]
+    picks = [p if p < vid.frames.shape[0] else i for i, p in enumerate(picks)]
+    stamps = table.get("timestamp") or [i / (fps or 1.0) for i in range(len(table.get("episode_index", [])))]
+    state = table.get("observation.state")
+    return FrameSource(vid.frames[picks], [round(float(stamps[r]), 6) for r in rows],
+                       f"{root} (lerobot v3 episode {episode}, {key})",
+                       [[float(x) for x in state[r]] for r in rows] if state is not None else None,
+                       fps=fps or vid.fps)
 
 
 def read_frames(path, stride: int = 1, max_frames: int | None = None, episode: int = 0,
