@@ -147,6 +147,21 @@ def test_checker_finds_no_problem_and_replay_reproduces_the_states(recorded):
         assert r.replay_success == r.recorded_success
 
 
+def test_capture_reads_a_recorded_episode_as_frames_with_joints(recorded):
+    """A recorded dataset is a LeRobot v3.0 one: ``real2sim init --frames DATASET --episode 1`` reads that episode."""
+    from real2sim.capture.frames import read_frames
+    from real2sim.evaluation.lerobot import episode_video, read_episode
+
+    _, root, _ = recorded
+    src = read_frames(root, episode=1)
+    rec = read_episode(root, 1)
+    key = next(k for k in rec["info"]["features"] if k.startswith("observation.images."))
+    frames, _ = episode_video(root, 1, key)
+    assert src.frames.shape == frames.shape
+    assert _psnr(src.frames, frames) > 40  # the same decoded frames (two decoders)
+    np.testing.assert_allclose(src.joint_positions, rec["frames"]["observation.state"], atol=1e-6)
+
+
 def test_replay_in_the_other_engine_stays_close(recorded):
     """Open loop across engines from the recorded start state: millimetres, not centimetres; same outcome."""
     from real2sim.evaluation.replay import replay_episode
