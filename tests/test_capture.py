@@ -422,3 +422,30 @@ def test_lerobot_v3_episode_is_read_from_its_stretch_of_the_shared_files(tmp_pat
     assert read_frames(root / "data" / "chunk-000" / "file-000.parquet", episode=0).frames.shape[0] == 5
     with pytest.raises(CaptureError, match=r"episode 4 is not in this dataset \(2 episodes"):
         read_frames(root, episode=4)
+
+
+def test_a_long_clip_is_thinned_with_a_warning_and_stride_1_keeps_every_frame(tmp_path, caplog):
+    """A minute of video would be hours of fitting and gigabytes of frames: thinned to <= 300, saying how to keep all."""
+    import cv2
+
+    from real2sim.capture import init_bundle
+    from real2sim.capture.frames import count_frames
+
+    path = tmp_path / "long.mp4"
+    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 30, (32, 16))
+    for i in range(610):
+        f = np.zeros((16, 32, 3), np.uint8)
+        f[:, : 1 + i // 20] = 255  # the white band grows with time: frame order is visible
+        w.write(f)
+    w.release()
+    assert count_frames(path) == 610
+    with caplog.at_level("WARNING"):
+        b = init_bundle(tmp_path / "thin", path)
+    fr = b.manifest.capture.frames
+    assert len(fr) == 204 and fr[1].timestamp == pytest.approx(3 / 30)  # every 3rd frame
+    assert "610 frames; keeping one in 3 (204 frames" in caplog.text and "--stride 1" in caplog.text
+    from PIL import Image
+
+    band = [int((np.asarray(Image.open(b.path(f.image)))[8, :, 0] > 127).sum()) for f in fr[::40]]
+    assert band == [1 + (3 * i * 40) // 20 for i in range(len(band))]
+    assert len(init_bundle(tmp_path / "all", path, stride=1).manifest.capture.frames) == 610

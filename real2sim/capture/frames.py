@@ -84,15 +84,15 @@ def read_video(path: Path, stride: int = 1, max_frames: int | None = None, start
     fps = cap.get(cv2.CAP_PROP_FPS) or None
     frames, stamps, i, shape0 = [], [], -1, None
     try:
-        while True:
-            ok, bgr = cap.read()
-            if not ok:
-                break
+        while cap.grab():  # frames left out are not decoded to pixels: a long clip costs only what is kept
             i += 1
             t = i / fps if fps else cap.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
             if t + 1e-9 < start_s or i % stride:
                 continue
             if end_s is not None and t > end_s:
+                break
+            ok, bgr = cap.retrieve()
+            if not ok:
                 break
             if shape0 is None:
                 shape0 = bgr.shape
@@ -165,6 +165,26 @@ def read_lerobot(path: Path, episode: int = 0, video_key: str | None = None, str
     joints = [[float(x) for x in state[r]] for r in rows] if state is not None else None
     return FrameSource(frames, [round(float(stamps[r]), 6) for r in rows], f"{root} (lerobot episode {episode}, {video_key})",
                        joints, fps=fps)
+
+
+def count_frames(path) -> int | None:
+    """How many frames ``path`` holds without decoding them (an image folder's files, a video's frame count as its
+    container says); ``None`` for a LeRobot dataset or when the container does not say."""
+    import cv2
+
+    path = Path(path)
+    if _lerobot_root(path) is not None and (path.is_dir() or path.suffix == ".parquet"):
+        return None
+    if path.is_dir():
+        return len(image_files(path))
+    if path.suffix.lower() in VIDEO_SUFFIXES and path.is_file():
+        cap = cv2.VideoCapture(str(path))
+        try:
+            n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) if cap.isOpened() else 0
+        finally:
+            cap.release()
+        return n if n > 0 else None
+    return None
 
 
 def _is_v3(info: dict) -> bool:

@@ -11,7 +11,7 @@ from real2sim.capture.camera_file import (
     check_camera_matches_frames,
     load_camera,
 )
-from real2sim.capture.frames import FrameSource, read_frames
+from real2sim.capture.frames import FrameSource, count_frames, read_frames
 from real2sim.core.bundle import (
     Bundle,
     atomic_write_json,
@@ -46,7 +46,26 @@ def contact_sheet(frames: np.ndarray, count: int = 8, cols: int = 4, labels=None
     return tiles([frames[i] for i in idx], labs, cols=min(cols, len(idx)), tile_width=240)
 
 
-def init_bundle(directory, frames, camera=None, robot: str | None = None, name: str | None = None, stride: int = 1,
+AUTO_MAX_FRAMES = 300
+"""A clip of more frames than this, given without ``stride`` or ``max_frames``, is thinned by the smallest stride that
+keeps at most this many (with a warning): every frame is written to the bundle, segmented and fitted, so a minute
+of 30 fps video would take hours and its frames' memory; the plate uses 64 frames anyway."""
+
+
+def auto_stride(frames, max_frames: int | None = None) -> int:
+    """The stride :func:`init_bundle` uses when none is given (:data:`AUTO_MAX_FRAMES`)."""
+    n = None if max_frames else count_frames(frames)
+    if not n or n <= AUTO_MAX_FRAMES:
+        return 1
+    stride = -(-n // AUTO_MAX_FRAMES)
+    log.warning("%s: %d frames; keeping one in %d (%d frames; frame numbers in --prompts count the kept frames). "
+                "Pass --stride 1 to keep them all, or --stride N / --max-frames N to choose", frames, n, stride,
+                -(-n // stride))
+    return stride
+
+
+def init_bundle(directory, frames, camera=None, robot: str | None = None, name: str | None = None,
+                stride: int | None = None,
                 max_frames: int | None = None, episode: int = 0, video_key: str | None = None,
                 overwrite: bool = False) -> Bundle:
     """Create a bundle in ``directory`` from ``frames`` (image folder, video file or LeRobot dataset).
@@ -61,6 +80,8 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
     if (directory / "scene.json").exists() and not overwrite:
         raise BundleError(f"{directory}: already holds a bundle (scene.json); choose a new directory, or pass "
                           "--force to re-initialise its capture")
+    if stride is None:
+        stride = auto_stride(frames, max_frames)
     src: FrameSource = read_frames(frames, stride=stride, max_frames=max_frames, episode=episode, video_key=video_key)
     n, h, w, _ = src.frames.shape
     cam = None

@@ -110,16 +110,17 @@ def _image_files(folder: Path) -> list[Path]:
 
 def read_capture_frames(src: Path) -> tuple[list[str], list[np.ndarray], Path]:
     """Frame names, ``(h, w, 3) uint8`` frames and the capture folder (where camera.json / board.json are)."""
-    from real2sim.capture.frames import VIDEO_SUFFIXES, read_video
+    from real2sim.capture.frames import VIDEO_SUFFIXES, count_frames, read_video
 
     src = Path(src)
     if not src.exists():
         raise CaptureError(f"{src}: does not exist; 'real2sim scan' takes a capture folder (frames/, camera.json, "
                            "board.json) or a video file next to them")
     if src.is_file() and src.suffix.lower() in VIDEO_SUFFIXES:
-        probe = read_video(src, stride=1, max_frames=None)
-        stride = max(1, len(probe.frames) // VIDEO_FRAMES)
-        frames = list(probe.frames[::stride])
+        n = count_frames(src)  # the container's count: only the kept frames are decoded
+        if n is None:
+            n = len(read_video(src).frames)
+        frames = list(read_video(src, stride=max(1, n // VIDEO_FRAMES)).frames)
         return [f"{i:04d}" for i in range(len(frames))], frames, src.parent
     if not src.is_dir():
         raise CaptureError(f"{src}: not a folder or a video ({', '.join(VIDEO_SUFFIXES)})")

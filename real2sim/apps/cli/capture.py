@@ -29,7 +29,7 @@ def cmd_init(args) -> int:
                             prompts=getattr(args, "prompts", None), robot=args.robot,
                             backend=getattr(args, "backend", "auto"), propagate=not getattr(args, "no_propagate", False),
                             plate=not getattr(args, "no_plate", False), overwrite=getattr(args, "force", False),
-                            name=getattr(args, "name", None), stride=getattr(args, "stride", 1),
+                            name=getattr(args, "name", None), stride=getattr(args, "stride", None),
                             max_frames=getattr(args, "max_frames", None), episode=getattr(args, "episode", 0))
     _print_capture_summary(console(), Path(args.dir), summary)
     return 0
@@ -226,7 +226,8 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--robot", help="robot in the scene: a registry name (e.g. widowx, panda) or a robot definition "
                    "file (.toml/.json/.yaml, docs/robots.md; copied into the bundle); base at the world origin")
     p.add_argument("--name", help="scene name (default: the directory name)")
-    p.add_argument("--stride", type=int, default=1, help="keep every N-th frame")
+    p.add_argument("--stride", type=int, default=None,
+                   help="keep every N-th frame (default: 1; a clip of more than 300 frames is thinned to 300 or fewer)")
     p.add_argument("--max-frames", type=int, default=None, dest="max_frames")
     p.add_argument("--episode", type=int, default=0, help="LeRobot episode index")
     p.add_argument("--force", action="store_true", help="re-initialise the capture of an existing bundle")
