@@ -262,3 +262,32 @@ def test_without_a_camera_pose_a_lingering_robot_stays_out_of_the_plate(tmp_path
     b = Bundle.load(root)
     robot = [read_mask(b.path(b.manifest.capture.masks[f"{i:06d}"]["robot"])) for i in range(len(case.frames))]
     assert sum(m.any() for m in robot) >= len(robot) // 2  # the refitted motion masks are written for the review
+
+
+def test_a_large_robot_standing_in_the_clip_median_is_fitted_from_its_prompt():
+    """The Panda (a robot the tracker was never tuned on), large in a 320x240 view and moving little over 6 frames:
+    the clip's median holds it, so against the median its start frame fits nowhere. Before, the capture fell back
+    to motion segmentation ("the camera pose is probably wrong"; masks IoU 0.05-0.2 with the truth on the same clip
+    at 640x480). Now the start frame is fitted to the box prompt's mask and the background is taken from the frames
+    where the robot moved off: measured mask IoU 0.94 on the start frame, 0.46-0.88 on the others. The later frames
+    drift (the arm lingers where the median still holds it): left open, in docs/capture.md."""
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv
+    from real2sim.core.manifest import RobotSpec
+    from real2sim.demos.robot_clips import make_robot_clip, procedural_plate
+    from real2sim.render.robot import load_robot_model
+    from real2sim.robots import get_robot
+    from real2sim.segmentation import segment
+    from real2sim.segmentation.core import Prompt
+    from real2sim.segmentation.robot_track import joint_space, track_robot
+
+    K = np.array([[260.0, 0, 160], [0, 260, 120], [0, 0, 1]])
+    cam = Camera(320, 240, K, look_at_opencv(np.array([1.3, 0.0, 0.9]), np.array([0.4, 0.0, 0.3])), np.zeros(5), 0.01, 10.0)
+    clip = make_robot_clip(procedural_plate(320, 240, seed=0), cam, n_frames=6, robot="panda", seed=1)
+    rdef = get_robot("panda")
+    model = load_robot_model(RobotSpec(rdef.name))
+    prompt = segment(clip.frames[0], Prompt([], [], tuple(_box(clip.masks[0]))))
+    track = track_robot(clip.frames, cam, model, joint_space(rdef, model), model.default_q, 0, None, None, prompt)
+    ious = [_iou(m, t) for m, t in zip(track.masks, clip.masks)]
+    assert track.method == "model" and "fitted to the prompt's mask" in " ".join(track.notes), track.notes
+    assert ious[0] >= 0.9 and min(ious) >= 0.4 and np.mean(ious) >= 0.6, np.round(ious, 3)

@@ -83,6 +83,10 @@ class TrackConfig:
     diagonal of the robot at the seed pose (the previous frame's)."""
     refit_background: bool = True
     """Without a plate: fit, recompute the clip's median without the robot's pixels, fit again."""
+    prompt_fit_iou: float = 0.8
+    """Without a plate, when the start frame does not fit against the clip's median (the robot stands in the median:
+    a large arm moving little), the robot is fitted to the prompt's mask instead if it matches it this well (IoU);
+    a model that cannot (a wrong camera pose) leaves the robot to motion segmentation."""
 
 
 @dataclass
@@ -547,17 +551,26 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
     bg, unseen = (background, None) if background is not None else (clip_background(frames)[0], None)
     Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, unseen, excl, q_start, start, prompt_mask)
     notes = [f"foreground threshold at least {floor:.0f} grey levels (chosen on frame {start})"]
-    if background is None and cfg.refit_background and n > 1:
-        # no plate: the clip's median again, without the pixels the tracked robot covers; where that changes the
-        # background (the robot lingered), fit again from there
-        bg2, seen = clip_background(frames, np.stack([dilate(fitter.sil_full(q), near) for q in Q]) | excl)
-        changed = float((difference(bg2, bg) > floor).mean())
-        notes.append(f"no plate: background = median of the clip without the tracked robot ({100 * changed:.1f}% "
-                     f"of pixels changed by leaving the robot out, {100 * (1 - seen.mean()):.1f}% never seen)")
-        if changed > 0.002:
-            Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg2, ~seen, excl, Q[start], start,
-                                                         prompt_mask, seeds=Q)
+    refit = background is None and cfg.refit_background and n > 1
+    if refit:
+        Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs, floor,
+                                                 notes, iou, states, near)
+    if background is None and prompt_mask is not None and n > 1 and not iou[start] >= cfg.lost_iou:
+        # still no fit on the start frame: the clip's median holds the robot where it hardly moves (a large arm
+        # moving a little, its base)
+        q_first, v = _fit_to_mask(fitter, prompt_mask, excl[start], q_start)
+        if v >= cfg.prompt_fit_iou:
+            bg, seen = _background_around(frames, start, dilate(fitter.sil_full(q_first), near) | prompt_mask, excl, cfg)
+            Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg, ~seen, excl, q_first, start, prompt_mask,
+                                                         prompt_where_unseen=True)
             nev = [a + b for a, b in zip(nev, nev2)]
+            notes.append(f"the clip's median holds the robot (its fit on frame {start} failed): fitted to the prompt's "
+                         f"mask there (IoU {v:.2f}), the background = the median without the robot, "
+                         f"{100 * (1 - seen.mean()):.1f}% of pixels never seen (the prompt's mask stands in on frame "
+                         f"{start})")
+            if refit:
+                Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs,
+                                                         floor, notes, iou, states, near, by_prompt=True)
     if states[start] != "lost":
         Q[start] = fitter.polish(evs[start], Q[start])
     sils = [fitter.sil_full(q) for q in Q]
@@ -576,21 +589,84 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
     return RobotTrack(Q, masks, sils, iou, states, nev, "model", secs, notes, iou0)
 
 
-def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, prompt_mask, seeds=None):
+def _refit(fitter: Fitter, frames, bg, excl, Q, start: int, prompt_mask, nev, evs, floor, notes: list, iou, states,
+           near: int, by_prompt: bool = False):
+    """No plate: the clip's median again, without the pixels the tracked robot covers (and, ``by_prompt``, what the
+    prompt said is robot); where that changes the background (the robot lingered), fit again from there."""
+    robot = np.stack([dilate(fitter.sil_full(q), near) for q in Q])
+    if by_prompt:
+        robot[start] |= prompt_mask
+    bg2, seen = clip_background(frames, robot | excl)
+    changed = float((difference(bg2, bg) > floor).mean())
+    notes.append(f"no plate: background = median of the clip without the tracked robot ({100 * changed:.1f}% "
+                 f"of pixels changed by leaving the robot out, {100 * (1 - seen.mean()):.1f}% never seen)")
+    if changed <= 0.002:
+        return Q, iou, states, nev, evs, floor
+    Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg2, ~seen, excl, Q[start], start, prompt_mask,
+                                                 seeds=Q, prompt_where_unseen=by_prompt)
+    return Q, iou, states, [a + b for a, b in zip(nev, nev2)], evs, floor
+
+
+def _background_around(frames, start: int, region: np.ndarray, excl, cfg: TrackConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(background ``(h, w, 3) uint8``, seen ``(h, w) bool``) of a clip whose robot stood in ``region`` on frame
+    ``start``: outside it, the median of the frames; inside, the median of the frames where the pixel changed from
+    frame ``start`` (the robot moved off it); never seen where it never changed."""
+    n, h, w = frames.shape[:3]
+    bg, seen = clip_background(frames, np.broadcast_to(region, (n, h, w)) | excl)
+    changed = np.stack([foreground(f, frames[start], cfg)[0] & region for f in frames])
+    bg_moved, seen_moved = clip_background(frames, ~changed | excl)
+    moved = region & seen_moved
+    return np.where(moved[..., None], bg_moved, bg), seen | moved
+
+
+def _fit_to_mask(fitter: Fitter, mask: np.ndarray, excluded: np.ndarray, q_start) -> tuple[np.ndarray, float]:
+    """(joints, IoU) of the robot fitted to ``mask`` ``(h, w) bool`` (a prompt's mask) as the whole evidence."""
+    ev = make_evidence(mask, excluded, fitter.small)
+    Q, iou, _, _, _ = _track_pass(fitter, [ev], q_start, 0, region=mask)
+    return Q[0], float(iou[0])
+
+
+def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, prompt_mask, seeds=None,
+              prompt_where_unseen: bool = False):
     """One tracking round against background ``bg``: the start frame (threshold, colours), then the clip.
-    ``seeds``: an earlier round's joints (this round then fits each frame with a third of the evaluations).
-    Returns (joints, IoU, states, evaluations, evidences, threshold floor)."""
+    ``seeds``: an earlier round's joints (this round then fits each frame with a third of the evaluations);
+    ``prompt_where_unseen``: on the start frame, pixels of ``unseen`` background take the prompt's mask as their
+    evidence. Returns (joints, IoU, states, evaluations, evidences, threshold floor)."""
     cfg = fitter.cfg
-    q_first, floor, ev0 = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask)
+    stand_in = (unseen, prompt_mask) if prompt_where_unseen and unseen is not None and prompt_mask is not None else None
+    q_first, floor, ev0 = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask, stand_in)
     colours = ColourModel(frames[start], ev0.fg & erode(fitter.sil_full(q_first), 1))
     evs = _evidences(frames, bg, excl, fitter, cfg, unseen, colours, floor)
+    if stand_in is not None:
+        evs[start] = _with_stand_in(evs[start], *stand_in, fitter)
+        evs = [ev if i == start else _unseen_from_start(ev, frames[i], frames[start], evs[start].fg, unseen, colours,
+                                                        fitter) for i, ev in enumerate(evs)]
     Q, iou, states, nev, evs = _track_pass(fitter, evs, q_first, start, seeds=seeds, search_first=False,
                                            max_evals=None if seeds is None else cfg.max_evals // 3,
                                            region=prompt_mask)
     return Q, iou, states, nev, evs, floor
 
 
-def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask) -> tuple[np.ndarray, float, Evidence]:
+def _with_stand_in(ev: Evidence, unseen: np.ndarray, mask: np.ndarray, fitter: Fitter) -> Evidence:
+    """``ev`` where the background was never seen (``unseen``) told by ``mask`` (the prompt's) instead of ignored."""
+    fg = (ev.fg & ~unseen) | (mask & unseen)
+    ignore = ev.ignore & ~unseen
+    return make_evidence(fg, ignore, fitter.small, unseen, ev.threshold)
+
+
+def _unseen_from_start(ev: Evidence, frame, start_frame, start_fg: np.ndarray, unseen: np.ndarray,
+                       colours: ColourModel, fitter: Fitter) -> Evidence:
+    """``ev`` where the background was never seen told by the start frame (``start_fg``: its robot pixels): a robot
+    pixel there that still looks the same is the robot still, a pixel that did not change and was background
+    there is background; one that changed counts neither way if it has a robot colour, else is background."""
+    same = difference(frame, start_frame) <= ev.threshold
+    fg = (ev.fg & ~unseen) | (unseen & same & start_fg)
+    ignore = (ev.ignore & ~unseen) | (unseen & ~same & colours(frame))
+    return make_evidence(fg, ignore, fitter.small, unseen, ev.threshold)
+
+
+def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stand_in=None
+                 ) -> tuple[np.ndarray, float, Evidence]:
     """(joints, threshold floor, evidence) on the start frame. The foreground threshold is the one, of the frame's
     noise threshold times ``threshold_ladder``, at which the fitted robot explains the evidence best (highest
     IoU): a clean plate keeps the noise threshold (dark robot parts on dark ground count), a plate that differs
@@ -600,6 +676,8 @@ def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask) -> t
     best = None
     for f in cfg.threshold_ladder:
         ev = _evidences(frame[None], bg, excluded[None], fitter, cfg, floor=base * f)[0]
+        if stand_in is not None:
+            ev = _with_stand_in(ev, *stand_in, fitter)
         Q, iou, _, _, used = _track_pass(fitter, [ev], q_start, 0, region=prompt_mask)
         log.debug("start frame: threshold %.1f -> IoU %.3f", base * f, iou[0])
         if best is None or iou[0] > best[0] + 0.05:  # a higher threshold has to earn its place
