@@ -46,7 +46,7 @@ class FrameSource:
 
 
 def read_image_folder(folder: Path, stride: int = 1, max_frames: int | None = None) -> FrameSource:
-    """All images of ``folder`` in name order (timestamps = index / 1 s unless a video fps is known)."""
+    """All images of ``folder`` in natural name order (:func:`core.imaging.image_files`; timestamps = index / 1 s)."""
     folder = Path(folder)
     files = image_files(folder)
     if not files:
