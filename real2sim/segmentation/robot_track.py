@@ -159,8 +159,9 @@ def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 
 
     A shadow darkens all channels by about the same ratio, and a shadow that has left (a background made while it
     was there) brightens them so: per-channel ratios frame / background between ``shadow_ratio`` and its inverse,
-    within ``shadow_chroma`` of each other (relative), are illumination, not robot. A dark robot on a coloured
-    table changes the channels by different ratios; on a grey surface it is darker than ``shadow_ratio``."""
+    within ``shadow_chroma`` of each other (relative), are illumination, not robot (brightening only up to the
+    brightest background nearby: the lit surface). A dark robot on a coloured table changes the channels
+    by different ratios; on a grey surface it is darker than ``shadow_ratio``."""
     import cv2
 
     g = exposure_gains(frame, background)
@@ -170,6 +171,11 @@ def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 
     ratio = (f + 1.0) / (b + 1.0)
     lo, hi = ratio.min(-1), ratio.max(-1)
     shadow = (lo > shadow_ratio) & (hi < 1.0 / shadow_ratio) & (hi - lo < shadow_chroma * hi)
+    # brighter at the same chroma is a shadow that left only up to the brightest background nearby (the lit
+    # surface): a white or grey robot in front of a plain grey wall is brighter than anything around it
+    k = max(3, frame.shape[1] // 16) | 1
+    lit = cv2.dilate(b.mean(-1), np.ones((k, k), np.uint8))
+    shadow &= (lo < 1.05) | (f.mean(-1) <= 1.15 * lit + 4.0)
     d[shadow] = 0.0
     return d
 
