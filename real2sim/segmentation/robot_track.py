@@ -173,7 +173,7 @@ def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 
     shadow = (lo > shadow_ratio) & (hi < 1.0 / shadow_ratio) & (hi - lo < shadow_chroma * hi)
     # brighter at the same chroma is a shadow that left only up to the brightest background nearby (the lit
     # surface): a white or grey robot in front of a plain grey wall is brighter than anything around it
-    k = max(3, frame.shape[1] // 16) | 1
+    k = max(3, frame.shape[1] // 4) | 1
     lit = cv2.dilate(b.mean(-1), np.ones((k, k), np.uint8))
     shadow &= (lo < 1.05) | (f.mean(-1) <= 1.15 * lit + 4.0)
     d[shadow] = 0.0
