@@ -130,7 +130,7 @@ def run_coacd(solid, config: CollisionConfig, name: str = "mesh") -> list:
     _require_unimported("coacd", extra="collision")  # fail early with the install command, without importing it here
     params = config.coacd_params()
     hint = (f"parameters: {json.dumps(params)}, timeout_s={config.timeout_s}")
-    # a worker's folder is r2s_coacd_<pid of this process>_XXXXXXXX: those of killed runs are removed here
+    # a worker's folder is r2s_coacd_<pid of this process>_<random>: those of killed runs are removed here
     with scratch_dir("coacd") as tmp:
         inp, out = tmp / "in.npz", tmp / "out.npz"
         np.savez(inp, vertices=np.asarray(solid.vertices, np.float64), faces=np.asarray(solid.faces, np.int64),

@@ -16,7 +16,13 @@ def strip_obj_materials(data: bytes) -> bytes:
 
 
 def write_obj(path: Path, vertices, faces, uv=None, face_uv=None, mtl: str | None = None, material: str | None = None) -> None:
-    """Write an OBJ file.
+    """Write an OBJ file (the text of :func:`obj_text`)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(obj_text(vertices, faces, uv, face_uv, mtl, material))
+
+
+def obj_text(vertices, faces, uv=None, face_uv=None, mtl: str | None = None, material: str | None = None) -> str:
+    """An OBJ file's text.
 
     ``vertices`` ``(n, 3)``, ``faces`` ``(m, 3) int``; optional ``uv`` ``(k, 2)`` with
     ``face_uv`` ``(m, 3) int`` indices into it (defaults to ``faces`` when ``uv`` has one
@@ -39,8 +45,7 @@ def write_obj(path: Path, vertices, faces, uv=None, face_uv=None, mtl: str | Non
         if material:
             lines.append(f"usemtl {material}")
         lines += [f"f {a} {b} {c}" for a, b, c in f]
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def mesh_uv(mesh):

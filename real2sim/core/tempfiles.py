@@ -1,6 +1,6 @@
 """Temp files and folders that name their writer, so that the next run can remove what a killed one left.
 
-A temp name carries the writing process's id (``.<name>.<pid>.XXXXXXXX.tmp``, ``r2s_<topic>_<pid>_XXXXXXXX``). A
+A temp name carries the writing process's id (``.<name>.<pid>.XXXXXXXX.tmp``, ``r2s_<topic>_<pid>_<random>``). A
 process that is gone (killed with -9, the machine rebooted) can never finish its temp file, so whoever next writes
 beside it removes it; a live writer's temp files, in this process or another, are left alone.
 """
@@ -90,7 +90,7 @@ def sweep_dead_scratch() -> list[str]:
 
 @contextlib.contextmanager
 def scratch_dir(topic: str) -> Iterator[Path]:
-    """A temp folder ``r2s_<topic>_<pid>_XXXXXXXX``, removed on exit; a run killed inside it leaves a name that the
+    """A temp folder ``r2s_<topic>_<pid>_<random>``, removed on exit; a run killed inside it leaves a name that the
     next scratch folder (or the next ``real2sim`` command) removes."""
     sweep_dead_scratch()
     with tempfile.TemporaryDirectory(prefix=scratch_prefix(topic)) as tmp:

@@ -104,10 +104,6 @@ class ScanResult:
 # reading the capture
 # ---------------------------------------------------------------------------------------------
 
-def _image_files(folder: Path) -> list[Path]:
-    return image_files(folder)
-
-
 def read_capture_frames(src: Path) -> tuple[list[str], list[np.ndarray], Path]:
     """Frame names, ``(h, w, 3) uint8`` frames and the capture folder (where camera.json / board.json are)."""
     from real2sim.capture.frames import VIDEO_SUFFIXES, count_frames, read_video
@@ -125,7 +121,7 @@ def read_capture_frames(src: Path) -> tuple[list[str], list[np.ndarray], Path]:
     if not src.is_dir():
         raise CaptureError(f"{src}: not a folder or a video ({', '.join(VIDEO_SUFFIXES)})")
     folder = src / "frames" if (src / "frames").is_dir() else src
-    files = _image_files(folder)
+    files = image_files(folder)
     if not files:
         raise CaptureError(f"{folder}: no frames (PNG/JPEG); put the photos in {src / 'frames'}")
     return [p.stem for p in files], [read_rgb(p) for p in files], src
@@ -728,7 +724,7 @@ def heldout_psnr(obj_dir: Path, frames_dir: Path, masks_dir: Path, camera_json: 
     mesh = load_texmesh(obj_dir / info["mesh"])
     texture = read_rgb(obj_dir / info["texture"]).astype(np.float32) / 255.0
     T = np.asarray(info["T_world_object"], float)
-    files = _image_files(Path(frames_dir))
+    files = image_files(Path(frames_dir))
     images = [read_rgb(p) for p in files]
     poses, skipped = board_poses([p.stem for p in files], images, camera, spec, 6)
     out = {}

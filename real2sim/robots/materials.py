@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from real2sim.core.tempfiles import scratch_dir
+from real2sim.core.objio import obj_text
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +98,6 @@ def _texture_file(img, tint: tuple) -> Path:
     return out
 
 
-def _obj_bytes(vertices, faces, uv) -> bytes:
-    from real2sim.core.objio import write_obj
-
-    with scratch_dir("materials") as td:
-        p = td / "m.obj"
-        write_obj(p, vertices, faces, uv, None)
-        return p.read_bytes()
-
-
 def _has_material_info(path: Path) -> bool:
     """Whether the file can carry materials at all (an OBJ without ``mtllib`` and an STL cannot)."""
     suf = path.suffix.lower()
@@ -154,8 +145,8 @@ def mesh_parts(path: Path, link: str = "", urdf: Path | None = None) -> list[Mes
                 tint = (1.0, 1.0, 1.0)
             tex = _texture_file(img, tint)
             rgba = (1.0, 1.0, 1.0, rgba[3])
-        data = _obj_bytes(np.asarray(g.vertices, float), np.asarray(g.faces, np.int64),
-                          np.asarray(uv, float) if textured else None)
+        data = obj_text(np.asarray(g.vertices, float), np.asarray(g.faces, np.int64),
+                        np.asarray(uv, float) if textured else None).encode()
         h = hashlib.sha256(data).hexdigest()[:16]
         stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in path.stem)[:60]
         out = _material_dir() / f"{h}_{stem}_{k}.obj"

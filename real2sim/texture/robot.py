@@ -40,9 +40,8 @@ import numpy as np
 from real2sim.core.bundle import Bundle, atomic_write_bytes, hash_bytes, hash_jsonable
 from real2sim.core.errors import Real2SimError
 from real2sim.core.imaging import erode, png_bytes, psnr, read_mask, read_rgb_float, to_float, write_rgb
-from real2sim.core.objio import write_obj
+from real2sim.core.objio import obj_text
 from real2sim.core.stages import files_hash, run_stage
-from real2sim.core.tempfiles import scratch_dir
 from real2sim.core.views import frame_key
 from real2sim.render.mesh import TexMesh, unwrap
 from real2sim.render.overlay import overlay_panels, titled
@@ -391,10 +390,7 @@ def write_link_texture(bundle: Bundle, link: str, mesh: TexMesh, tex: np.ndarray
     out_dir = bundle.root / ROBOT_TEXTURE_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     png = png_bytes(tex)
-    with scratch_dir("texture") as td:
-        tmp = td / "m.obj"
-        write_obj(tmp, mesh.vertices, mesh.faces, mesh.uv, mesh.face_uv)
-        obj = tmp.read_bytes()
+    obj = obj_text(mesh.vertices, mesh.faces, mesh.uv, mesh.face_uv).encode()
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in link)[:80]
     mp = out_dir / f"{safe}_{hash_bytes(obj)[:10]}.obj"
     tp = out_dir / f"{safe}_{hash_bytes(png)[:10]}.png"

@@ -65,8 +65,7 @@ from real2sim.core.errors import (
 from real2sim.core.geometry import split_pose
 from real2sim.core.manifest import ObjectSpec
 from real2sim.core.meshes import load_mesh
-from real2sim.core.objio import mesh_uv, write_obj
-from real2sim.core.tempfiles import scratch_dir
+from real2sim.core.objio import mesh_uv, obj_text
 from real2sim.engines.base import Exporter, ExportResult
 from real2sim.engines.common import srgb_to_linear
 from real2sim.engines.sapien.scene import (
@@ -151,18 +150,14 @@ def _visual_obj_text(bundle: Bundle, oid: str, obj: ObjectSpec) -> str:
         lines = path.read_text(errors="replace").splitlines()
         lines = [ln.rstrip() for ln in lines if not re.match(r"\s*(mtllib|usemtl)\b", ln)]
         return "\n".join(lines) + "\n"
-    with scratch_dir("sapien") as td:  # convert other formats through trimesh
-        tmp = td / "m.obj"
-        uv = mesh_uv(mesh)
-        write_obj(tmp, mesh.vertices, mesh.faces, uv=uv)
-        return tmp.read_text()
+    return obj_text(mesh.vertices, mesh.faces, uv=mesh_uv(mesh))  # other formats converted through trimesh
 
 
-def _with_material(obj_text: str, mtl_name: str) -> str:
+def _with_material(text: str, mtl_name: str) -> str:
     """Insert ``mtllib`` at the top and ``usemtl`` before the first face."""
     out = [f"mtllib {mtl_name}"]
     used = False
-    for ln in obj_text.splitlines():
+    for ln in text.splitlines():
         if not used and ln.lstrip().startswith("f "):
             out.append(f"usemtl {MATERIAL_NAME}")
             used = True
