@@ -163,6 +163,24 @@ def test_tracker_recovers_after_occlusion_and_leaving_the_view(robot_model):
     assert any(tr.states[i] == "out_of_view" for i in clip.out_of_view)  # said, not guessed
 
 
+def test_with_a_plate_a_frame_is_fitted_from_every_seed_when_its_best_looking_one_falls_short(robot_model,
+                                                                                               shared_data):
+    """The WidowX over the Bridge clip's person-made plate, 16 frames (bench_robot_track.py's clip): the seed that
+    overlapped best at the start (the joints moved on at their last velocity) led frame 3 into a worse local fit,
+    and every later frame drifted from it (mask IoU 0.85-0.91 from frame 5 on, joint errors 25-45 deg). Fitting
+    from the other seed too when the fit falls short of the clip's typical IoU keeps every frame >= 0.9 (0.92 at
+    worst measured)."""
+    from real2sim.core.imaging import read_rgb
+    from real2sim.demos.robot_clips import make_robot_clip
+    from real2sim.segmentation.robot_track import track_robot
+
+    rdef, model, space = robot_model
+    clip = make_robot_clip(read_rgb(shared_data / "bridge" / "bridge_real_1_cleanup.png"), n_frames=16, seed=2)
+    tr = track_robot(clip.frames, clip.camera, model, space, rdef.default_qpos, 0, clip.plate)
+    ious = [_iou(m, t) for m, t in zip(tr.masks, clip.masks)]
+    assert min(ious) >= 0.9 and tr.states.count("tracked") == 15, (np.round(ious, 3), tr.states)
+
+
 def test_recorded_joints_render_the_masks(tmp_path, robot_model):
     """Frames that carry their joints (a LeRobot episode): the robot is rendered at them, nothing is fitted."""
     from real2sim.segmentation.robot_fit import robot_fit_stage

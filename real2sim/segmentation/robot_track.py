@@ -75,6 +75,12 @@ class TrackConfig:
     fingers, show there)."""
     polish_evals: int = 150
     """Nelder-Mead evaluations of that last fit (0: none)."""
+    other_seeds_below: float = 0.97
+    """With a plate: a frame's fit from its best-looking seed (the previous frame's joints, or those moved on at
+    their last velocity) that falls below this fraction of the clip's typical IoU so far is fitted from the other
+    seeds too, the best fit kept (the seed that overlaps best at the start can lead into a worse local fit).
+    Without a plate the clip-median evidence is partial and its IoU does not rank such fits: the best-looking
+    seed's fit is kept."""
     refit_below: float = 0.9
     """A frame whose fit falls below this fraction of the clip's typical IoU so far is searched again (grid over
     the first three arm joints around the last good pose, then a second fit)."""
@@ -490,11 +496,13 @@ def _near(fitter: Fitter, ev: Evidence, q, extra: np.ndarray | None = None) -> E
 
 
 def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=None, search_first: bool = True,
-                max_evals: int | None = None, region: np.ndarray | None = None
+                max_evals: int | None = None, region: np.ndarray | None = None, all_seeds: bool = False
                 ) -> tuple[np.ndarray, np.ndarray, list, list, list]:
     """Fit every frame from ``start`` outwards, each against its evidence near the seed pose (:func:`_near`).
     ``seeds``: ``(n, dof)`` per-frame seeds of an earlier pass (used besides the neighbour's joints); ``region``:
-    where the robot may also be on the start frame (the prompt). Returns (joints, IoU, states, evaluations, the
+    where the robot may also be on the start frame (the prompt); ``all_seeds``: a frame whose fit falls short is
+    fitted from every seed (``TrackConfig.other_seeds_below``; for evidence against a plate, whose IoU can be
+    trusted to rank fits). Returns (joints, IoU, states, evaluations, the
     evidences used)."""
     cfg, n = fitter.cfg, len(evs)
     Q = np.zeros((n, len(q_start)))
@@ -521,9 +529,14 @@ def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=
         if ev.fg.sum() < 0.002 * ev.fg.size < evs[i].fg.sum():  # nothing near where it was: back into view elsewhere
             ev = used[i] = evs[i]
             wide = (0.8, 0.6, 0.6)
-        q0 = max(cands, key=lambda q: fitter.iou(q, ev))
-        q, v, k = fitter.fit(ev, q0, max_evals)
+        cands.sort(key=lambda q: fitter.iou(q, ev), reverse=True)
+        q, v, k = fitter.fit(ev, cands[0], max_evals)
         typical = np.median([iou[f] for f in good]) if good else 1.0
+        for other in cands[1:] if all_seeds and v < cfg.other_seeds_below * typical else ():
+            q2, v2, k2 = fitter.fit(ev, other, max_evals)
+            k += k2
+            if v2 > v:
+                q, v = q2, v2
         if v < max(cfg.lost_iou, cfg.refit_below * typical):  # search again around the last good pose
             qs, ks = fitter.search(ev, last, span=wide, steps=(5, 5, 5))
             q2, v2, k2 = fitter.fit(ev, qs, max_evals)
@@ -555,7 +568,8 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
     fitter = Fitter(model, camera, space, cfg)
     near = max(2, int(round(cfg.near_frac * np.hypot(h, w))))
     bg, unseen = (background, None) if background is not None else (clip_background(frames)[0], None)
-    Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, unseen, excl, q_start, start, prompt_mask)
+    Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, unseen, excl, q_start, start, prompt_mask,
+                                                all_seeds=background is not None)
     notes = [f"foreground threshold at least {floor:.0f} grey levels (chosen on frame {start})"]
     refit = background is None and cfg.refit_background and n > 1
     if refit:
@@ -633,7 +647,7 @@ def _fit_to_mask(fitter: Fitter, mask: np.ndarray, excluded: np.ndarray, q_start
 
 
 def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, prompt_mask, seeds=None,
-              prompt_where_unseen: bool = False):
+              prompt_where_unseen: bool = False, all_seeds: bool = False):
     """One tracking round against background ``bg``: the start frame (threshold, colours), then the clip.
     ``seeds``: an earlier round's joints (this round then fits each frame with a third of the evaluations);
     ``prompt_where_unseen``: on the start frame, pixels of ``unseen`` background take the prompt's mask as their
@@ -649,7 +663,7 @@ def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, pro
                                                         fitter) for i, ev in enumerate(evs)]
     Q, iou, states, nev, evs = _track_pass(fitter, evs, q_first, start, seeds=seeds, search_first=False,
                                            max_evals=None if seeds is None else cfg.max_evals // 3,
-                                           region=prompt_mask)
+                                           region=prompt_mask, all_seeds=all_seeds)
     return Q, iou, states, nev, evs, floor
 
 
