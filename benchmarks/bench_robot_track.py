@@ -75,8 +75,9 @@ def line(name, s, clock, n, ref=None):
     extra = f"  ratio {secs / ref.cpu:5.2f}x" if ref else ""
     je = (f"  joint err median {s['joint_err_median_deg']:4.1f} deg, p90 {s['joint_err_p90_deg']:5.1f}"
           if "joint_err_median_deg" in s else "")
+    me = f"  motion explained {s['motion']:.2f}" if s.get("motion") is not None else ""
     print(f"  {name:34s} IoU min {s['iou_min']:.3f} mean {s['iou_mean']:.3f} >= {BAR}: {100 * s['frames_at_bar']:5.1f}%"
-          f"{je}  {secs / n:5.2f} CPU s/frame ({clock.wall / n:5.2f} wall){extra}", flush=True)
+          f"{je}{me}  {secs / n:5.2f} CPU s/frame ({clock.wall / n:5.2f} wall){extra}", flush=True)
 
 
 def plates(quick: bool):
@@ -127,6 +128,7 @@ def synthetic(quick: bool):
                 tr = track_robot(clip.frames, clip.camera, model, space, rdef.default_qpos, 0,
                                  clip.plate if with_plate else None)
             s = score(tr.masks, clip, tr.joints, space)
+            s["motion"] = tr.motion_explained_clip
             lost = [i for i, st in enumerate(tr.states) if st in ("lost", "out_of_view")]
             line("tracker, " + ("plate" if with_plate else "no plate (clip median)"), s, secs, n, t_rigid)
             if lost:
@@ -171,8 +173,9 @@ def other_robot(quick: bool):
         with Clock() as secs:
             tr = track_robot(clip.frames, cam, model, space, model.default_q, 0, clip.plate if with_plate else None,
                              None, prompt)
-        line("tracker, " + ("plate" if with_plate else "no plate (clip median)"), score(tr.masks, clip, tr.joints, space),
-             secs, n, t_rigid)
+        s = score(tr.masks, clip, tr.joints, space)
+        s["motion"] = tr.motion_explained_clip
+        line("tracker, " + ("plate" if with_plate else "no plate (clip median)"), s, secs, n, t_rigid)
 
 
 def real_clip():
@@ -221,7 +224,8 @@ def real_clip():
                              exclude=np.stack(can))
         ious = np.array([_iou(m, r) for m, r in zip(tr.masks, refs)])
         print(f"  model tracker, README camera, {name:12s} IoU min {ious.min():.3f} mean {ious.mean():.3f}; fit IoU "
-              f"median {np.nanmedian(tr.iou):.3f}; lost {tr.states.count('lost')}  {c.cpu / n:.2f} CPU s/frame "
+              f"median {np.nanmedian(tr.iou):.3f}; motion explained {tr.motion_explained_clip or float('nan'):.2f}; "
+              f"lost {tr.states.count('lost')}  {c.cpu / n:.2f} CPU s/frame "
               f"({c.wall / n:.2f} wall)")
     print("  (the README camera pose is the stack_cube frame's: the joints fitted here are not this arm's, the "
           "silhouettes are)")

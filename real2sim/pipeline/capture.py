@@ -130,7 +130,7 @@ def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:
 def _robot_summary(bundle) -> dict:
     rep = json.loads((bundle.reports_dir() / "robot_fit.json").read_text())
     return {k: rep[k] for k in ("method", "camera_pose", "iou_fitted", "iou_min", "lost_frames", "out_of_view_frames",
-                                "seconds_per_frame", "picture")}
+                                "motion_explained", "seconds_per_frame", "picture")}
 
 
 def _robot_against_plate(bundle) -> dict:

@@ -272,6 +272,9 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
         rep["camera_pose"] = f"does not fit: {reason}"
         fallback = motion_masks(frames, bg, excl, cfg, reason=reason, background_seen=seen)
         return fallback, _report(fallback, idx, None, rep)
+    explained = track.motion_explained_clip
+    if explained is not None and explained < cfg.min_motion_explained:
+        log.warning("robot_fit: %s (reports/robot_fit.json 'motion_explained')", track.notes[-1])
     return track, _report(track, idx, q_start, rep)
 
 
@@ -314,10 +317,12 @@ def _report(track: RobotTrack, idx: list[int], q_start, rep: dict) -> dict:
         "lost_frames": [idx[i] for i, st in enumerate(track.states) if st == "lost"],
         "out_of_view_frames": [idx[i] for i, st in enumerate(track.states) if st == "out_of_view"],
         "seconds_per_frame": round(track.seconds / max(1, n), 3),
+        "motion_explained": None if track.motion_explained_clip is None else round(track.motion_explained_clip, 4),
         "notes": list(track.notes),
         "per_frame": [{"frame": idx[i], "state": track.states[i],
                        "iou": None if not np.isfinite(track.iou[i]) else round(float(track.iou[i]), 4),
                        "mask_px": int(track.masks[i].sum()), "evaluations": int(track.evaluations[i]),
+                       "motion_explained": track.motion_explained[i] if track.motion_explained else None,
                        **({"joints": [round(float(v), 5) for v in track.joints[i]]} if track.joints.shape[1] else {})}
                       for i in range(n)]})
     rep["iou_default"] = rep["iou_start"]  # the name the single-frame fit reported
