@@ -231,7 +231,7 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
             return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
                 previous.message
         metrics = {k: rep[k] for k in ("method", "frames", "iou_start", "iou_fitted", "iou_min", "lost_frames",
-                                       "seconds_per_frame")}
+                                       "motion_explained", "seconds_per_frame")}
         apply = accept_poor or not failing("robot_fit", metrics)
         outputs = _write_track(bundle, idx, track) if apply else []
         pic = bundle.reports_dir() / "robot_fit.png"

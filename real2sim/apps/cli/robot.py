@@ -52,7 +52,8 @@ def cmd_fit_robot(args) -> int:
     where = f"frame {args.frame}" if args.frame is not None else f"{met.get('frames')} frames"
     say(f"robot {'found' if ran else 'unchanged'} in {where} ({met.get('method')}): silhouette IoU "
         f"{met.get('iou_start')} -> {met.get('iou_fitted')} (min {met.get('iou_min')}), lost frames "
-        f"{met.get('lost_frames')}; report reports/robot_fit.json  {rec.message}")
+        f"{met.get('lost_frames')}, motion explained {met.get('motion_explained')}; report reports/robot_fit.json  "
+        f"{rec.message}")
     if args.frame is not None:
         say(f"q = {bundle.manifest.capture.frames[args.frame].joint_positions}")
     return gate_exit(bundle, "robot_fit")
