@@ -470,14 +470,28 @@ def _evidences(frames, background, excluded, fitter: Fitter, cfg: TrackConfig, u
                colours: ColourModel | None = None, floor: float | None = None) -> list[Evidence]:
     """Per frame: foreground against ``background`` (threshold at least ``floor``); ``excluded`` ``(n, h, w)
     bool`` and ``unseen`` ignored; foreground not in the robot's ``colours`` ignored too."""
-    out = []
-    for i, f in enumerate(frames):
+    def one(i: int) -> Evidence:
         ign = excluded[i] if unseen is None else excluded[i] | unseen
-        fg, thr = foreground(f, background, cfg, ~ign, floor)
+        fg, thr = foreground(frames[i], background, cfg, ~ign, floor)
         if colours is not None:
-            ign = ign | (fg & ~colours(f))
-        out.append(make_evidence(fg, ign, fitter.small, unseen, thr))
-    return out
+            ign = ign | (fg & ~colours(frames[i]))
+        return make_evidence(fg, ign, fitter.small, unseen, thr)
+
+    return _per_frame(one, range(len(frames)))
+
+
+def _per_frame(fn, items) -> list:
+    """``[fn(x) for x in items]`` on up to ``os.cpu_count()`` threads (frames are independent; OpenCV and numpy's
+    array work release the GIL), in order."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    items = list(items)
+    workers = min(len(items), os.cpu_count() or 1, 4)
+    if workers <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="robot-track") as pool:
+        return list(pool.map(fn, items))
 
 
 def near_components(ev: Evidence, region: np.ndarray, cam_small: Camera) -> Evidence:
@@ -637,21 +651,22 @@ def motion_explained(frames: np.ndarray, sils: list, states: list, excl: np.ndar
     holds the arm: such a fit can agree with its evidence (high IoU) and still stand still while the arm moves.
     A pair with fewer changed pixels than 0.2 % of the image says nothing (None)."""
     n, h, w = frames.shape[:3]
-    out: list = [None] * n
-    total = hit = 0
     fitted = [st not in ("lost", "out_of_view") for st in states]
-    for i, j in _order(n, start):
-        if not (fitted[i] and fitted[j]):
-            continue
+    pairs = [(i, j) for i, j in _order(n, start) if fitted[i] and fitted[j]]
+
+    def counts(pair) -> tuple[int, int]:  # (changed, explained) pixels
+        i, j = pair
         d = difference(frames[i], frames[j])
         around = dilate(sils[i] | sils[j], near) & ~excl[i] & ~excl[j]
         changed = (d > noise_threshold(d, cfg.noise_k, max(cfg.min_threshold, floor), ~around)) & around
-        c = int(changed.sum())
-        if c < 0.002 * h * w:
-            continue
-        e = int((changed & dilate(sils[i] ^ sils[j], max(1, near // 4))).sum())
-        out[i] = round(e / c, 4)
-        total, hit = total + c, hit + e
+        return int(changed.sum()), int((changed & dilate(sils[i] ^ sils[j], max(1, near // 4))).sum())
+
+    out: list = [None] * n
+    total = hit = 0
+    for (i, _), (c, e) in zip(pairs, _per_frame(counts, pairs)):
+        if c >= 0.002 * h * w:
+            out[i] = round(e / c, 4)
+            total, hit = total + c, hit + e
     return out, (hit / total if total else None)
 
 
@@ -705,8 +720,8 @@ def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, pro
     evs = _evidences(frames, bg, excl, fitter, cfg, unseen, colours, floor)
     if stand_in is not None:
         evs[start] = _with_stand_in(evs[start], *stand_in, fitter)
-        evs = [ev if i == start else _unseen_from_start(ev, frames[i], frames[start], evs[start].fg, unseen, colours,
-                                                        fitter) for i, ev in enumerate(evs)]
+        evs = _per_frame(lambda i: evs[i] if i == start else _unseen_from_start(
+            evs[i], frames[i], frames[start], evs[start].fg, unseen, colours, fitter), range(len(evs)))
     Q, iou, states, nev, evs = _track_pass(fitter, evs, q_first, start, seeds=seeds, search_first=False,
                                            max_evals=None if seeds is None else cfg.max_evals // 3,
                                            region=prompt_mask, all_seeds=all_seeds)
