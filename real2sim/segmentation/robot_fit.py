@@ -272,9 +272,6 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
         rep["camera_pose"] = f"does not fit: {reason}"
         fallback = motion_masks(frames, bg, excl, cfg, reason=reason, background_seen=seen)
         return fallback, _report(fallback, idx, None, rep)
-    explained = track.motion_explained_clip
-    if explained is not None and explained < cfg.min_motion_explained:
-        log.warning("robot_fit: %s (reports/robot_fit.json 'motion_explained')", track.notes[-1])
     return track, _report(track, idx, q_start, rep)
 
 

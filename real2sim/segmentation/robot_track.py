@@ -632,6 +632,7 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
                      f"neighbouring frames (fits that follow the arm: 58-81%): the fit may be stuck or drifting, "
                      "its IoU measured against evidence that misses the arm (a robot that lingers in the clip's "
                      "median); give a plate or recorded joints")
+        log.warning("robot track: %s", notes[-1])
     secs = time.perf_counter() - t0
     log.info("robot track: %d frames, %d lost, IoU median %.3f, %.2f s/frame", n, states.count("lost"),
              float(np.nanmedian(iou)), secs / n)
