@@ -151,7 +151,7 @@ def other_robot(quick: bool):
     from real2sim.robots import get_robot
     from real2sim.segmentation import segment
     from real2sim.segmentation.core import Prompt
-    from real2sim.segmentation.robot_track import joint_space, motion_masks, track_robot
+    from real2sim.segmentation.robot_track import TrackConfig, joint_space, motion_masks, track_robot
 
     w, h, n = (320, 240, 6) if quick else (640, 480, 10)
     K = np.array([[0.8125 * w, 0, w / 2], [0, 0.8125 * w, h / 2], [0, 0, 1]])
@@ -169,13 +169,16 @@ def other_robot(quick: bool):
     with Clock() as secs:
         mo = motion_masks(clip.frames, None, None)
     line("motion segmentation (the fallback)", score(mo.masks, clip), secs, n, t_rigid)
-    for with_plate in (True, False):
+    runs = [("plate", True, TrackConfig()), ("no plate (clip median)", False, TrackConfig())]
+    if not quick:  # the fit's silhouettes from the meshes the masks use (before fit_faces_per_pixel): the ratio
+        runs.append(("plate, fit meshes at 2 faces/px", True, TrackConfig(fit_faces_per_pixel=2.0)))
+    for name, with_plate, cfg in runs:
         with Clock() as secs:
             tr = track_robot(clip.frames, cam, model, space, model.default_q, 0, clip.plate if with_plate else None,
-                             None, prompt)
+                             None, prompt, cfg)
         s = score(tr.masks, clip, tr.joints, space)
         s["motion"] = tr.motion_explained_clip
-        line("tracker, " + ("plate" if with_plate else "no plate (clip median)"), s, secs, n, t_rigid)
+        line("tracker, " + name, s, secs, n, t_rigid)
 
 
 def real_clip():
