@@ -287,10 +287,10 @@ def test_a_large_robot_standing_in_the_clip_median_is_fitted_from_its_prompt():
     """The Panda (a robot the tracker was never tuned on), large in a 320x240 view and moving little over 6 frames:
     the clip's median holds it, so against the median its start frame fits nowhere. Before, the capture fell back
     to motion segmentation ("the camera pose is probably wrong"; masks IoU 0.05-0.2 with the truth on the same clip
-    at 640x480). Now the start frame is fitted to the box prompt's mask and the background is taken from the frames
-    where the robot moved off: measured mask IoU 0.94 on the start frame, 0.46-0.88 on the others. The later frames
-    drift (the arm lingers where the median still holds it): left open, in docs/capture.md; the fit's IoU does not
-    show it, the share of the image's motion the fit explains does, and the track's notes say so."""
+    at 640x480). The start frame is fitted to the box prompt's mask, and the background is taken, outside where the
+    robot stood, from the frames that look there as the start frame does, and inside from the frames where the
+    robot moved off. Before that background (the median outside) the later frames stood still where the median
+    held the white arm (masks 0.46-0.94, the motion check warned); now measured 0.78-0.93, mean 0.86."""
     from real2sim.core.camera import Camera
     from real2sim.core.geometry import look_at_opencv
     from real2sim.core.manifest import RobotSpec
@@ -310,10 +310,26 @@ def test_a_large_robot_standing_in_the_clip_median_is_fitted_from_its_prompt():
     track = track_robot(clip.frames, cam, model, joint_space(rdef, model), model.default_q, 0, None, None, prompt)
     ious = [_iou(m, t) for m, t in zip(track.masks, clip.masks)]
     assert track.method == "model" and "fitted to the prompt's mask" in " ".join(track.notes), track.notes
-    assert ious[0] >= 0.9 and min(ious) >= 0.4 and np.mean(ious) >= 0.6, np.round(ious, 3)
-    # the fit's IoU against that evidence is high (0.9+) while later masks are 0.5-0.7: the motion check says so
-    assert track.motion_explained_clip < 0.45 and "fit may be stuck" in track.notes[-1], (
+    assert ious[0] >= 0.9 and min(ious) >= 0.7 and np.mean(ious) >= 0.8, np.round(ious, 3)
+    assert track.motion_explained_clip >= 0.45 and not any("fit may be stuck" in n for n in track.notes), (
         track.motion_explained_clip, track.notes)
+
+
+def test_a_fit_that_stands_still_while_the_arm_moves_is_flagged(robot_model):
+    """A fit can agree with evidence that misses the arm (a background that holds it) and stand still while the arm
+    moves: its IoU says nothing, the share of the image's frame-to-frame change its motion explains does. The true
+    silhouettes explain most of it; the start frame's silhouette held over the clip explains none."""
+    from real2sim.segmentation.robot_track import TrackConfig, motion_explained
+
+    clip = _clip(n_frames=6, seed=1)
+    n = len(clip.frames)
+    excl = np.zeros(clip.frames.shape[:3], bool)
+    states = ["prompt"] + ["tracked"] * (n - 1)
+    cfg = TrackConfig()
+    _, followed = motion_explained(clip.frames, list(clip.masks), states, excl, 8.0, 10, 0, cfg)
+    per_frame, still = motion_explained(clip.frames, [clip.masks[0]] * n, states, excl, 8.0, 10, 0, cfg)
+    assert followed >= cfg.min_motion_explained > still, (followed, still)
+    assert per_frame[0] is None  # the start frame has no neighbour towards the start
 
 
 def test_a_finely_tessellated_robot_is_fitted_from_coarser_silhouettes():

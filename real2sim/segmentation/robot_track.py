@@ -171,7 +171,7 @@ def exposure_gains(frame: np.ndarray, background: np.ndarray) -> np.ndarray:
 
 
 def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 0.4,
-               shadow_chroma: float = 0.12) -> np.ndarray:
+               shadow_chroma: float = 0.12, lit_from: np.ndarray | None = None) -> np.ndarray:
     """``(h, w) float32`` largest per-channel difference of ``frame`` to the exposure-matched ``background``
     (both ``(h, w, 3) uint8``, lightly blurred against sensor noise), 0 where the change is a shadow.
 
@@ -179,7 +179,9 @@ def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 
     was there) brightens them so: per-channel ratios frame / background between ``shadow_ratio`` and its inverse,
     within ``shadow_chroma`` of each other (relative), are illumination, not robot (brightening only up to the
     brightest background nearby: the lit surface). A dark robot on a coloured table changes the channels
-    by different ratios; on a grey surface it is darker than ``shadow_ratio``."""
+    by different ratios; on a grey surface it is darker than ``shadow_ratio``. ``lit_from``: ``(h, w) bool`` the
+    background pixels that tell how bright the surface is lit (default all; leave out those that may hold the
+    robot itself)."""
     import cv2
 
     g = exposure_gains(frame, background)
@@ -192,7 +194,8 @@ def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 
     # brighter at the same chroma is a shadow that left only up to the brightest background nearby (the lit
     # surface): a white or grey robot in front of a plain grey wall is brighter than anything around it
     k = max(3, frame.shape[1] // 4) | 1
-    lit = cv2.dilate(b.mean(-1), np.ones((k, k), np.uint8))
+    bright = b.mean(-1) if lit_from is None else np.where(lit_from, b.mean(-1), 0.0).astype(np.float32)
+    lit = cv2.dilate(bright, np.ones((k, k), np.uint8))
     shadow &= (lo < 1.05) | (f.mean(-1) <= 1.15 * lit + 4.0)
     d[shadow] = 0.0
     return d
@@ -208,10 +211,12 @@ def noise_threshold(diff: np.ndarray, k: float, floor: float, valid: np.ndarray 
 
 
 def foreground(frame: np.ndarray, background: np.ndarray, cfg: TrackConfig, valid: np.ndarray | None = None,
-               floor: float | None = None) -> tuple[np.ndarray, float]:
+               floor: float | None = None, lit_from: np.ndarray | None = None, shadows: bool = True
+               ) -> tuple[np.ndarray, float]:
     """(``(h, w) bool`` pixels that differ from ``background`` beyond the frame's noise (and ``floor``, when
-    given), the threshold used)."""
-    d = difference(frame, background)
+    given), the threshold used). ``lit_from``: see :func:`difference`; ``shadows``: False counts shadows as
+    change too."""
+    d = difference(frame, background, lit_from=lit_from) if shadows else difference(frame, background, shadow_ratio=1.0)
     thr = max(noise_threshold(d, cfg.noise_k, cfg.min_threshold, valid), floor or 0.0)
     r = max(1, round(min(frame.shape[:2]) / 400))
     return clean_mask(d > thr, open_px=r, close_px=r, fill=False, min_area=4 * r * r), thr
@@ -474,12 +479,13 @@ def robot_pixels(ev: Evidence, sil: np.ndarray, near_px: int) -> np.ndarray:
 
 
 def _evidences(frames, background, excluded, fitter: Fitter, cfg: TrackConfig, unseen=None,
-               colours: ColourModel | None = None, floor: float | None = None) -> list[Evidence]:
+               colours: ColourModel | None = None, floor: float | None = None, lit_from=None) -> list[Evidence]:
     """Per frame: foreground against ``background`` (threshold at least ``floor``); ``excluded`` ``(n, h, w)
-    bool`` and ``unseen`` ignored; foreground not in the robot's ``colours`` ignored too."""
+    bool`` and ``unseen`` ignored; foreground not in the robot's ``colours`` ignored too. ``lit_from``: ``(h, w)
+    bool`` the background pixels that tell how bright the surface is lit (default all; see :func:`difference`)."""
     def one(i: int) -> Evidence:
         ign = excluded[i] if unseen is None else excluded[i] | unseen
-        fg, thr = foreground(frames[i], background, cfg, ~ign, floor)
+        fg, thr = foreground(frames[i], background, cfg, ~ign, floor, lit_from)
         if colours is not None:
             ign = ign | (fg & ~colours(frames[i]))
         return make_evidence(fg, ign, fitter.small, unseen, thr)
@@ -612,9 +618,10 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
         # moving a little, its base)
         q_first, v = _fit_to_mask(fitter, prompt_mask, excl[start], q_start)
         if v >= cfg.prompt_fit_iou:
-            bg, seen = _background_around(frames, start, dilate(fitter.sil_full(q_first), near) | prompt_mask, excl, cfg)
+            bg, seen = _background_around(frames, start, fitter.sil_full(q_first) | prompt_mask, excl, cfg)
             Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg, ~seen, excl, q_first, start, prompt_mask,
-                                                         prompt_where_unseen=True)
+                                                         prompt_where_unseen=True,
+                                                         lit_from=_lit_without(seen, prompt_mask, near))
             nev = [a + b for a, b in zip(nev, nev2)]
             notes.append(f"the clip's median holds the robot (its fit on frame {start} failed): fitted to the prompt's "
                          f"mask there (IoU {v:.2f}), the background = the median without the robot, "
@@ -692,16 +699,28 @@ def _refit(fitter: Fitter, frames, bg, excl, Q, start: int, prompt_mask, nev, ev
     if changed <= 0.002:
         return Q, iou, states, nev, evs, floor
     Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg2, ~seen, excl, Q[start], start, prompt_mask,
-                                                 seeds=Q, prompt_where_unseen=by_prompt)
+                                                 seeds=Q, prompt_where_unseen=by_prompt,
+                                                 lit_from=_lit_without(seen, prompt_mask, near) if by_prompt else None)
     return Q, iou, states, [a + b for a, b in zip(nev, nev2)], evs, floor
+
+
+def _lit_without(seen: np.ndarray, robot: np.ndarray, near: int) -> np.ndarray:
+    """``(h, w) bool`` background pixels that tell how bright the surface is lit: seen, and away from where the
+    robot stood (``robot``, grown by ``near``): a background made where a white arm barely moved holds the arm
+    there, and a lit level taken from it would make the arm elsewhere "a shadow that left"."""
+    return seen & ~dilate(robot, near)
 
 
 def _background_around(frames, start: int, region: np.ndarray, excl, cfg: TrackConfig) -> tuple[np.ndarray, np.ndarray]:
     """(background ``(h, w, 3) uint8``, seen ``(h, w) bool``) of a clip whose robot stood in ``region`` on frame
-    ``start``: outside it, the median of the frames; inside, the median of the frames where the pixel changed from
+    ``start``: outside it, the median of the frames that look there as frame ``start`` does (shadows count as
+    change: that frame shows the background there); inside, the median of the frames where the pixel changed from
     frame ``start`` (the robot moved off it); never seen where it never changed."""
     n, h, w = frames.shape[:3]
-    bg, seen = clip_background(frames, np.broadcast_to(region, (n, h, w)) | excl)
+    differs = np.stack([foreground(f, frames[start], cfg, shadows=False)[0] for f in frames])
+    # outside the robot's start region the start frame shows the background: a pixel's background is the median
+    # of the frames that look as the start frame there (the median of all would hold an arm that lingers there)
+    bg, seen = clip_background(frames, np.broadcast_to(region, (n, h, w)) | excl | differs)
     changed = np.stack([foreground(f, frames[start], cfg)[0] & region for f in frames])
     bg_moved, seen_moved = clip_background(frames, ~changed | excl)
     moved = region & seen_moved
@@ -716,16 +735,17 @@ def _fit_to_mask(fitter: Fitter, mask: np.ndarray, excluded: np.ndarray, q_start
 
 
 def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, prompt_mask, seeds=None,
-              prompt_where_unseen: bool = False, all_seeds: bool = False):
+              prompt_where_unseen: bool = False, all_seeds: bool = False, lit_from=None):
     """One tracking round against background ``bg``: the start frame (threshold, colours), then the clip.
     ``seeds``: an earlier round's joints (this round then fits each frame with a third of the evaluations);
     ``prompt_where_unseen``: on the start frame, pixels of ``unseen`` background take the prompt's mask as their
-    evidence. Returns (joints, IoU, states, evaluations, evidences, threshold floor)."""
+    evidence; ``lit_from``: see :func:`_evidences`. Returns (joints, IoU, states, evaluations, evidences, threshold
+    floor)."""
     cfg = fitter.cfg
     stand_in = (unseen, prompt_mask) if prompt_where_unseen and unseen is not None and prompt_mask is not None else None
     q_first, floor, ev0 = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask, stand_in)
     colours = ColourModel(frames[start], ev0.fg & erode(fitter.sil_full(q_first), 1))
-    evs = _evidences(frames, bg, excl, fitter, cfg, unseen, colours, floor)
+    evs = _evidences(frames, bg, excl, fitter, cfg, unseen, colours, floor, lit_from)
     if stand_in is not None:
         evs[start] = _with_stand_in(evs[start], *stand_in, fitter)
         evs = _per_frame(lambda i: evs[i] if i == start else _unseen_from_start(
