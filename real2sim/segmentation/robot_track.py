@@ -55,9 +55,10 @@ class TrackConfig:
     fit_faces_per_pixel: float = 0.5
     """The silhouettes the fit compares (at ``fit_scale`` and ``polish_scale``) come from meshes coarsened to at
     most this many faces per image pixel (:class:`render.robot.RobotSilhouette`); the grid search's (at
-    ``search_scale``, a few pixels per link), the robot's masks and its reported silhouettes keep 2 faces per pixel. The fit's cost is its renders, and a
-    render's cost its faces: the Panda's 103k-triangle meshes at 0.5 instead of 2 cost 1.3 instead of 3.1 ms a
-    silhouette at 160x120, and its masks stay within 0.002 (docs/capture.md)."""
+    ``search_scale``, a few pixels per link), the robot's masks and its reported silhouettes keep 2 faces per
+    pixel. The fit's cost is its renders, and a render's cost its faces: the Panda's 103k-triangle meshes at 0.5
+    instead of 2 cost 1.3 instead of 3.1 ms a silhouette at 160x120, and its masks stay within 0.002
+    (docs/capture.md)."""
     search_scale: float = 0.125
     """Image scale of the coarse grid search (first frame, and recovery after a bad fit)."""
     max_evals: int = 200
@@ -624,7 +625,8 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
                                                          lit_from=_lit_without(seen, prompt_mask, near))
             nev = [a + b for a, b in zip(nev, nev2)]
             notes.append(f"the clip's median holds the robot (its fit on frame {start} failed): fitted to the prompt's "
-                         f"mask there (IoU {v:.2f}), the background = the median without the robot, "
+                         f"mask there (IoU {v:.2f}), the background = the frames that look as frame {start} does away "
+                         "from the robot and those it moved off inside, "
                          f"{100 * (1 - seen.mean()):.1f}% of pixels never seen (the prompt's mask stands in on frame "
                          f"{start})")
             if refit:
