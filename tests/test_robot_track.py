@@ -335,9 +335,9 @@ def test_a_fit_that_stands_still_while_the_arm_moves_is_flagged(robot_model):
 def test_a_finely_tessellated_robot_is_fitted_from_coarser_silhouettes():
     """The Panda's meshes hold 103k triangles; the fit renders hundreds of silhouettes a frame, and a render's cost
     is its faces (3.1 ms a silhouette at 160x120 from meshes at 2 faces per pixel, 1.3 ms at 0.5). The fit's
-    silhouettes come from meshes coarsened to ``fit_faces_per_pixel``: they still agree with the full meshes', and
-    the track with a plate finds the robot in every frame (here masks 0.845 / 0.869 min / mean, 0.833 / 0.868 with
-    the finer meshes; at 640x480 0.827 / 0.862 and 0.826 / 0.863, at 0.53x the CPU)."""
+    silhouettes come from meshes coarsened to ``fit_faces_per_pixel`` (not below ``fit_min_faces``): they still
+    agree with the full meshes', and the track with a plate finds the robot in every frame (here masks 0.839 /
+    0.871 min / mean, 0.833 / 0.868 with the finer meshes; at 640x480 0.827 / 0.862 and 0.826 / 0.863)."""
     from real2sim.core.camera import Camera
     from real2sim.core.geometry import look_at_opencv
     from real2sim.core.manifest import RobotSpec
@@ -358,10 +358,11 @@ def test_a_finely_tessellated_robot_is_fitted_from_coarser_silhouettes():
     fitter = Fitter(model, cam, space, cfg)
     small = fitter.small
     exact = RobotSilhouette(model, small, pixel_frac=0.0)  # every triangle
-    assert len(fitter.sil_small.faces) <= cfg.fit_faces_per_pixel * small.width * small.height < len(exact.faces) / 4
-    for q in clip.joints:  # 80x60 pixels: measured 0.92-0.96 (0.96-0.98 at 2 faces per pixel)
-        assert _iou(fitter.sil_small(q), exact(q)) >= 0.9
+    budget = max(cfg.fit_faces_per_pixel * small.width * small.height, cfg.fit_min_faces)
+    assert len(fitter.sil_small.faces) <= budget < len(exact.faces) / 4
+    for q in clip.joints:  # 80x60 pixels: measured 0.97-0.99
+        assert _iou(fitter.sil_small(q), exact(q)) >= 0.95
     prompt = segment(clip.frames[0], Prompt([], [], tuple(_box(clip.masks[0]))))
     track = track_robot(clip.frames, cam, model, space, model.default_q, 0, clip.plate, None, prompt, cfg)
     ious = [_iou(m, t) for m, t in zip(track.masks, clip.masks)]
-    assert min(ious) >= 0.8 and np.mean(ious) >= 0.84, np.round(ious, 3)  # measured 0.845 / 0.869
+    assert min(ious) >= 0.8 and np.mean(ious) >= 0.84, np.round(ious, 3)  # measured 0.839 / 0.871

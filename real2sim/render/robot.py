@@ -283,17 +283,18 @@ class RobotSilhouette:
 
     For fitting loops that render the same robot hundreds of times: the link meshes are clustered to cells of
     ``pixel_frac`` of a pixel at the robot's distance (``pixel_frac``), coarser (x1.5 at a time) while they hold more
-    than ``faces_per_pixel`` faces per image pixel, and each link's vertices go to clip space with one 4x4 product
+    than ``faces_per_pixel`` faces per image pixel (and more than ``min_faces`` in all), and each link's vertices go to clip space with one 4x4 product
     (link pose, base, camera and projection together)."""
 
-    def __init__(self, model: RobotModel, camera, pixel_frac: float = 0.7, faces_per_pixel: float = 2.0):
+    def __init__(self, model: RobotModel, camera, pixel_frac: float = 0.7, faces_per_pixel: float = 2.0,
+                 min_faces: int = 0):
         self.model, self.camera = model, camera
         eye = np.asarray(camera.T_world_camera, float)[:3, 3]
         dist = max(0.05, float(np.linalg.norm(eye - model.base[:3, 3])) * 0.5)  # the nearest part of an arm
         cell = pixel_frac * dist / max(camera.fx, 1e-9)
         around = links_around(model, eye)  # a camera inside the head: the head is left out (see links_around)
         links = [(name, vf) for name, vf in sorted(model.links.items()) if name not in around]
-        budget = faces_per_pixel * camera.width * camera.height
+        budget = max(faces_per_pixel * camera.width * camera.height, min_faces)
         for _ in range(8):  # finely tessellated meshes (the Panda's) coarser until they cost about the image's pixels
             meshes = [cluster_mesh(v, f, cell) if cell > 0 else (v, f) for _, (v, f) in links]
             if cell <= 0 or sum(len(f) for _, f in meshes) <= budget:

@@ -59,6 +59,10 @@ class TrackConfig:
     pixel. The fit's cost is its renders, and a render's cost its faces: the Panda's 103k-triangle meshes at 0.5
     instead of 2 cost 1.3 instead of 3.1 ms a silhouette at 160x120, and its masks stay within 0.002
     (docs/capture.md)."""
+    fit_min_faces: int = 10000
+    """...but a mesh is not coarsened below this many faces for the fit: at 80x64 (a 320x256 clip) the Google
+    Robot's 8.3k faces at 0.5 per pixel (2.6k) fitted worse (a 60-frame clip's masks 0.877 / 0.952 -> 0.470 / 0.903
+    min / mean); the WidowX (9.4k) and the Google Robot are then never coarsened for the fit, the Panda (103k) is."""
     search_scale: float = 0.125
     """Image scale of the coarse grid search (first frame, and recovery after a bad fit)."""
     max_evals: int = 200
@@ -348,12 +352,12 @@ class Fitter:
         self.camera = camera
         self.small = scaled_camera(camera, cfg.fit_scale)
         self.coarse = scaled_camera(camera, cfg.search_scale)
-        budget = cfg.fit_faces_per_pixel
-        self.sil_small = RobotSilhouette(model, self.small, faces_per_pixel=budget)
+        budget = dict(faces_per_pixel=cfg.fit_faces_per_pixel, min_faces=cfg.fit_min_faces)
+        self.sil_small = RobotSilhouette(model, self.small, **budget)
         self.sil_coarse = RobotSilhouette(model, self.coarse)
         self.sil_full = RobotSilhouette(model, camera)
         self.fine = scaled_camera(camera, cfg.polish_scale)
-        self.sil_fine = RobotSilhouette(model, self.fine, faces_per_pixel=budget)
+        self.sil_fine = RobotSilhouette(model, self.fine, **budget)
 
     def iou(self, q, ev: Evidence) -> float:
         return soft_iou(self.sil_small(q), ev.target, ev.weight)
