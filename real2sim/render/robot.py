@@ -283,8 +283,8 @@ class RobotSilhouette:
 
     For fitting loops that render the same robot hundreds of times: the link meshes are clustered to cells of
     ``pixel_frac`` of a pixel at the robot's distance (``pixel_frac``), coarser (x1.5 at a time) while they hold more
-    than ``faces_per_pixel`` faces per image pixel (and more than ``min_faces`` in all), and each link's vertices go to clip space with one 4x4 product
-    (link pose, base, camera and projection together)."""
+    than ``faces_per_pixel`` faces per image pixel (and more than ``min_faces`` in all), and each link's vertices go
+    to clip space with one 4x4 product (link pose, base, camera and projection together)."""
 
     def __init__(self, model: RobotModel, camera, pixel_frac: float = 0.7, faces_per_pixel: float = 2.0,
                  min_faces: int = 0):

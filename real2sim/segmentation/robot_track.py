@@ -176,7 +176,7 @@ def exposure_gains(frame: np.ndarray, background: np.ndarray) -> np.ndarray:
 
 
 def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 0.4,
-               shadow_chroma: float = 0.12, lit_from: np.ndarray | None = None) -> np.ndarray:
+               shadow_chroma: float = 0.12, lit_from: np.ndarray | None = None, shadows: bool = True) -> np.ndarray:
     """``(h, w) float32`` largest per-channel difference of ``frame`` to the exposure-matched ``background``
     (both ``(h, w, 3) uint8``, lightly blurred against sensor noise), 0 where the change is a shadow.
 
@@ -186,13 +186,15 @@ def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 
     brightest background nearby: the lit surface). A dark robot on a coloured table changes the channels
     by different ratios; on a grey surface it is darker than ``shadow_ratio``. ``lit_from``: ``(h, w) bool`` the
     background pixels that tell how bright the surface is lit (default all; leave out those that may hold the
-    robot itself)."""
+    robot itself); ``shadows``: False counts shadows as change too."""
     import cv2
 
     g = exposure_gains(frame, background)
     f = cv2.GaussianBlur(frame.astype(np.float32), (3, 3), 0)
     b = cv2.GaussianBlur(background.astype(np.float32), (3, 3), 0) * g
     d = np.abs(f - b).max(-1)
+    if not shadows:
+        return d
     ratio = (f + 1.0) / (b + 1.0)
     lo, hi = ratio.min(-1), ratio.max(-1)
     shadow = (lo > shadow_ratio) & (hi < 1.0 / shadow_ratio) & (hi - lo < shadow_chroma * hi)
@@ -219,9 +221,8 @@ def foreground(frame: np.ndarray, background: np.ndarray, cfg: TrackConfig, vali
                floor: float | None = None, lit_from: np.ndarray | None = None, shadows: bool = True
                ) -> tuple[np.ndarray, float]:
     """(``(h, w) bool`` pixels that differ from ``background`` beyond the frame's noise (and ``floor``, when
-    given), the threshold used). ``lit_from``: see :func:`difference`; ``shadows``: False counts shadows as
-    change too."""
-    d = difference(frame, background, lit_from=lit_from) if shadows else difference(frame, background, shadow_ratio=1.0)
+    given), the threshold used). ``lit_from``, ``shadows``: see :func:`difference`."""
+    d = difference(frame, background, lit_from=lit_from, shadows=shadows)
     thr = max(noise_threshold(d, cfg.noise_k, cfg.min_threshold, valid), floor or 0.0)
     r = max(1, round(min(frame.shape[:2]) / 400))
     return clean_mask(d > thr, open_px=r, close_px=r, fill=False, min_area=4 * r * r), thr
@@ -723,11 +724,14 @@ def _background_around(frames, start: int, region: np.ndarray, excl, cfg: TrackC
     change: that frame shows the background there); inside, the median of the frames where the pixel changed from
     frame ``start`` (the robot moved off it); never seen where it never changed."""
     n, h, w = frames.shape[:3]
-    differs = np.stack([foreground(f, frames[start], cfg, shadows=False)[0] for f in frames])
+    def from_start(f) -> tuple[np.ndarray, np.ndarray]:  # (differs at all, changed beyond a shadow in region)
+        return (foreground(f, frames[start], cfg, shadows=False)[0],
+                foreground(f, frames[start], cfg)[0] & region)
+
+    differs, changed = (np.stack(m) for m in zip(*_per_frame(from_start, frames)))
     # outside the robot's start region the start frame shows the background: a pixel's background is the median
     # of the frames that look as the start frame there (the median of all would hold an arm that lingers there)
     bg, seen = clip_background(frames, np.broadcast_to(region, (n, h, w)) | excl | differs)
-    changed = np.stack([foreground(f, frames[start], cfg)[0] & region for f in frames])
     bg_moved, seen_moved = clip_background(frames, ~changed | excl)
     moved = region & seen_moved
     return np.where(moved[..., None], bg_moved, bg), seen | moved
