@@ -68,6 +68,8 @@ class PlateCase:
     kind: str = "synthetic"
     notes: str = ""
     spec: dict = field(default_factory=dict)
+    occluder_masks: np.ndarray | None = None
+    """``(n, h, w) bool`` the occluder's own pixels per frame (the robot, without its shadow); synthetic only."""
 
 
 @dataclass
@@ -329,6 +331,7 @@ def synth_clip(name: str, plate: np.ndarray, spec: ClipSpec, data: Path | None =
     n = spec.n
     u, h0, h1 = timeline(n, spec.linger, rng)
     layers: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
+    own = np.zeros((n, h, w), bool)  # the occluder's pixels
     if spec.occluder in ("widowx", "google_robot"):
         model = widowx_model() if spec.occluder == "widowx" else google_robot_model(str(data))
         cam = robot_camera(spec.occluder, model, (w, h))
@@ -338,15 +341,18 @@ def synth_clip(name: str, plate: np.ndarray, spec: ClipSpec, data: Path | None =
         default = 0.1 if spec.occluder == "widowx" else 0.85
         for i in range(n):
             layers[i].append(render_robot(model, cam, _interp(keys, u[i]), albedo, default))
+            own[i] = layers[i][-1][1] > 0.5
     elif spec.occluder == "arm2d":
         keys = [rng.uniform([-0.5, -0.8, -0.8], [0.5, 0.8, 0.8]) for _ in range(4)]
         st = {"base_x": rng.uniform(0.25, 0.75)}
         for i in range(n):
             layers[i].append(arm2d_layer((w, h), _interp(keys, u[i]), st))
+            own[i] = layers[i][-1][1] > 0.5
     elif spec.occluder == "hand":
         keys = [rng.uniform([0.2 * w, 0.3 * h], [0.8 * w, 0.8 * h]) for _ in range(4)]
         for i in range(n):
             layers[i].append(hand_layer((w, h), _interp(keys, u[i]), 0.08 * np.sin(i)))
+            own[i] = layers[i][-1][1] > 0.5
     else:
         raise ValueError(f"unknown occluder {spec.occluder!r}")
     if spec.hand:  # a hand passing through the middle third of the clip
@@ -395,7 +401,7 @@ def synth_clip(name: str, plate: np.ndarray, spec: ClipSpec, data: Path | None =
             f = cv2.imdecode(buf, cv2.IMREAD_COLOR)[..., ::-1]
         frames[i] = f
     return PlateCase(name, frames, truth, np.ones((h, w), bool), covered.any(0), covered.all(0), None, "synthetic",
-                     spec=_spec_dict(spec))
+                     spec=_spec_dict(spec), occluder_masks=own)
 
 
 def _spec_dict(spec: ClipSpec) -> dict:
