@@ -340,6 +340,26 @@ def test_a_robot_that_stops_is_found_in_the_frames_it_holds_still(robot_model):
     assert ious[held].min() >= BAR and ious.mean() >= BAR, np.round(ious, 3)
 
 
+def test_a_start_frame_far_from_the_seed_pose_is_fitted_from_the_grids_best_few(robot_model, shared_data):
+    """The start frame's seed (the robot's default joints) is far from the arm's pose: the fit from the grid
+    search's single best pose ended in a wrong local fit (silhouette IoU 0.41 with the truth on the plate benchmark's
+    ``widowx_moving`` frame 0, with its true plate). Fitted from the grid's four best distinct poses, the best fit
+    kept: measured 0.95. (Over the 18 robot clips' first and middle frames: mean 0.81 -> 0.86, below 0.8 13 -> 7 of
+    36.)"""
+    from real2sim.demos.plate_cases import plate_cases, robot_camera
+    from real2sim.segmentation import segment
+    from real2sim.segmentation.core import Prompt
+    from real2sim.segmentation.robot_track import track_robot
+
+    rdef, model, space = robot_model
+    case = plate_cases(shared_data, ["widowx_moving"])[0]
+    truth = case.occluder_masks[0]
+    prompt = segment(case.frames[0], Prompt([], [], tuple(_box(truth))))
+    track = track_robot(case.frames[:1], robot_camera("widowx", model, truth.shape[::-1]), model, space,
+                        np.asarray(rdef.default_qpos, float), 0, case.truth, None, prompt)
+    assert _iou(track.silhouettes[0], truth) >= BAR, _iou(track.silhouettes[0], truth)
+
+
 def test_a_fit_that_stands_still_while_the_arm_moves_is_flagged(robot_model):
     """A fit can agree with evidence that misses the arm (a background that holds it) and stand still while the arm
     moves: its IoU says nothing, the share of the image's frame-to-frame change its motion explains does. The true

@@ -107,6 +107,9 @@ class TrackConfig:
     truth known): 0.14 for the Panda without a plate (a white arm lingering in the clip's median, the fit standing
     still, masks 0.47-0.96), 0.33 for the WidowX without a plate on a noisy clip (masks 0.63-0.87); 0.58-0.81 for
     the clips whose fits hold, with a plate or without."""
+    start_candidates: int = 4
+    """A start frame whose seed joints fit worse than ``lost_iou`` is fitted from this many of the grid search's
+    best poses (distinct ones), the best fit kept."""
     still_frac: float = 0.003
     """Without a plate, consecutive frames that differ from each other in less than this fraction of their pixels
     (beyond the noise) show one view, counted once in the clip's median (:func:`distinct_views`). Measured on the
@@ -451,20 +454,33 @@ class Fitter:
     def search(self, ev: Evidence, q_center, span=(0.8, 0.5, 0.5), steps=(9, 5, 5)) -> tuple[np.ndarray, int]:
         """(best joints, renders) of a grid over the first three arm joints around ``q_center`` at the coarse
         scale (the rest stay)."""
+        found, n = self.search_top(ev, q_center, 1, span, steps)
+        return found[0], n
+
+    def search_top(self, ev: Evidence, q_center, count: int, span=(0.8, 0.5, 0.5), steps=(9, 5, 5)
+                   ) -> tuple[list, int]:
+        """(the ``count`` best joints of the grid of :meth:`search`, each at least two grid steps from the better
+        ones in some joint, best first; renders)."""
         sp = self.space
         tgt = _small(ev.fg & ~ev.ignore, self.coarse)
         wgt = 1.0 - _small(ev.ignore, self.coarse)
         k = min(3, len(sp.arm))
         axes = [np.linspace(-span[j], span[j], steps[j]) for j in range(k)]
-        best, best_iou, n = np.asarray(q_center, float), -1.0, 0
-        for d in np.array(np.meshgrid(*axes, indexing="ij")).reshape(k, -1).T:
+        grid = np.array(np.meshgrid(*axes, indexing="ij")).reshape(k, -1).T
+        qs, scores = [], []
+        for d in grid:
             q = np.array(q_center, float)
             q[sp.arm[:k]] = np.clip(q[sp.arm[:k]] + d, sp.lower[:k], sp.upper[:k])
-            v = soft_iou(self.sil_coarse(q), tgt, wgt)
-            n += 1
-            if v > best_iou:
-                best, best_iou = q, v
-        return best, n
+            qs.append(q)
+            scores.append(soft_iou(self.sil_coarse(q), tgt, wgt))
+        cell = np.array([2 * span[j] / max(steps[j] - 1, 1) for j in range(k)])
+        picked: list = []
+        for i in np.argsort(scores, kind="stable")[::-1]:
+            if all((np.abs(grid[i] - grid[j]) >= 2 * cell - 1e-9).any() for j in picked):
+                picked.append(i)
+                if len(picked) == count:
+                    break
+        return [qs[i] for i in picked], len(grid)
 
 
 # -- tracking --------------------------------------------------------------------------------------------------
@@ -578,10 +594,13 @@ def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=
     q0 = np.asarray(q_start, float)
     extra = 0
     ev = used[start] = _near(fitter, evs[start], q0, region)
-    if search_first and fitter.iou(q0, ev) < cfg.lost_iou:
-        q0, extra = fitter.search(ev, q0)
-    Q[start], iou[start], nev[start] = fitter.fit(ev, q0, max_evals)
-    nev[start] += extra
+    if search_first and fitter.iou(q0, ev) < cfg.lost_iou:  # the seed is far off: fit from the grid's best few
+        seeds, extra = fitter.search_top(ev, q0, cfg.start_candidates)
+        fits = [fitter.fit(ev, q, max_evals) for q in seeds]
+        Q[start], iou[start], _ = max(fits, key=lambda f: f[1])
+        nev[start] = extra + sum(f[2] for f in fits)
+    else:
+        Q[start], iou[start], nev[start] = fitter.fit(ev, q0, max_evals)
     states[start] = "prompt"
     good = {start: Q[start]}
     for i, j in _order(n, start):
