@@ -108,8 +108,10 @@ class TrackConfig:
     still, masks 0.47-0.96), 0.33 for the WidowX without a plate on a noisy clip (masks 0.63-0.87); 0.58-0.81 for
     the clips whose fits hold, with a plate or without."""
     start_candidates: int = 4
-    """A start frame whose seed joints fit worse than ``lost_iou`` is fitted from this many of the grid search's
-    best poses (distinct ones), the best fit kept."""
+    """With a plate, a start frame whose seed joints fit worse than ``lost_iou`` is fitted from this many of the grid
+    search's best poses (distinct ones), the best fit kept. Without a plate, from the best one only: the clip
+    median's evidence is partial and its IoU does not rank such fits (whole clips then gained and lost about as
+    much, and a synthetic clip's start frame fitted worse and was sent to motion)."""
     still_frac: float = 0.003
     """Without a plate, consecutive frames that differ from each other in less than this fraction of their pixels
     (beyond the noise) show one view, counted once in the clip's median (:func:`distinct_views`). Measured on the
@@ -584,8 +586,8 @@ def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=
     """Fit every frame from ``start`` outwards, each against its evidence near the seed pose (:func:`_near`).
     ``seeds``: ``(n, dof)`` per-frame seeds of an earlier pass (used besides the neighbour's joints); ``region``:
     where the robot may also be on the start frame (the prompt); ``all_seeds``: a frame whose fit falls short is
-    fitted from every seed (``TrackConfig.other_seeds_below``; for evidence against a plate, whose IoU can be
-    trusted to rank fits). Returns (joints, IoU, states, evaluations, the
+    fitted from every seed (``TrackConfig.other_seeds_below``), and a start frame whose seed does not fit from the
+    grid's ``start_candidates`` best poses (for evidence against a plate, whose IoU can be trusted to rank fits). Returns (joints, IoU, states, evaluations, the
     evidences used)."""
     cfg, n = fitter.cfg, len(evs)
     Q = np.zeros((n, len(q_start)))
@@ -595,7 +597,7 @@ def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=
     extra = 0
     ev = used[start] = _near(fitter, evs[start], q0, region)
     if search_first and fitter.iou(q0, ev) < cfg.lost_iou:  # the seed is far off: fit from the grid's best few
-        seeds, extra = fitter.search_top(ev, q0, cfg.start_candidates)
+        seeds, extra = fitter.search_top(ev, q0, cfg.start_candidates if all_seeds else 1)
         fits = [fitter.fit(ev, q, max_evals) for q in seeds]
         Q[start], iou[start], _ = max(fits, key=lambda f: f[1])
         nev[start] = extra + sum(f[2] for f in fits)
@@ -796,7 +798,8 @@ def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, pro
     floor)."""
     cfg = fitter.cfg
     stand_in = (unseen, prompt_mask) if prompt_where_unseen and unseen is not None and prompt_mask is not None else None
-    q_first, floor, ev0 = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask, stand_in)
+    q_first, floor, ev0 = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask, stand_in,
+                                       all_seeds)
     colours = ColourModel(frames[start], ev0.fg & erode(fitter.sil_full(q_first), 1))
     evs = _evidences(frames, bg, excl, fitter, cfg, unseen, colours, floor, lit_from)
     if stand_in is not None:
@@ -827,7 +830,7 @@ def _unseen_from_start(ev: Evidence, frame, start_frame, start_fg: np.ndarray, u
     return make_evidence(fg, ignore, fitter.small, unseen, ev.threshold)
 
 
-def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stand_in=None
+def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stand_in=None, all_seeds: bool = False
                  ) -> tuple[np.ndarray, float, Evidence]:
     """(joints, threshold floor, evidence) on the start frame. The foreground threshold is the one, of the frame's
     noise threshold times ``threshold_ladder``, at which the fitted robot explains the evidence best (highest
@@ -840,7 +843,7 @@ def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stan
         ev = _evidences(frame[None], bg, excluded[None], fitter, cfg, floor=base * f)[0]
         if stand_in is not None:
             ev = _with_stand_in(ev, *stand_in, fitter)
-        Q, iou, _, _, used = _track_pass(fitter, [ev], q_start, 0, region=prompt_mask)
+        Q, iou, _, _, used = _track_pass(fitter, [ev], q_start, 0, region=prompt_mask, all_seeds=all_seeds)
         log.debug("start frame: threshold %.1f -> IoU %.3f", base * f, iou[0])
         if best is None or iou[0] > best[0] + 0.05:  # a higher threshold has to earn its place
             best = (iou[0], Q[0], base * f, used[0])
