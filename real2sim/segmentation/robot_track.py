@@ -587,20 +587,19 @@ def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=
     ``seeds``: ``(n, dof)`` per-frame seeds of an earlier pass (used besides the neighbour's joints); ``region``:
     where the robot may also be on the start frame (the prompt); ``all_seeds``: a frame whose fit falls short is
     fitted from every seed (``TrackConfig.other_seeds_below``), and a start frame whose seed does not fit from the
-    grid's ``start_candidates`` best poses (for evidence against a plate, whose IoU can be trusted to rank fits). Returns (joints, IoU, states, evaluations, the
-    evidences used)."""
+    grid's ``start_candidates`` best poses (for evidence against a plate, whose IoU can be trusted to rank fits).
+    Returns (joints, IoU, states, evaluations, the evidences used)."""
     cfg, n = fitter.cfg, len(evs)
     Q = np.zeros((n, len(q_start)))
     iou = np.zeros(n)
     states, nev, used = [""] * n, [0] * n, list(evs)
     q0 = np.asarray(q_start, float)
-    extra = 0
     ev = used[start] = _near(fitter, evs[start], q0, region)
     if search_first and fitter.iou(q0, ev) < cfg.lost_iou:  # the seed is far off: fit from the grid's best few
-        seeds, extra = fitter.search_top(ev, q0, cfg.start_candidates if all_seeds else 1)
-        fits = [fitter.fit(ev, q, max_evals) for q in seeds]
+        starts, renders = fitter.search_top(ev, q0, cfg.start_candidates if all_seeds else 1)
+        fits = [fitter.fit(ev, q, max_evals) for q in starts]
         Q[start], iou[start], _ = max(fits, key=lambda f: f[1])
-        nev[start] = extra + sum(f[2] for f in fits)
+        nev[start] = renders + sum(f[2] for f in fits)
     else:
         Q[start], iou[start], nev[start] = fitter.fit(ev, q0, max_evals)
     states[start] = "prompt"
