@@ -656,31 +656,42 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
     near = max(2, int(round(cfg.near_frac * np.hypot(h, w))))
     bg, unseen = (background, None) if background is not None else \
         (clip_background(frames[distinct_views(frames, cfg)])[0], None)
-    Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, unseen, excl, q_start, start, prompt_mask,
-                                                all_seeds=background is not None)
-    notes = [f"foreground threshold at least {floor:.0f} grey levels (chosen on frame {start})"]
     refit = background is None and cfg.refit_background and n > 1
-    if refit:
-        Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs, floor,
-                                                 notes, iou, states, near)
-    if background is None and prompt_mask is not None and n > 1 and not iou[start] >= cfg.lost_iou:
-        # still no fit on the start frame: the clip's median holds the robot where it hardly moves (a large arm
-        # moving a little, its base)
-        q_first, v = _fit_to_mask(fitter, prompt_mask, excl[start], q_start)
-        if v >= cfg.prompt_fit_iou:
-            bg, seen = _background_around(frames, start, fitter.sil_full(q_first) | prompt_mask, excl, cfg)
-            Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg, ~seen, excl, q_first, start, prompt_mask,
-                                                         prompt_where_unseen=True,
-                                                         lit_from=_lit_without(seen, prompt_mask, near))
-            nev = [a + b for a, b in zip(nev, nev2)]
-            notes.append(f"the clip's median holds the robot (its fit on frame {start} failed): fitted to the prompt's "
-                         f"mask there (IoU {v:.2f}), the background = the frames that look as frame {start} does away "
-                         "from the robot and those it moved off inside, "
-                         f"{100 * (1 - seen.mean()):.1f}% of pixels never seen (the prompt's mask stands in on frame "
-                         f"{start})")
-            if refit:
-                Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs,
-                                                         floor, notes, iou, states, near, by_prompt=True)
+    by_prompt = background is None and prompt_mask is not None and n > 1
+    first, stands, tried = None, None, False
+    if by_prompt:  # a start frame that does not fit against the clip's median: the median holds the robot there
+        first = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask)
+        if not first[3] >= cfg.lost_iou:  # fitted to the prompt at once: tracking against that median is wasted
+            stands, tried = _fit_to_mask(fitter, prompt_mask, excl[start], q_start), True
+    if stands is None or stands[1] < cfg.prompt_fit_iou:
+        Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, unseen, excl, q_start, start, prompt_mask,
+                                                    all_seeds=background is not None, start_fit=first)
+        notes = [f"foreground threshold at least {floor:.0f} grey levels (chosen on frame {start})"]
+        if refit:
+            Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs,
+                                                     floor, notes, iou, states, near)
+        if by_prompt and not tried and not iou[start] >= cfg.lost_iou:  # still no fit on the start frame (the
+            # median holds the robot where it hardly moves: a large arm moving a little, its base)
+            stands = _fit_to_mask(fitter, prompt_mask, excl[start], q_start)
+    else:
+        nev = [0] * n
+        notes = [f"foreground threshold at least {first[1]:.0f} grey levels (chosen on frame {start}, against the "
+                 "clip's median)"]
+    if stands is not None and stands[1] >= cfg.prompt_fit_iou:
+        q_first, v = stands
+        bg, seen = _background_around(frames, start, fitter.sil_full(q_first) | prompt_mask, excl, cfg)
+        Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg, ~seen, excl, q_first, start, prompt_mask,
+                                                     prompt_where_unseen=True,
+                                                     lit_from=_lit_without(seen, prompt_mask, near))
+        nev = [a + b for a, b in zip(nev, nev2)]
+        notes.append(f"the clip's median holds the robot (its fit on frame {start} failed): fitted to the prompt's "
+                     f"mask there (IoU {v:.2f}), the background = the frames that look as frame {start} does away "
+                     "from the robot and those it moved off inside, "
+                     f"{100 * (1 - seen.mean()):.1f}% of pixels never seen (the prompt's mask stands in on frame "
+                     f"{start})")
+        if refit:
+            Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs,
+                                                     floor, notes, iou, states, near, by_prompt=True)
     if states[start] != "lost":
         Q[start] = fitter.polish(evs[start], Q[start])
     sils = [fitter.sil_full(q) for q in Q]
@@ -789,16 +800,16 @@ def _fit_to_mask(fitter: Fitter, mask: np.ndarray, excluded: np.ndarray, q_start
 
 
 def _fit_clip(fitter: Fitter, frames, bg, unseen, excl, q_start, start: int, prompt_mask, seeds=None,
-              prompt_where_unseen: bool = False, all_seeds: bool = False, lit_from=None):
+              prompt_where_unseen: bool = False, all_seeds: bool = False, lit_from=None, start_fit=None):
     """One tracking round against background ``bg``: the start frame (threshold, colours), then the clip.
     ``seeds``: an earlier round's joints (this round then fits each frame with a third of the evaluations);
     ``prompt_where_unseen``: on the start frame, pixels of ``unseen`` background take the prompt's mask as their
-    evidence; ``lit_from``: see :func:`_evidences`. Returns (joints, IoU, states, evaluations, evidences, threshold
-    floor)."""
+    evidence; ``lit_from``: see :func:`_evidences`; ``start_fit``: :func:`_start_frame`'s result for these
+    arguments, when the caller has it. Returns (joints, IoU, states, evaluations, evidences, threshold floor)."""
     cfg = fitter.cfg
     stand_in = (unseen, prompt_mask) if prompt_where_unseen and unseen is not None and prompt_mask is not None else None
-    q_first, floor, ev0 = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask, stand_in,
-                                       all_seeds)
+    q_first, floor, ev0, _ = start_fit or _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask,
+                                                       stand_in, all_seeds)
     colours = ColourModel(frames[start], ev0.fg & erode(fitter.sil_full(q_first), 1))
     evs = _evidences(frames, bg, excl, fitter, cfg, unseen, colours, floor, lit_from)
     if stand_in is not None:
@@ -830,8 +841,8 @@ def _unseen_from_start(ev: Evidence, frame, start_frame, start_fg: np.ndarray, u
 
 
 def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stand_in=None, all_seeds: bool = False
-                 ) -> tuple[np.ndarray, float, Evidence]:
-    """(joints, threshold floor, evidence) on the start frame. The foreground threshold is the one, of the frame's
+                 ) -> tuple[np.ndarray, float, Evidence, float]:
+    """(joints, threshold floor, evidence, IoU) on the start frame. The foreground threshold is the one, of the frame's
     noise threshold times ``threshold_ladder``, at which the fitted robot explains the evidence best (highest
     IoU): a clean plate keeps the noise threshold (dark robot parts on dark ground count), a plate that differs
     from the frame all over (a hand-made one, another exposure) gets a higher one."""
@@ -846,7 +857,7 @@ def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stan
         log.debug("start frame: threshold %.1f -> IoU %.3f", base * f, iou[0])
         if best is None or iou[0] > best[0] + 0.05:  # a higher threshold has to earn its place
             best = (iou[0], Q[0], base * f, used[0])
-    return best[1], best[2], best[3]
+    return best[1], best[2], best[3], float(best[0])
 
 
 def _grade(evs: list[Evidence], sils: list, masks: list, states: list, cfg: TrackConfig, notes: list,
