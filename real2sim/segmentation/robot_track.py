@@ -678,20 +678,9 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
         notes = [f"foreground threshold at least {first[1]:.0f} grey levels (chosen on frame {start}, against the "
                  "clip's median)"]
     if stands is not None and stands[1] >= cfg.prompt_fit_iou:
-        q_first, v = stands
-        bg, seen = _background_around(frames, start, fitter.sil_full(q_first) | prompt_mask, excl, cfg)
-        Q, iou, states, nev2, evs, floor = _fit_clip(fitter, frames, bg, ~seen, excl, q_first, start, prompt_mask,
-                                                     prompt_where_unseen=True,
-                                                     lit_from=_lit_without(seen, prompt_mask, near))
+        Q, iou, states, nev2, evs, floor = _track_from_prompt(fitter, frames, excl, *stands, start, prompt_mask,
+                                                              notes, near, refit)
         nev = [a + b for a, b in zip(nev, nev2)]
-        notes.append(f"the clip's median holds the robot (its fit on frame {start} failed): fitted to the prompt's "
-                     f"mask there (IoU {v:.2f}), the background = the frames that look as frame {start} does away "
-                     "from the robot and those it moved off inside, "
-                     f"{100 * (1 - seen.mean()):.1f}% of pixels never seen (the prompt's mask stands in on frame "
-                     f"{start})")
-        if refit:
-            Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs,
-                                                     floor, notes, iou, states, near, by_prompt=True)
     if states[start] != "lost":
         Q[start] = fitter.polish(evs[start], Q[start])
     sils = [fitter.sil_full(q) for q in Q]
@@ -764,6 +753,26 @@ def _refit(fitter: Fitter, frames, bg, excl, Q, start: int, prompt_mask, nev, ev
                                                  seeds=Q, prompt_where_unseen=by_prompt,
                                                  lit_from=_lit_without(seen, prompt_mask, near) if by_prompt else None)
     return Q, iou, states, [a + b for a, b in zip(nev, nev2)], evs, floor
+
+
+def _track_from_prompt(fitter: Fitter, frames, excl, q_first, v: float, start: int, prompt_mask, notes: list,
+                       near: int, refit: bool):
+    """No plate, the clip's median holding the robot: the clip tracked from ``q_first``, the robot fitted to the
+    prompt's mask on frame ``start`` (IoU ``v``), against the background of the frames that look as the start frame
+    does away from the robot (:func:`_background_around`); then, ``refit``, against that background without the
+    track. Returns what :func:`_fit_clip` does."""
+    bg, seen = _background_around(frames, start, fitter.sil_full(q_first) | prompt_mask, excl, fitter.cfg)
+    Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, ~seen, excl, q_first, start, prompt_mask,
+                                                prompt_where_unseen=True,
+                                                lit_from=_lit_without(seen, prompt_mask, near))
+    notes.append(f"the clip's median holds the robot (its fit on frame {start} failed): fitted to the prompt's mask "
+                 f"there (IoU {v:.2f}), the background = the frames that look as frame {start} does away from the "
+                 f"robot and those it moved off inside, {100 * (1 - seen.mean()):.1f}% of pixels never seen (the "
+                 f"prompt's mask stands in on frame {start})")
+    if refit:
+        Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs, floor,
+                                                 notes, iou, states, near, by_prompt=True)
+    return Q, iou, states, nev, evs, floor
 
 
 def _lit_without(seen: np.ndarray, robot: np.ndarray, near: int) -> np.ndarray:
