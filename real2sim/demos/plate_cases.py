@@ -331,7 +331,6 @@ def synth_clip(name: str, plate: np.ndarray, spec: ClipSpec, data: Path | None =
     n = spec.n
     u, h0, h1 = timeline(n, spec.linger, rng)
     layers: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
-    own = np.zeros((n, h, w), bool)  # the occluder's pixels
     if spec.occluder in ("widowx", "google_robot"):
         model = widowx_model() if spec.occluder == "widowx" else google_robot_model(str(data))
         cam = robot_camera(spec.occluder, model, (w, h))
@@ -341,20 +340,18 @@ def synth_clip(name: str, plate: np.ndarray, spec: ClipSpec, data: Path | None =
         default = 0.1 if spec.occluder == "widowx" else 0.85
         for i in range(n):
             layers[i].append(render_robot(model, cam, _interp(keys, u[i]), albedo, default))
-            own[i] = layers[i][-1][1] > 0.5
     elif spec.occluder == "arm2d":
         keys = [rng.uniform([-0.5, -0.8, -0.8], [0.5, 0.8, 0.8]) for _ in range(4)]
         st = {"base_x": rng.uniform(0.25, 0.75)}
         for i in range(n):
             layers[i].append(arm2d_layer((w, h), _interp(keys, u[i]), st))
-            own[i] = layers[i][-1][1] > 0.5
     elif spec.occluder == "hand":
         keys = [rng.uniform([0.2 * w, 0.3 * h], [0.8 * w, 0.8 * h]) for _ in range(4)]
         for i in range(n):
             layers[i].append(hand_layer((w, h), _interp(keys, u[i]), 0.08 * np.sin(i)))
-            own[i] = layers[i][-1][1] > 0.5
     else:
         raise ValueError(f"unknown occluder {spec.occluder!r}")
+    own = np.stack([layers[i][0][1] > 0.5 for i in range(n)])  # the occluder's pixels (its layer is first)
     if spec.hand:  # a hand passing through the middle third of the clip
         a, b = n // 3, max(n // 3 + 1, 2 * n // 3)
         p0, p1 = rng.uniform([0.2 * w, 0.4 * h], [0.8 * w, 0.8 * h], (2, 2))

@@ -658,11 +658,11 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
         (clip_background(frames[distinct_views(frames, cfg)])[0], None)
     refit = background is None and cfg.refit_background and n > 1
     by_prompt = background is None and prompt_mask is not None and n > 1
-    first, stands, tried = None, None, False
+    first, stands = None, None  # stands: (joints, IoU) fitted to the prompt's mask, once tried
     if by_prompt:  # a start frame that does not fit against the clip's median: the median holds the robot there
         first = _start_frame(fitter, frames[start], bg, excl[start], q_start, prompt_mask)
         if not first[3] >= cfg.lost_iou:  # fitted to the prompt at once: tracking against that median is wasted
-            stands, tried = _fit_to_mask(fitter, prompt_mask, excl[start], q_start), True
+            stands = _fit_to_mask(fitter, prompt_mask, excl[start], q_start)
     if stands is None or stands[1] < cfg.prompt_fit_iou:
         Q, iou, states, nev, evs, floor = _fit_clip(fitter, frames, bg, unseen, excl, q_start, start, prompt_mask,
                                                     all_seeds=background is not None, start_fit=first)
@@ -670,7 +670,7 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
         if refit:
             Q, iou, states, nev, evs, floor = _refit(fitter, frames, bg, excl, Q, start, prompt_mask, nev, evs,
                                                      floor, notes, iou, states, near)
-        if by_prompt and not tried and not iou[start] >= cfg.lost_iou:  # still no fit on the start frame (the
+        if by_prompt and stands is None and not iou[start] >= cfg.lost_iou:  # still no fit on the start frame (the
             # median holds the robot where it hardly moves: a large arm moving a little, its base)
             stands = _fit_to_mask(fitter, prompt_mask, excl[start], q_start)
     else:
