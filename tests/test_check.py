@@ -42,6 +42,25 @@ def test_pending_collision_is_a_warning(recipe_bundle):
     assert any(f.where == "objects.cube.collision" for f in findings)
 
 
+def test_a_build_stopped_between_collision_and_inertial_is_a_warning_a_done_stage_without_them_an_error(
+        exportable_bundle):
+    """kill -9 after the collision stage saved and before the inertial stage ran leaves shapes without masses: the
+    build is unfinished, not broken (a warning that sends the user to build). An inertial stage recorded done while
+    an object has none is broken: an error."""
+    from real2sim.core.manifest import StageRecord
+
+    exportable_bundle.object("mug").inertial = None
+    exportable_bundle.manifest.stages.pop("inertial", None)
+    exportable_bundle.save()
+    found = [f for f in check_bundle(exportable_bundle.root) if f.where == "objects.mug.inertial"]
+    assert [f.level for f in found] == ["warning"] and "run 'real2sim build'" in found[0].message
+
+    exportable_bundle.manifest.stages["inertial"] = StageRecord(status="done")
+    exportable_bundle.save()
+    found = [f for f in _errors(check_bundle(exportable_bundle.root)) if f.where == "objects.mug.inertial"]
+    assert len(found) == 1 and "--force" in found[0].message
+
+
 def test_camera_looking_away_is_flagged(exportable_bundle):
     cam = exportable_bundle.manifest.cameras["main"]
     T = [row[:] for row in cam.T_world_camera]

@@ -179,7 +179,7 @@ def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Find
     if obj.collision.kind == "pending":
         out.append(Finding("warning", f"{where}.collision", "not computed yet; run 'real2sim build'"))
     if not obj.fixed and obj.inertial is None and obj.collision.kind not in ("pending", "urdf"):
-        out.append(Finding("error", f"{where}.inertial", "missing for a dynamic object; run 'real2sim build'"))
+        out.append(_missing_inertial(bundle, where))
     if obj.inertial is not None:
         ev = np.linalg.eigvalsh(np.array(obj.inertial.inertia))
         if ev[0] + ev[1] < ev[2] * (1 - 1e-6):
@@ -188,6 +188,17 @@ def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Find
         out += _check_meshes(bundle, where, obj)
     return out
 
+
+
+def _missing_inertial(bundle: Bundle, where: str) -> Finding:
+    """A dynamic object with collision shapes but no mass properties: a build stopped between its collision and
+    inertial stages (a warning, like collision not computed yet), or an inertial stage that claims to be done
+    without them (an error)."""
+    rec = bundle.manifest.stages.get("inertial")
+    if rec is None or rec.status != "done":
+        return Finding("warning", f"{where}.inertial", "not computed yet (the build stopped before its inertial "
+                       "stage); run 'real2sim build'")
+    return Finding("error", f"{where}.inertial", "missing for a dynamic object; run 'real2sim build --force'")
 
 def _check_articulation(bundle, where, obj) -> list[Finding]:
     """The packaged URDF parses, its meshes are there, and the manifest's joint names and values fit it."""
