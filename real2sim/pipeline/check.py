@@ -189,7 +189,6 @@ def _check_object(bundle: Bundle, oid: str, obj, load_meshes: bool) -> list[Find
     return out
 
 
-
 def _missing_inertial(bundle: Bundle, where: str) -> Finding:
     """A dynamic object with collision shapes but no mass properties: a build stopped between its collision and
     inertial stages (a warning, like collision not computed yet), or an inertial stage that claims to be done
@@ -199,6 +198,7 @@ def _missing_inertial(bundle: Bundle, where: str) -> Finding:
         return Finding("warning", f"{where}.inertial", "not computed yet (the build stopped before its inertial "
                        "stage); run 'real2sim build'")
     return Finding("error", f"{where}.inertial", "missing for a dynamic object; run 'real2sim build --force'")
+
 
 def _check_articulation(bundle, where, obj) -> list[Finding]:
     """The packaged URDF parses, its meshes are there, and the manifest's joint names and values fit it."""

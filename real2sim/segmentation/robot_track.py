@@ -876,19 +876,25 @@ def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stan
         ev = _evidences(frame[None], bg, excluded[None], fitter, cfg, floor=base * f)[0]
         levels.append((f, ev if stand_in is None else _with_stand_in(ev, *stand_in, fitter)))
     if fitted:  # the seed fits already: its IoU at each level ranks them, and only the chosen one is fitted
-        scores = [fitter.iou(q_start, _near(fitter, ev, q_start, prompt_mask)) for _, ev in levels]
-        pick = 0
-        for k, v in enumerate(scores):
-            if v > scores[pick] + 0.05:  # a higher threshold has to earn its place
-                pick = k
-        levels = levels[pick:pick + 1]
-    best = None
+        levels = [levels[_ladder_pick([fitter.iou(q_start, _near(fitter, ev, q_start, prompt_mask))
+                                       for _, ev in levels])]]
+    fits = []
     for f, ev in levels:
         Q, iou, _, _, used = _track_pass(fitter, [ev], q_start, 0, region=prompt_mask, all_seeds=all_seeds)
         log.debug("start frame: threshold %.1f -> IoU %.3f", base * f, iou[0])
-        if best is None or iou[0] > best[0] + 0.05:  # a higher threshold has to earn its place
-            best = (iou[0], Q[0], base * f, used[0])
-    return best[1], best[2], best[3], float(best[0])
+        fits.append((float(iou[0]), Q[0], base * f, used[0]))
+    iou, q, floor, ev = fits[_ladder_pick([fit[0] for fit in fits])]
+    return q, floor, ev, iou
+
+
+def _ladder_pick(scores: list[float]) -> int:
+    """Index of the threshold level chosen from the ladder's ``scores`` (IoU, lowest threshold first): a higher
+    threshold has to earn its place, beating the best lower one by more than 0.05."""
+    pick = 0
+    for k, v in enumerate(scores):
+        if v > scores[pick] + 0.05:
+            pick = k
+    return pick
 
 
 def _grade(evs: list[Evidence], sils: list, masks: list, states: list, cfg: TrackConfig, notes: list,
