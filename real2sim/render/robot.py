@@ -267,7 +267,10 @@ def cluster_mesh(vertices: np.ndarray, faces: np.ndarray, cell: float) -> tuple[
     (their mean), faces ``(m, 3)`` that collapse dropped. For low-resolution silhouettes, where a cell is under a
     pixel. Returns (vertices ``(n', 3)``, faces ``(m', 3)``)."""
     key = np.floor(np.asarray(vertices, float) / cell).astype(np.int64)
-    _, inv = np.unique(key, axis=0, return_inverse=True)
+    key -= key.min(axis=0)
+    dims = key.max(axis=0) + 1
+    # one integer per cell, in the row order of np.unique(key, axis=0) (same clusters, same order; ~10x faster)
+    _, inv = np.unique((key[:, 0] * dims[1] + key[:, 1]) * dims[2] + key[:, 2], return_inverse=True)
     inv = inv.ravel()
     n = int(inv.max()) + 1
     v = np.zeros((n, 3))
