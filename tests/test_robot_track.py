@@ -380,6 +380,37 @@ def test_a_fit_that_stands_still_while_the_arm_moves_is_flagged(robot_model):
     assert per_frame[0] is None  # the start frame has no neighbour towards the start
 
 
+def test_one_sided_silhouettes_draw_the_faces_towards_the_camera_and_only_for_closed_meshes(robot_model):
+    """The fit's silhouettes draw only the faces turned towards the camera (about 30 % cheaper): a closed mesh's
+    silhouette is theirs alone. A face turned away is not drawn that way, so meshes that are not closed (a plate
+    of single-sided faces) keep both sides, and the robot's closed meshes give the same silhouettes either way."""
+    import dataclasses
+
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import look_at_opencv
+    from real2sim.render.raster import camera_clip, coverage_clip
+    from real2sim.render.robot import RobotSilhouette
+
+    cam = Camera(64, 48, np.array([[50.0, 0, 32], [0, 50, 24], [0, 0, 1]]), np.eye(4), np.zeros(5), 0.01, 10.0)
+    tri = camera_clip(cam, np.array([[0, 0, 1.0], [0.2, 0, 1.0], [0, 0.2, 1.0]]))  # its normal +z: away
+    assert coverage_clip(tri, np.array([[0, 2, 1]]), 64, 48, one_side=True).sum() > 40  # turned towards
+    assert coverage_clip(tri, np.array([[0, 1, 2]]), 64, 48, one_side=True).sum() == 0
+    assert coverage_clip(tri, np.array([[0, 1, 2]]), 64, 48).sum() > 40
+
+    _, model, space = robot_model
+    view = Camera(160, 120, np.array([[130.0, 0, 80], [0, 130, 60], [0, 0, 1]]),
+                  look_at_opencv(np.array([0.7, 0.0, 0.6]), np.array([0.3, 0.0, 0.2])), np.zeros(5), 0.01, 10.0)
+    closed = RobotSilhouette(model, view, one_side=True)
+    assert closed.one_side
+    q = np.array(model.default_q, float)
+    q[space.arm[:3]] += [0.3, -0.2, 0.4]
+    assert _iou(closed(q), closed(q, one_side=False)) > 0.99
+    square = (np.array([[-0.05, -0.05, 0], [0.05, -0.05, 0], [0.05, 0.05, 0], [-0.05, 0.05, 0]]),
+              np.array([[0, 1, 2], [0, 2, 3]]))
+    plates = dataclasses.replace(model, links={name: square for name in model.links})
+    assert not RobotSilhouette(plates, view, one_side=True).one_side
+
+
 def test_a_finely_tessellated_robot_is_fitted_from_coarser_silhouettes():
     """The Panda's meshes hold 103k triangles; the fit renders hundreds of silhouettes a frame, and a render's cost
     is its faces (3.1 ms a silhouette at 160x120 from meshes at 2 faces per pixel, 1.3 ms at 0.5). The fit's
