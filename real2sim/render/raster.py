@@ -15,8 +15,9 @@ convention (top-left pixel centre at (0, 0); clip/NDC x = -1 is the left image e
 y = -1 the *top* edge, so image rows come out top-first without a flip), perspective-
 correct barycentrics, ``depth`` = the interpolated clip ``w`` (for a camera: metric
 depth along +Z), ``face_id = -1`` and ``depth = inf`` where nothing was drawn. Faces
-are not culled (except by :func:`coverage_clip`'s ``one_side``, on GL). Faces crossing the near plane are clipped by GL and dropped whole by
-the numpy backend (the only place they may differ).
+are not culled (but by :func:`coverage_clip`'s ``one_side``, on GL). Faces crossing
+the near plane are clipped by GL and dropped whole by the numpy backend (the only
+place they may differ).
 """
 from __future__ import annotations
 
