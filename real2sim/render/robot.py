@@ -288,8 +288,8 @@ class RobotSilhouette:
     ``pixel_frac`` of a pixel at the robot's distance (``pixel_frac``), coarser (x1.5 at a time) while they hold more
     than ``faces_per_pixel`` faces per image pixel (and more than ``min_faces`` in all), and each link's vertices go
     to clip space with one 4x4 product (link pose, base, camera and projection together). ``one_side``: draw the
-    faces turned towards the camera only (:func:`raster.coverage_clip`; about 30 % faster) if that gives the same silhouettes
-    as both sides at a few poses (:func:`closed_enough`), as closed meshes do."""
+    faces turned towards the camera only (:func:`raster.coverage_clip`; about 30 % faster) if that gives the same
+    silhouettes as both sides at a few poses (:func:`closed_enough`), as closed meshes do."""
 
     def __init__(self, model: RobotModel, camera, pixel_frac: float = 0.7, faces_per_pixel: float = 2.0,
                  min_faces: int = 0, one_side: bool = False):

@@ -65,9 +65,9 @@ class TrackConfig:
     Robot's 8.3k faces at 0.5 per pixel (2.6k) fitted worse (a 60-frame clip's masks 0.877 / 0.952 -> 0.470 / 0.903
     min / mean); the WidowX (9.4k) and the Google Robot are then never coarsened for the fit, the Panda (103k) is."""
     fit_one_side: bool = True
-    """The fit's and the grid search's silhouettes draw the faces of one winding only where the robot's meshes are
-    closed (:func:`render.robot.closed_enough`: the same silhouettes as both sides within 1 % at five poses): about
-    30 % less a render (the Panda at 160x120 1.66 -> 1.05-1.17 ms). Its masks keep both sides."""
+    """The fit's and the grid search's silhouettes draw only the faces turned towards the camera where the robot's
+    meshes are closed (:func:`render.robot.closed_enough`: the same silhouettes as both sides within 1 % at five
+    poses): about 30 % less a render (the Panda at 160x120 1.66 -> 1.05-1.17 ms). Its masks keep both sides."""
     search_scale: float = 0.125
     """Image scale of the coarse grid search (first frame, and recovery after a bad fit)."""
     max_evals: int = 200
