@@ -165,3 +165,36 @@ def test_head_camera_sees_the_arm_not_the_inside_of_the_head(google):
     away = np.eye(4)
     away[:3, 3] = [2.0, 0.0, 1.0]
     assert links_around(model, away[:3, 3]) == set()
+
+
+def test_head_joints_are_not_fitted_from_the_head_camera(google):
+    """The head's pan and tilt are driven with the arm, but from the camera in the head no silhouette can tell them
+    (they move the head, which the camera sits in and the silhouettes leave out): the tracker fits the seven arm
+    joints and keeps the head where the seed has it (fitted, they wandered 0.1-0.2 rad, which would tilt a head
+    camera replayed in simulation). A camera outside the robot fits every arm joint."""
+    from real2sim.core.camera import Camera
+    from real2sim.core.manifest import RobotSpec
+    from real2sim.render.robot import load_robot_model
+    from real2sim.robots.kinematics import Kinematics, camera_mount_pose
+    from real2sim.segmentation.robot_track import Fitter, TrackConfig, joint_space, make_evidence
+
+    model = load_robot_model(RobotSpec("google_robot"), None)
+    space = joint_space(google, model)
+    _, cam = google.mounted_cameras()["overhead_camera"]
+    q_true = np.asarray(google.default_qpos, float)
+    q_true[1:4] += (0.25, -0.2, 0.3)  # the arm into view
+    head_cam = Camera(cam.width, cam.height, cam.K, camera_mount_pose(Kinematics(google), "overhead_camera", q_true))
+    fitter = Fitter(model, head_cam, space, TrackConfig())
+    head = [model.joint_names.index(j) for j in ("joint_head_pan", "joint_head_tilt")]
+    assert set(space.arm) - set(fitter.space.arm) == set(head)
+    sil = fitter.sil_full(q_true)
+    assert 0.01 < sil.mean() < 0.5
+    seed = q_true.copy()
+    seed[1:4] += 0.08
+    ev = make_evidence(sil, np.zeros_like(sil), fitter.small)
+    q, iou, _ = fitter.fit(ev, seed)
+    assert iou > max(0.85, fitter.iou(seed, ev) + 0.05)
+    np.testing.assert_array_equal(q[head], seed[head])
+    outside = Camera(cam.width, cam.height, cam.K, np.linalg.inv(np.array(
+        [[0, -1, 0, 0], [0, 0, -1, 1.0], [1, 0, 0, 2.5], [0, 0, 0, 1]], float)))
+    assert not Fitter(model, outside, space, TrackConfig()).unseen_joints().any()

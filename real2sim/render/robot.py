@@ -191,6 +191,21 @@ def _links_around(model: RobotModel, eye, poses: dict) -> set[str]:
     return out
 
 
+def moved_links(model: RobotModel, joint: str) -> set[str]:
+    """The links whose pose joint ``joint`` changes: its child link and everything below it in the tree."""
+    below: dict[str, list[str]] = {}
+    for j in model.joints:
+        below.setdefault(j.parent, []).append(j.child)
+    todo = [j.child for j in model.joints if j.name == joint]
+    out: set[str] = set()
+    while todo:
+        link = todo.pop()
+        if link not in out:
+            out.add(link)
+            todo.extend(below.get(link, []))
+    return out
+
+
 def _eye(camera) -> np.ndarray:
     return np.asarray(camera.T_world_camera, float)[:3, 3]
 

@@ -36,7 +36,7 @@ import numpy as np
 from real2sim.core.camera import Camera
 from real2sim.core.imaging import clean_mask, dilate, erode
 from real2sim.core.imaging import iou as iou_of
-from real2sim.render.robot import RobotModel, RobotSilhouette, link_id_image
+from real2sim.render.robot import RobotModel, RobotSilhouette, link_id_image, links_around, moved_links
 from real2sim.robots.spec import RobotDef
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,10 @@ class TrackConfig:
     """...but a mesh is not coarsened below this many faces for the fit: at 80x64 (a 320x256 clip) the Google
     Robot's 8.3k faces at 0.5 per pixel (2.6k) fitted worse (a 60-frame clip's masks 0.877 / 0.952 -> 0.470 / 0.903
     min / mean); the WidowX (9.4k) and the Google Robot are then never coarsened for the fit, the Panda (103k) is."""
+    skip_unseen_joints: bool = True
+    """Arm joints no silhouette can tell are not fitted (they keep the seed's value, :meth:`Fitter.unseen_joints`):
+    the Google Robot's head pan and tilt, driven with its arm, move only its head, which its camera sits in. Fitted,
+    they were two of ten dimensions the Nelder-Mead search spent evaluations on."""
     fit_one_side: bool = True
     """The fit's and the grid search's silhouettes draw only the faces turned towards the camera where the robot's
     meshes are closed (:func:`render.robot.closed_enough`: the same silhouettes as both sides within 1 % at five
@@ -163,6 +167,11 @@ class JointSpace:
             o = float(np.clip(x[-1], 0.0, 1.0))
             q[self.gripper] = self.closed + o * (self.open - self.closed)
         return q
+
+    def without_arm(self, drop) -> "JointSpace":
+        """This space without the arm joints where ``drop`` ``(k,) bool`` is True (they keep the seed's value)."""
+        keep = ~np.asarray(drop, bool)
+        return JointSpace(self.arm[keep], self.lower[keep], self.upper[keep], self.gripper, self.closed, self.open)
 
     def steps(self) -> np.ndarray:
         """Initial simplex steps: 0.12 rad per arm joint, 0.3 of the gripper's range."""
@@ -398,6 +407,18 @@ class Fitter:
         self.sil_full = RobotSilhouette(model, camera)
         self.fine = scaled_camera(camera, cfg.polish_scale)
         self.sil_fine = RobotSilhouette(model, self.fine, **budget)
+        if cfg.skip_unseen_joints:
+            self.space = space.without_arm(self.unseen_joints())
+
+    def unseen_joints(self) -> np.ndarray:
+        """``(k,) bool`` the arm joints no silhouette can tell: those that move no link the silhouettes draw, and
+        those that move a link the camera sits in (a head's pan and tilt: the camera's pose is given, so the
+        camera does not move with them, and the head is left out of the silhouettes)."""
+        drawn = set(self.sil_full.names)
+        carrier = links_around(self.model, np.asarray(self.camera.T_world_camera, float)[:3, 3])
+        names = self.model.joint_names
+        return np.array([not (moved_links(self.model, names[i]) & drawn) or bool(moved_links(self.model, names[i]) & carrier)
+                         for i in self.space.arm], bool)
 
     def iou(self, q, ev: Evidence) -> float:
         return soft_iou(self.sil_small(q), ev.target, ev.weight)
