@@ -64,6 +64,9 @@ class TrackConfig:
     """...but a mesh is not coarsened below this many faces for the fit: at 80x64 (a 320x256 clip) the Google
     Robot's 8.3k faces at 0.5 per pixel (2.6k) fitted worse (a 60-frame clip's masks 0.877 / 0.952 -> 0.470 / 0.903
     min / mean); the WidowX (9.4k) and the Google Robot are then never coarsened for the fit, the Panda (103k) is."""
+    repair_sweeps: int = 2
+    """After tracking, frames whose fit falls short of the clip's (IoU under ``refit_below`` x its median) are fitted
+    again from each well-fitted neighbour (:func:`_repair_from_neighbours`), in up to this many sweeps (0: off)."""
     skip_unseen_joints: bool = True
     """Arm joints no silhouette can tell are not fitted (they keep the seed's value, :meth:`Fitter.unseen_joints`):
     the Google Robot's head pan and tilt, driven with its arm, move only its head, which its camera sits in. Fitted,
@@ -715,6 +718,8 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
         Q, iou, states, nev2, evs, floor = _track_from_prompt(fitter, frames, excl, *stands, start, prompt_mask,
                                                               notes, near, refit)
         nev = [a + b for a, b in zip(nev, nev2)]
+    if cfg.repair_sweeps:
+        nev = _repair_from_neighbours(fitter, evs, Q, iou, states, nev, start)
     if states[start] != "lost":
         Q[start] = fitter.polish(evs[start], Q[start])
     sils = [fitter.sil_full(q) for q in Q]
@@ -834,6 +839,35 @@ def _background_around(frames, start: int, region: np.ndarray, excl, cfg: TrackC
     bg_moved, seen_moved = clip_background(frames, ~changed | excl)
     moved = region & seen_moved
     return np.where(moved[..., None], bg_moved, bg), seen | moved
+
+
+def _repair_from_neighbours(fitter: Fitter, evs: list[Evidence], Q: np.ndarray, iou: np.ndarray, states: list,
+                            nev: list, start: int) -> list:
+    """Frames whose fit falls short (IoU under ``refit_below`` x the clip's median) fitted again from each
+    neighbour that fits well: tracking reached a frame from one side only, and the frame on the other side may
+    hold its pose. The better fit is kept (``Q``, ``iou``, ``states`` in place), in up to ``repair_sweeps``
+    sweeps. Returns the evaluations per frame."""
+    cfg, n = fitter.cfg, len(Q)
+    nev = list(nev)
+    tried: dict = {}  # (frame, neighbour): the neighbour's joints it was fitted from
+    for _ in range(cfg.repair_sweeps):
+        bar = cfg.refit_below * float(np.median(iou))
+        changed = False
+        for i in range(n):
+            if i == start or iou[i] >= bar:
+                continue
+            for j in (i - 1, i + 1):
+                if not (0 <= j < n and iou[j] >= bar) or ((i, j) in tried and np.array_equal(tried[i, j], Q[j])):
+                    continue
+                tried[i, j] = Q[j].copy()
+                q, v, k = fitter.fit(evs[i], Q[j])
+                nev[i] += k
+                if v > iou[i] + 1e-3:
+                    Q[i], iou[i], changed = q, v, True
+                    states[i] = "tracked" if v >= cfg.lost_iou else "lost"
+        if not changed:
+            break
+    return nev
 
 
 def _fit_to_mask(fitter: Fitter, mask: np.ndarray, excluded: np.ndarray, q_start) -> tuple[np.ndarray, float]:
