@@ -446,6 +446,7 @@ def test_a_finely_tessellated_robot_is_fitted_from_coarser_silhouettes():
     ious = [_iou(m, t) for m, t in zip(track.masks, clip.masks)]
     assert min(ious) >= 0.8 and np.mean(ious) >= 0.84, np.round(ious, 3)  # measured 0.839 / 0.871
 
+
 def test_a_frame_whose_fit_fell_short_is_fitted_again_from_the_other_neighbour(robot_model):
     """Tracking reaches a frame from one side only; a frame it fitted badly (here: left at a pose far off, as a
     fit that slid into a wrong minimum) is fitted again from its well-fitted neighbours and recovers the arm; the

@@ -11,7 +11,9 @@ Three ways, best first (:func:`track_robot` picks none; the stage does, :mod:`se
   frame) plus a small pull towards the seed, so that joints the silhouette cannot see (a roll about a link's own
   axis) stay where they were instead of wandering. A frame whose fit stays below ``lost_iou`` is searched again
   from a coarse grid over the first three arm joints; still below, it is reported ``lost`` and the next frame is
-  seeded from the last good one.
+  seeded from the last good one. After the clip, a frame whose fit fell short of the clip's is fitted again from
+  each well-fitted neighbour (tracking reached it from one side only), the better fit kept. Joints no silhouette
+  can tell (a head's pan and tilt seen from the camera in the head) are not fitted.
 - **Motion** (camera pose unknown): everything that differs from the background or moves, minus the prompted
   objects (:func:`motion_masks`).
 
@@ -419,9 +421,8 @@ class Fitter:
         camera does not move with them, and the head is left out of the silhouettes)."""
         drawn = set(self.sil_full.names)
         carrier = links_around(self.model, np.asarray(self.camera.T_world_camera, float)[:3, 3])
-        names = self.model.joint_names
-        return np.array([not (moved_links(self.model, names[i]) & drawn) or bool(moved_links(self.model, names[i]) & carrier)
-                         for i in self.space.arm], bool)
+        moved = [moved_links(self.model, self.model.joint_names[i]) for i in self.space.arm]
+        return np.array([not (links & drawn) or bool(links & carrier) for links in moved], bool)
 
     def iou(self, q, ev: Evidence) -> float:
         return soft_iou(self.sil_small(q), ev.target, ev.weight)
