@@ -469,3 +469,24 @@ def test_a_frame_whose_fit_fell_short_is_fitted_again_from_the_other_neighbour(r
     assert iou[bad] > 0.9 and states[bad] == "tracked" and nev[bad] > 0
     assert _iou(fitter.sil_full(Q[bad]), clip.masks[bad]) > BAR
     assert np.array_equal(np.delete(Q, bad, 0), np.delete(before, bad, 0)) and sum(np.delete(nev, bad)) == 0
+
+
+@pytest.mark.parametrize("robot", ["widowx250s", "panda"])
+def test_the_silhouettes_prepared_pose_chain_poses_every_link_as_the_urdf_does(robot):
+    """The fit's silhouettes pose the links with a chain prepared once (each joint's origin times the parts of its
+    motion: revolute and prismatic) instead of walking the URDF per render: the same pose of every link, at the
+    rest pose, at random poses and beyond the joint limits."""
+    from real2sim.core.manifest import RobotSpec
+    from real2sim.render.robot import PoseChain, load_robot_model
+    from real2sim.robots.scene import link_poses
+
+    model = load_robot_model(RobotSpec(robot))
+    chain = PoseChain(model)
+    assert {j.type for j in model.joints} & {"revolute", "prismatic"}
+    rng = np.random.default_rng(0)
+    for q in [model.default_q] + [model.default_q + rng.uniform(-3, 3, len(model.default_q)) for _ in range(20)]:
+        want = link_poses(model.joints, model.root, dict(zip(model.joint_names, q)))
+        got = chain(q)
+        assert set(got) == set(want)
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], atol=1e-12, err_msg=name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -296,6 +297,55 @@ def cluster_mesh(vertices: np.ndarray, faces: np.ndarray, cell: float) -> tuple[
     return v, f[keep]
 
 
+class PoseChain:
+    """:func:`robots.scene.link_poses` of one model, prepared for loops that pose it many times: the joints in
+    parent-first order, each as its origin times the constant, ``sin`` and ``1 - cos`` parts of its motion (Rodrigues;
+    a prismatic joint's, linear in its value), so a pose costs one 4x4 sum and product per joint."""
+
+    def __init__(self, model: RobotModel):
+        self.root = model.root
+        index = {name: i for i, name in enumerate(model.joint_names)}
+        posed, pending, self.steps = {model.root}, list(model.joints), []
+        while pending:
+            rest = [j for j in pending if j.parent not in posed]
+            for j in pending:
+                if j.parent in posed:
+                    self.steps.append((j.parent, j.child, index.get(j.name), *self._parts(j)))
+                    posed.add(j.child)
+            if len(rest) == len(pending):
+                break
+            pending = rest
+
+    @staticmethod
+    def _parts(j) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
+        origin = np.asarray(j.origin, float)
+        norm = float(np.linalg.norm(j.axis))
+        if j.type == "fixed" or norm < 1e-12 or j.type not in ("revolute", "continuous", "prismatic"):
+            return "fixed", origin, origin, origin
+        a = np.asarray(j.axis, float) / norm
+        E = np.zeros((4, 4))
+        if j.type == "prismatic":
+            E[:3, 3] = a
+            return "prismatic", origin, origin @ E, origin
+        E[:3, :3] = [[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]]
+        return "revolute", origin, origin @ E, origin @ E @ E
+
+    def __call__(self, q) -> dict[str, np.ndarray]:
+        """Link name -> ``(4, 4)`` pose in the root link's frame at joint vector ``q`` (the model's joint order)."""
+        q = np.asarray(q, float)
+        poses = {self.root: np.eye(4)}
+        for parent, child, i, kind, A, B, C in self.steps:
+            x = 0.0 if i is None else float(q[i])
+            if kind == "revolute":
+                M = A + math.sin(x) * B + (1.0 - math.cos(x)) * C
+            elif kind == "prismatic":
+                M = A + x * B
+            else:
+                M = A
+            poses[child] = poses[parent] @ M
+        return poses
+
+
 class RobotSilhouette:
     """Fast robot silhouettes for one camera: ``sil(q) -> (h, w) bool``.
 
@@ -333,11 +383,12 @@ class RobotSilhouette:
         c = camera_clip(ident, basis)
         self.P = np.c_[(c[1:] - c[0]).T, c[0]]
         self.world_to_clip = self.P @ np.linalg.inv(np.asarray(camera.T_world_camera, float))
+        self.chain = PoseChain(model)
         self.one_side = one_side and closed_enough(self, _check_poses(model))
 
     def clip(self, q) -> np.ndarray:
         """``(n, 4)`` clip coordinates of the clustered meshes at joints ``q``."""
-        poses = link_poses(self.model.joints, self.model.root, dict(zip(self.model.joint_names, np.asarray(q, float))))
+        poses = self.chain(q)
         M0 = self.world_to_clip @ self.model.base
         parts = []
         for name, v in zip(self.names, self.links):
