@@ -477,11 +477,11 @@ def test_the_silhouettes_prepared_pose_chain_poses_every_link_as_the_urdf_does(r
     motion: revolute and prismatic) instead of walking the URDF per render: the same pose of every link, at the
     rest pose, at random poses and beyond the joint limits."""
     from real2sim.core.manifest import RobotSpec
-    from real2sim.render.robot import PoseChain, load_robot_model
-    from real2sim.robots.scene import link_poses
+    from real2sim.render.robot import load_robot_model
+    from real2sim.robots.scene import PoseChain, link_poses
 
     model = load_robot_model(RobotSpec(robot))
-    chain = PoseChain(model)
+    chain = PoseChain(model.joints, model.root, model.joint_names)
     assert {j.type for j in model.joints} & {"revolute", "prismatic"}
     rng = np.random.default_rng(0)
     for q in [model.default_q] + [model.default_q + rng.uniform(-3, 3, len(model.default_q)) for _ in range(20)]:

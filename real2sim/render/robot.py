@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import numpy as np
 from real2sim.core.geometry import transform_points
 from real2sim.core.meshes import load_mesh
 from real2sim.render.raster import camera_clip, coverage_clip, rasterize
-from real2sim.robots.scene import link_poses, parse_urdf, robot_setup
+from real2sim.robots.scene import PoseChain, link_poses, parse_urdf, robot_setup
 
 log = logging.getLogger(__name__)
 
@@ -192,21 +191,6 @@ def _links_around(model: RobotModel, eye, poses: dict) -> set[str]:
     return out
 
 
-def moved_links(model: RobotModel, joint: str) -> set[str]:
-    """The links whose pose joint ``joint`` changes: its child link and everything below it in the tree."""
-    below: dict[str, list[str]] = {}
-    for j in model.joints:
-        below.setdefault(j.parent, []).append(j.child)
-    todo = [j.child for j in model.joints if j.name == joint]
-    out: set[str] = set()
-    while todo:
-        link = todo.pop()
-        if link not in out:
-            out.add(link)
-            todo.extend(below.get(link, []))
-    return out
-
-
 def _eye(camera) -> np.ndarray:
     return np.asarray(camera.T_world_camera, float)[:3, 3]
 
@@ -297,55 +281,6 @@ def cluster_mesh(vertices: np.ndarray, faces: np.ndarray, cell: float) -> tuple[
     return v, f[keep]
 
 
-class PoseChain:
-    """:func:`robots.scene.link_poses` of one model, prepared for loops that pose it many times: the joints in
-    parent-first order, each as its origin times the constant, ``sin`` and ``1 - cos`` parts of its motion (Rodrigues;
-    a prismatic joint's, linear in its value), so a pose costs one 4x4 sum and product per joint."""
-
-    def __init__(self, model: RobotModel):
-        self.root = model.root
-        index = {name: i for i, name in enumerate(model.joint_names)}
-        posed, pending, self.steps = {model.root}, list(model.joints), []
-        while pending:
-            rest = [j for j in pending if j.parent not in posed]
-            for j in pending:
-                if j.parent in posed:
-                    self.steps.append((j.parent, j.child, index.get(j.name), *self._parts(j)))
-                    posed.add(j.child)
-            if len(rest) == len(pending):
-                break
-            pending = rest
-
-    @staticmethod
-    def _parts(j) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
-        origin = np.asarray(j.origin, float)
-        norm = float(np.linalg.norm(j.axis))
-        if j.type == "fixed" or norm < 1e-12 or j.type not in ("revolute", "continuous", "prismatic"):
-            return "fixed", origin, origin, origin
-        a = np.asarray(j.axis, float) / norm
-        E = np.zeros((4, 4))
-        if j.type == "prismatic":
-            E[:3, 3] = a
-            return "prismatic", origin, origin @ E, origin
-        E[:3, :3] = [[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]]
-        return "revolute", origin, origin @ E, origin @ E @ E
-
-    def __call__(self, q) -> dict[str, np.ndarray]:
-        """Link name -> ``(4, 4)`` pose in the root link's frame at joint vector ``q`` (the model's joint order)."""
-        q = np.asarray(q, float)
-        poses = {self.root: np.eye(4)}
-        for parent, child, i, kind, A, B, C in self.steps:
-            x = 0.0 if i is None else float(q[i])
-            if kind == "revolute":
-                M = A + math.sin(x) * B + (1.0 - math.cos(x)) * C
-            elif kind == "prismatic":
-                M = A + x * B
-            else:
-                M = A
-            poses[child] = poses[parent] @ M
-        return poses
-
-
 class RobotSilhouette:
     """Fast robot silhouettes for one camera: ``sil(q) -> (h, w) bool``.
 
@@ -362,8 +297,8 @@ class RobotSilhouette:
         eye = np.asarray(camera.T_world_camera, float)[:3, 3]
         dist = max(0.05, float(np.linalg.norm(eye - model.base[:3, 3])) * 0.5)  # the nearest part of an arm
         cell = pixel_frac * dist / max(camera.fx, 1e-9)
-        around = links_around(model, eye)  # a camera inside the head: the head is left out (see links_around)
-        links = [(name, vf) for name, vf in sorted(model.links.items()) if name not in around]
+        self.around = links_around(model, eye)  # a camera inside the head: the head is left out (links_around)
+        links = [(name, vf) for name, vf in sorted(model.links.items()) if name not in self.around]
         budget = max(faces_per_pixel * camera.width * camera.height, min_faces)
         for _ in range(8):  # finely tessellated meshes (the Panda's) coarser until they cost about the image's pixels
             meshes = [cluster_mesh(v, f, cell) if cell > 0 else (v, f) for _, (v, f) in links]
@@ -383,7 +318,7 @@ class RobotSilhouette:
         c = camera_clip(ident, basis)
         self.P = np.c_[(c[1:] - c[0]).T, c[0]]
         self.world_to_clip = self.P @ np.linalg.inv(np.asarray(camera.T_world_camera, float))
-        self.chain = PoseChain(model)
+        self.chain = PoseChain(model.joints, model.root, model.joint_names)
         self.one_side = one_side and closed_enough(self, _check_poses(model))
 
     def clip(self, q) -> np.ndarray:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,18 +162,80 @@ def joint_motion(j: UrdfJoint, q: float) -> np.ndarray:
     return T
 
 
-def link_poses(joints: list, root: str, q: dict) -> dict:
-    """Poses of every link in the root-link frame for joint values ``q`` (name -> value; missing = 0)."""
-    poses = {root: np.eye(4)}
-    pending = list(joints)
+def parent_first(joints: list, root: str) -> list:
+    """The joints reachable from link ``root``, each after the joint that poses its parent link."""
+    posed, pending, out = {root}, list(joints), []
     while pending:
-        rest = []
+        rest = [j for j in pending if j.parent not in posed]
         for j in pending:
-            if j.parent in poses:
-                poses[j.child] = poses[j.parent] @ j.origin @ joint_motion(j, q.get(j.name, 0.0))
-            else:
-                rest.append(j)
+            if j.parent in posed:
+                out.append(j)
+                posed.add(j.child)
         if len(rest) == len(pending):
             break
         pending = rest
+    return out
+
+
+def link_poses(joints: list, root: str, q: dict) -> dict:
+    """Poses of every link in the root-link frame for joint values ``q`` (name -> value; missing = 0)."""
+    poses = {root: np.eye(4)}
+    for j in parent_first(joints, root):
+        poses[j.child] = poses[j.parent] @ j.origin @ joint_motion(j, q.get(j.name, 0.0))
     return poses
+
+
+class PoseChain:
+    """:func:`link_poses` of one tree, prepared for loops that pose it many times: the joints in parent-first order,
+    each as its origin times the constant, ``sin`` and ``1 - cos`` parts of its motion (Rodrigues; a prismatic
+    joint's, linear in its value), so a pose costs one 4x4 sum and product per joint. ``joint_names``: the order of
+    the joint vectors it is called with (joints not in it stay at 0)."""
+
+    def __init__(self, joints: list, root: str, joint_names: list):
+        self.root = root
+        index = {name: i for i, name in enumerate(joint_names)}
+        self.steps = [(j.parent, j.child, index.get(j.name), *self._parts(j)) for j in parent_first(joints, root)]
+
+    @staticmethod
+    def _parts(j: UrdfJoint) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
+        origin = np.asarray(j.origin, float)
+        norm = float(np.linalg.norm(j.axis))
+        if j.type not in ("revolute", "continuous", "prismatic") or norm < 1e-12:
+            return "fixed", origin, origin, origin
+        a = np.asarray(j.axis, float) / norm
+        E = np.zeros((4, 4))
+        if j.type == "prismatic":
+            E[:3, 3] = a
+            return "prismatic", origin, origin @ E, origin
+        E[:3, :3] = [[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]]
+        return "revolute", origin, origin @ E, origin @ E @ E
+
+    def __call__(self, q) -> dict[str, np.ndarray]:
+        """Link name -> ``(4, 4)`` pose in the root link's frame at joint vector ``q``."""
+        q = np.asarray(q, float)
+        poses = {self.root: np.eye(4)}
+        for parent, child, i, kind, A, B, C in self.steps:
+            x = 0.0 if i is None else float(q[i])
+            if kind == "revolute":
+                M = A + math.sin(x) * B + (1.0 - math.cos(x)) * C
+            elif kind == "prismatic":
+                M = A + x * B
+            else:
+                M = A
+            poses[child] = poses[parent] @ M
+        return poses
+
+
+def moved_links(joints: list, joint: str) -> set[str]:
+    """The links whose pose joint ``joint`` changes: its child link and everything below it in the tree."""
+    below: dict[str, list[str]] = {}
+    for j in joints:
+        below.setdefault(j.parent, []).append(j.child)
+    todo = [j.child for j in joints if j.name == joint]
+    out: set[str] = set()
+    while todo:
+        link = todo.pop()
+        if link not in out:
+            out.add(link)
+            todo.extend(below.get(link, []))
+    return out

@@ -38,7 +38,8 @@ import numpy as np
 from real2sim.core.camera import Camera
 from real2sim.core.imaging import clean_mask, dilate, erode
 from real2sim.core.imaging import iou as iou_of
-from real2sim.render.robot import RobotModel, RobotSilhouette, link_id_image, links_around, moved_links
+from real2sim.render.robot import RobotModel, RobotSilhouette, link_id_image
+from real2sim.robots.scene import moved_links
 from real2sim.robots.spec import RobotDef
 
 log = logging.getLogger(__name__)
@@ -419,9 +420,8 @@ class Fitter:
         """``(k,) bool`` the arm joints no silhouette can tell: those that move no link the silhouettes draw, and
         those that move a link the camera sits in (a head's pan and tilt: the camera's pose is given, so the
         camera does not move with them, and the head is left out of the silhouettes)."""
-        drawn = set(self.sil_full.names)
-        carrier = links_around(self.model, np.asarray(self.camera.T_world_camera, float)[:3, 3])
-        moved = [moved_links(self.model, self.model.joint_names[i]) for i in self.space.arm]
+        drawn, carrier = set(self.sil_full.names), self.sil_full.around
+        moved = [moved_links(self.model.joints, self.model.joint_names[i]) for i in self.space.arm]
         return np.array([not (links & drawn) or bool(links & carrier) for links in moved], bool)
 
     def iou(self, q, ev: Evidence) -> float:
