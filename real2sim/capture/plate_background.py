@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from real2sim.core.imaging import clean_mask, disk, mask_box
+from real2sim.core.imaging import channel_max, clean_mask, disk, mask_box
 
 Q25_HALF_NORMAL = 0.3186
 """25th percentile of |N(0, 1)|: sigma = q25(|x|) / this."""
@@ -155,11 +155,6 @@ def _nonzero(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.divmod(np.flatnonzero(mask), mask.shape[1])
 
 
-def chan_max(x: np.ndarray) -> np.ndarray:
-    """Max over the last axis of size 3 (faster than ``x.max(-1)``)."""
-    return np.maximum(np.maximum(x[..., 0], x[..., 1]), x[..., 2])
-
-
 def _masked_median(frames: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Median over the valid samples per pixel, ordered by luminance (colours from one frame)."""
     import cv2
@@ -226,8 +221,8 @@ def gradient_magnitude(image: np.ndarray) -> np.ndarray:
 
     f = image if image.dtype == np.uint8 else image.astype(np.float32)
     depth = cv2.CV_16S if image.dtype == np.uint8 else cv2.CV_32F  # whole numbers from uint8: exact in int16
-    gx = chan_max(np.abs(cv2.Sobel(f, depth, 1, 0, ksize=3)))
-    gy = chan_max(np.abs(cv2.Sobel(f, depth, 0, 1, ksize=3)))
+    gx = channel_max(np.abs(cv2.Sobel(f, depth, 1, 0, ksize=3)))
+    gy = channel_max(np.abs(cv2.Sobel(f, depth, 0, 1, ksize=3)))
     return np.maximum(gx, gy).astype(np.float32) / 8.0
 
 
@@ -301,7 +296,7 @@ def _seams(frame: np.ndarray, anchor: np.ndarray, m: np.ndarray, outside: np.nda
     d = np.abs(s_in[:, :6] / np.maximum(s_in[:, 6:], 1) - s_out[:, :6] / np.maximum(s_out[:, 6:], 1))
     ll = lab[ok]
     cnt = np.maximum(np.bincount(ll, minlength=k), 1)
-    return tuple((np.bincount(ll, chan_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
+    return tuple((np.bincount(ll, channel_max(d[:, c:c + 3]), k) / cnt).astype(np.float32) for c in (0, 3))
 
 
 def _seam_margin(band: int) -> int:
@@ -648,11 +643,11 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
     outer = (cv2.dilate(m, ker) > 0) & (m == 0)
     n_in = cv2.boxFilter(inner.astype(np.float32), -1, (5, 5), normalize=False)
     f_in = cv2.boxFilter(_times_known(frame, inner), -1, (5, 5), normalize=False) / np.maximum(n_in, 1)[..., None]
-    seeds = outer & (n_in > 0) & (chan_max(np.abs(f_in - anchor)) < tau)
+    seeds = outer & (n_in > 0) & (channel_max(np.abs(f_in - anchor)) < tau)
     if not seeds.any():
         return np.zeros(fg.shape, bool)
     looks = spread_near(frame, fg, scales=(2.0, 6.0))
-    similar = (chan_max(np.abs(anchor - looks)) < tau) & ~fg
+    similar = (channel_max(np.abs(anchor - looks)) < tau) & ~fg
     k, lab = cv2.connectedComponents(similar.astype(np.uint8), connectivity=8)
     hit = np.zeros(k, bool)
     hit[lab[seeds & similar]] = True  # (repeated labels: the same True)
@@ -684,7 +679,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     und = np.zeros_like(bg)
     both = _with_ones(anchor_s, anchor_s)  # frame, anchor, 1: the anchor and the ones are set once
     for t in range(n):
-        dev = chan_max(cv2.absdiff(small[t], anchor_s)) > tau[t]
+        dev = channel_max(cv2.absdiff(small[t], anchor_s)) > tau[t]
         if valid_s is not None:
             dev &= valid_s[t]
         dev = clean_in_box(dev, open_px, close_px, holes, min_area)
@@ -746,8 +741,8 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
     around = local_background(anchor, ~dev, need=dev, crop=True)
     rows, cols = np.flatnonzero(dev.any(1)), np.flatnonzero(dev.any(0))
     box = slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)  # (only dev's box is read)
-    e_f = chan_max(cv2.absdiff(frame[box], around[box]))
-    e_a = chan_max(cv2.absdiff(anchor[box], around[box]))
+    e_f = channel_max(cv2.absdiff(frame[box], around[box]))
+    e_a = channel_max(cv2.absdiff(anchor[box], around[box]))
     px_bg, px_fg = np.zeros_like(dev), np.zeros_like(dev)
     px_bg[box] = dev[box] & (e_a > ratio * e_f) & (e_a > 2 * tau) & (e_f < 3 * tau)  # the frame looks like its surroundings
     px_fg[box] = dev[box] & (e_f > ratio * e_a) & (e_f > tau)
@@ -784,7 +779,7 @@ def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | N
     out = np.empty((n, 256, 3), np.float32)
     for t in range(n):
         d = anchor_s - small[t]
-        ok = chan_max(np.abs(d)) < tol
+        ok = channel_max(np.abs(d)) < tol
         if valid_s is not None:
             ok &= valid_s[t]
         v_ok, d_ok = masked_rows(small[t], ok), masked_rows(d, ok)  # (k, 3): all channels gathered at once
@@ -849,7 +844,7 @@ def mode_members(small: np.ndarray, anchor_s: np.ndarray, tau: np.ndarray, valid
     n = small.shape[0]
     th = tau[:, None, None]
     ok = np.ones(small.shape[:3], bool) if valid_s is None else valid_s
-    support = ((chan_max(np.abs(small - anchor_s[None])) <= th) & ok).sum(0)
+    support = ((channel_max(np.abs(small - anchor_s[None])) <= th) & ok).sum(0)
     avail = ok.sum(0)
     sus = (support < 0.5 * avail) & (avail >= 3)
     members = np.zeros(small.shape[:3], bool)
@@ -862,12 +857,12 @@ def mode_members(small: np.ndarray, anchor_s: np.ndarray, tau: np.ndarray, valid
     best = np.full(len(ys), -1)
     best_i = np.zeros(len(ys), np.int64)
     for i in range(n):
-        agree = (chan_max(np.abs(vals - vals[i][None])) <= np.maximum(tk, tk[i])) & okk
+        agree = (channel_max(np.abs(vals - vals[i][None])) <= np.maximum(tk, tk[i])) & okk
         cnt = np.where(okk[i], agree.sum(0), -1)
         better = cnt > best
         best, best_i = np.where(better, cnt, best), np.where(better, i, best_i)
     centre = vals[best_i, np.arange(len(ys))]
-    agree = (chan_max(np.abs(vals - centre[None])) <= tk) & okk
+    agree = (channel_max(np.abs(vals - centre[None])) <= tk) & okk
     use = (best > support[ys, xs]) & (agree.sum(0) >= 2)
     members[:, ys[use], xs[use]] = agree[:, use]
     sus[:] = False
@@ -919,7 +914,7 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     k = b.sum(0)
     two = _two_medians(np.where(b[..., None], vals, np.uint8(255)).reshape(n, -1), np.repeat(k, 3)).reshape(-1, 3)
     med = two.astype(np.float32) / 2
-    same = chan_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
+    same = channel_max(np.abs(2 * vals.astype(np.int16) - two[None])) <= 2 * tol
     n_bg = (same & b).sum(0)
     n_fg = (same & np.take(votes_fg.reshape(n, h * w), at, axis=1)).sum(0)
     ok = (n_bg >= min_agree) & (n_bg > n_fg)
@@ -1267,7 +1262,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     read_at = my * (c3 - c2) + mx  # (read by flat index: cheaper than by two index arrays)
 
     def distance(img):
-        return np.take(cv2.boxFilter(chan_max(cv2.absdiff(img[c0:c1, c2:c3].astype(np.float32), pred_c)), -1,
+        return np.take(cv2.boxFilter(channel_max(cv2.absdiff(img[c0:c1, c2:c3].astype(np.float32), pred_c)), -1,
                                      win).ravel(), read_at)
 
     d_plate = distance(plate[box])
@@ -1290,7 +1285,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     vals = sub[:, ty, tx]  # (n, k, 3)
     chosen = vals[arg, np.arange(len(arg))]
     tol8 = np.clip(np.floor(tol[box][ty, tx]), 0, 255).astype(np.uint8)
-    agree_k = chan_max(np.abs(vals.astype(np.int16) - chosen.astype(np.int16))) <= tol8
+    agree_k = channel_max(np.abs(vals.astype(np.int16) - chosen.astype(np.int16))) <= tol8
     if valid is not None:
         agree_k &= valid[:, box[0], box[1]][:, ty, tx]
     acc = (vals * agree_k[..., None]).sum(0, dtype=np.float32)  # whole levels: exact in any order
@@ -1350,7 +1345,7 @@ def surround_disagrees(frames: np.ndarray, plate: np.ndarray, tol: np.ndarray, v
             continue  # nothing well-decided near the part: no evidence against it
         ry, rx = _nonzero(ring)
         ry, rx = ry + y0, rx + x0
-        same = chan_max(np.abs(frames[:, ry, rx].astype(np.int16) - plate[ry, rx].astype(np.int16))) <= tol[ry, rx]
+        same = channel_max(np.abs(frames[:, ry, rx].astype(np.int16) - plate[ry, rx].astype(np.int16))) <= tol[ry, rx]
         if valid is not None:
             n_ok = valid[:, ry, rx].sum(1)
             shown = np.where(n_ok > 0, (same & valid[:, ry, rx]).sum(1) / np.maximum(n_ok, 1), 0.0)

@@ -167,6 +167,23 @@ def median_rows(x: np.ndarray) -> np.ndarray:
     return np.mean(part[..., n // 2 - 1:n // 2 + 1], axis=-1)
 
 
+def channel_max(x: np.ndarray) -> np.ndarray:
+    """``x.max(-1)`` of an ``(..., 3)`` array, the same values: numpy's reduction over a 3-long last axis is about
+    30x slower than two elementwise maxima of the channel views."""
+    return np.maximum(np.maximum(x[..., 0], x[..., 1]), x[..., 2])
+
+
+def channel_min(x: np.ndarray) -> np.ndarray:
+    """``x.min(-1)`` of an ``(..., 3)`` array (see :func:`channel_max`)."""
+    return np.minimum(np.minimum(x[..., 0], x[..., 1]), x[..., 2])
+
+
+def channel_mean(x: np.ndarray) -> np.ndarray:
+    """``x.mean(-1)`` of an ``(..., 3)`` float array, the same values (summed in the same order; see
+    :func:`channel_max`)."""
+    return (x[..., 0] + x[..., 1] + x[..., 2]) / x.dtype.type(3)
+
+
 def solidity(mask: np.ndarray) -> float:
     """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex; 0 for an empty mask)."""
     import cv2

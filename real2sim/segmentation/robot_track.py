@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.imaging import clean_mask, dilate, erode
+from real2sim.core.imaging import channel_max, channel_mean, channel_min, clean_mask, dilate, erode
 from real2sim.core.imaging import iou as iou_of
 from real2sim.render.robot import RobotModel, RobotSilhouette, link_id_image
 from real2sim.robots.scene import moved_links
@@ -222,18 +222,19 @@ def difference(frame: np.ndarray, background: np.ndarray, shadow_ratio: float = 
     g = exposure_gains(frame, background)
     f = cv2.GaussianBlur(frame.astype(np.float32), (3, 3), 0)
     b = cv2.GaussianBlur(background.astype(np.float32), (3, 3), 0) * g
-    d = np.abs(f - b).max(-1)
+    d = channel_max(np.abs(f - b))
     if not shadows:
         return d
     ratio = (f + 1.0) / (b + 1.0)
-    lo, hi = ratio.min(-1), ratio.max(-1)
+    lo, hi = channel_min(ratio), channel_max(ratio)
     shadow = (lo > shadow_ratio) & (hi < 1.0 / shadow_ratio) & (hi - lo < shadow_chroma * hi)
     # brighter at the same chroma is a shadow that left only up to the brightest background nearby (the lit
     # surface): a white or grey robot in front of a plain grey wall is brighter than anything around it
     k = max(3, frame.shape[1] // 4) | 1
-    bright = b.mean(-1) if lit_from is None else np.where(lit_from, b.mean(-1), 0.0).astype(np.float32)
+    bright = channel_mean(b)
+    bright = bright if lit_from is None else np.where(lit_from, bright, 0.0).astype(np.float32)
     lit = cv2.dilate(bright, np.ones((k, k), np.uint8))
-    shadow &= (lo < 1.05) | (f.mean(-1) <= 1.15 * lit + 4.0)
+    shadow &= (lo < 1.05) | (channel_mean(f) <= 1.15 * lit + 4.0)
     d[shadow] = 0.0
     return d
 
