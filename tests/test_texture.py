@@ -42,7 +42,7 @@ def _world_mesh(bundle, oid):
 
 def test_gl_and_numpy_rasterisers_agree(tabletop):
     _gl_or_skip()
-    from real2sim.render.raster import rasterize
+    from real2sim.render.raster import camera_clip, coverage_clip, rasterize
     from real2sim.render.silhouette import silhouette
 
     cam = tabletop.manifest.cameras["main"].camera()
@@ -56,6 +56,8 @@ def test_gl_and_numpy_rasterisers_agree(tabletop):
     assert g.mask.sum() > 10000
     assert (g.face_id == n.face_id).mean() >= 0.995
     assert (g.mask == s).mean() >= 0.995 and (n.mask == s).mean() >= 0.995
+    # the fitting loops' coverage-only draw (its own 8-bit target) covers exactly the pixels the full draw does
+    assert np.array_equal(coverage_clip(camera_clip(cam, v), f, cam.width, cam.height, "gl"), g.mask)
     same = (g.face_id == n.face_id) & g.mask
     assert np.abs(g.depth[same] - n.depth[same]).max() < 1e-4
     assert np.abs(g.bary[same] - n.bary[same]).max() < 1e-3

@@ -136,9 +136,8 @@ void main() { gl_Position = in_pos; }
 """
 _FS_COVER = """
 #version 330
-layout(location = 0) out vec4 out_bw;
-layout(location = 1) out int out_id;
-void main() { out_bw = vec4(0.0); out_id = 1; }
+layout(location = 0) out float out_cover;
+void main() { out_cover = 1.0; }
 """
 _FS = """
 #version 330
@@ -169,6 +168,7 @@ class GLRasterizer:
         self.cov_prog = self.ctx.program(vertex_shader=_VS_COVER, fragment_shader=_FS_COVER)
         self._cov_key, self._cov_ibo, self._cov_faces = None, None, None
         self._fbos: dict[tuple[int, int], object] = {}
+        self._cov_fbos: dict[tuple[int, int], object] = {}
         self.renderer = self.ctx.info.get("GL_RENDERER", "?")
 
     def _fbo(self, width: int, height: int):
@@ -180,6 +180,14 @@ class GLRasterizer:
             dep = ctx.depth_renderbuffer((width, height))
             self._fbos[key] = ctx.framebuffer(color_attachments=[col, ids], depth_attachment=dep)
         return self._fbos[key]
+
+    def _cov_fbo(self, width: int, height: int):
+        """This size's coverage framebuffer: one 8-bit channel (a fifth of the bytes to fill, clear and read back
+        of the face-id and barycentric targets :meth:`_fbo` holds)."""
+        key = (width, height)
+        if key not in self._cov_fbos:
+            self._cov_fbos[key] = self.ctx.framebuffer(color_attachments=[self.ctx.texture((width, height), 1, dtype="f1")])
+        return self._cov_fbos[key]
 
     def __call__(self, clip: np.ndarray, faces: np.ndarray, width: int, height: int) -> Fragments:
         # Other GL users in the process (MuJoCo's renderer, SAPIEN) switch the current context:
@@ -204,18 +212,18 @@ class GLRasterizer:
             vbo = ctx.buffer(np.ascontiguousarray(clip, np.float32).tobytes())
             vao = ctx.vertex_array(self.cov_prog, [(vbo, "4f", "in_pos")], index_buffer=self._cov_ibo, index_element_size=4)
             try:
-                fbo = self._draw_vao(vao, width, height, depth=False, cull=one_side)
-                ids = np.frombuffer(fbo.read(components=1, attachment=1, dtype="i4"), np.int32)
+                fbo = self._draw_vao(vao, width, height, depth=False, cull=one_side, fbo=self._cov_fbo(width, height))
+                cover = np.frombuffer(fbo.read(components=1, dtype="f1"), np.uint8)
             finally:
                 vao.release()
                 vbo.release()
-        return ids.reshape(height, width) > 0
+        return cover.reshape(height, width) > 0
 
-    def _draw_vao(self, vao, width: int, height: int, depth: bool, cull: bool = False):
-        """Clear this size's framebuffer and draw ``vao``'s triangles into it (the depth test when ``depth``; the
-        faces turned away from the camera culled when ``cull``); returns the framebuffer to read."""
+    def _draw_vao(self, vao, width: int, height: int, depth: bool, cull: bool = False, fbo=None):
+        """Clear ``fbo`` (default: this size's :meth:`_fbo`) and draw ``vao``'s triangles into it (the depth test
+        when ``depth``; the faces turned away from the camera culled when ``cull``); returns the framebuffer."""
         mgl, ctx = self._mgl, self.ctx
-        fbo = self._fbo(width, height)
+        fbo = self._fbo(width, height) if fbo is None else fbo
         fbo.use()
         ctx.viewport = (0, 0, width, height)
         (ctx.enable if depth else ctx.disable)(mgl.DEPTH_TEST)
