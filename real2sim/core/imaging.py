@@ -178,6 +178,16 @@ def channel_min(x: np.ndarray) -> np.ndarray:
     return np.minimum(np.minimum(x[..., 0], x[..., 1]), x[..., 2])
 
 
+def channel_sum(x: np.ndarray) -> np.ndarray:
+    """``x.sum(-1)`` of an ``(..., 3)`` array, the same values (summed in the same order; see :func:`channel_max`)."""
+    return x[..., 0] + x[..., 1] + x[..., 2]
+
+
+def channel_norm(x: np.ndarray) -> np.ndarray:
+    """``np.linalg.norm(x, axis=-1)`` of an ``(..., 3)`` float array, the same values (see :func:`channel_max`)."""
+    return np.sqrt(channel_sum(x * x))
+
+
 def channel_mean(x: np.ndarray) -> np.ndarray:
     """``x.mean(-1)`` of an ``(..., 3)`` float array, the same values (summed in the same order; see
     :func:`channel_max`)."""

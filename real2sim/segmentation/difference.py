@@ -36,7 +36,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, dilate, disk, erode, fill_holes, iou
+from real2sim.core.imaging import (
+    channel_mean,
+    channel_norm,
+    channel_sum,
+    component_at,
+    dilate,
+    disk,
+    erode,
+    fill_holes,
+    iou,
+)
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
 
 log = logging.getLogger(__name__)
@@ -278,13 +288,13 @@ def _texture_evidence(I: np.ndarray, P: np.ndarray, chroma_excess: np.ndarray, k
 
     kw = max(3, 2 * int(round(cfg.tex_window_frac * S)) + 1)
     k = 5 if S >= 400 else 3
-    PP = np.maximum((P * P).sum(-1), 1.0)
-    s_px = ((I * P).sum(-1) / PP).astype(np.float32)
+    PP = np.maximum(channel_sum(P * P), 1.0)
+    s_px = (channel_sum(I * P) / PP).astype(np.float32)
     d = (I - cv2.medianBlur(s_px, k)[..., None] * P).astype(np.float32)
     ph = P / np.sqrt(PP)[..., None]
-    along = (d * ph).sum(-1)
+    along = channel_sum(d * ph)
     perp = (d - along[..., None] * ph).astype(np.float32)
-    e = along ** 2 + ((perp - cv2.medianBlur(perp, k)) ** 2).sum(-1)
+    e = along ** 2 + channel_sum((perp - cv2.medianBlur(perp, k)) ** 2)
     e0 = max(float(np.median(e)), 1e-3)
     le = np.log2(e / e0 + 1e-6)
     E, med, spread = _pooled(le, cand, key, kw, -8.0, 8.0)
@@ -320,20 +330,20 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     gains = exposure_fit(I, P) if cfg.exposure else np.tile([1.0, 0.0], (3, 1))
     P = P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32)
     P = np.maximum(P, 1.0)
-    norm_p = np.linalg.norm(P, axis=-1)
+    norm_p = channel_norm(P)
     ph = P / norm_p[..., None]
-    along = (I * ph).sum(-1)
+    along = channel_sum(I * ph)
     lum_change = along - norm_p  # signed brightness change along the plate's colour (8-bit levels)
     s_px = along / norm_p  # brightness ratio frame / plate
-    chroma = np.linalg.norm(I - along[..., None] * ph, axis=-1)  # colour change (2-d, across the plate's colour)
+    chroma = channel_norm(I - along[..., None] * ph)  # colour change (2-d, across the plate's colour)
     # noise, binned by the plate's gradient (edges: blur, compression, misalignment)
-    gray = P.mean(-1)
+    gray = channel_mean(P)
     gx, gy = cv2.Sobel(gray, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(gray, cv2.CV_32F, 0, 1, ksize=3)
     grad = cv2.GaussianBlur(np.sqrt(gx * gx + gy * gy), (0, 0), 1.0)
     sig_c = _binned_sigma(chroma, grad, cfg.noise_floor, 1.1774)  # |2-d gaussian| has median 1.18 sigma
     sig_l = _binned_sigma(lum_change, grad, cfg.noise_floor, 0.6745)
     darkening = np.maximum(-lum_change, 0)
-    allowed = cfg.shadow_hue_shift * np.minimum(np.linalg.norm(I, axis=-1), darkening)
+    allowed = cfg.shadow_hue_shift * np.minimum(channel_norm(I), darkening)
     colour = np.maximum(chroma - allowed, 0) / sig_c
     bright = np.maximum(lum_change, 0) / sig_l
     deep = np.maximum(cfg.min_shade - s_px, 0) * norm_p / sig_l
@@ -450,7 +460,7 @@ def _explained(ch: ChangeMaps, region: np.ndarray, cfg: DifferenceConfig) -> np.
             Pd = P[oy + dy:oy + dy + hq, ox + dx:ox + dx + wq]
             if Pd.shape[:2] != (hq, wq):
                 continue
-            np.minimum(best, cv2.blur(((I - Pd) ** 2).sum(-1), (k, k)), out=best)
+            np.minimum(best, cv2.blur(channel_sum((I - Pd) ** 2), (k, k)), out=best)
     out = np.zeros((h, w), bool)
     out[y0:y0 + hq * f, x0:x0 + wq * f] = np.repeat(np.repeat(best < tol2, f, 0), f, 1)
     return out & region
@@ -588,9 +598,9 @@ def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points
     I = ch.frame[ys, xs]
     P = ch.plate[ys, xs]
     # distance to the plate's colour under shading s in [min_shade, 1]
-    pn2 = np.maximum((P * P).sum(-1), 1e-6)
-    s = np.clip((I * P).sum(-1) / pn2, cfg.min_shade, 1.0)
-    d_bg = np.linalg.norm(I - s[:, None] * P, axis=-1)
+    pn2 = np.maximum(channel_sum(P * P), 1e-6)
+    s = np.clip(channel_sum(I * P) / pn2, cfg.min_shade, 1.0)
+    d_bg = channel_norm(I - s[:, None] * P)
     d_fg = np.full(len(ys), np.inf, np.float32)
     R = 2 * b
     for dy in range(-R, R + 1):
@@ -599,7 +609,7 @@ def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points
             if dx * dx + dy * dy > R * R:
                 continue
             xx = np.clip(xs + dx, 0, w - 1)
-            d = np.linalg.norm(I - ch.frame[yy, xx], axis=-1)
+            d = channel_norm(I - ch.frame[yy, xx])
             np.minimum(d_fg, np.where(inner[yy, xx], d, np.inf), out=d_fg)
     out = m & ~band
     out[ys[d_fg < d_bg], xs[d_fg < d_bg]] = True

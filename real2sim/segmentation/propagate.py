@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import disk
+from real2sim.core.imaging import channel_norm, disk
 from real2sim.core.manifest import (
     MASK_STATES as STATES,  # prompt, rest, occluded, moved, lost
 )
@@ -114,7 +114,7 @@ class _Frames:
 
 
 def _color_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.linalg.norm(a - b, axis=-1)
+    return channel_norm(a - b)
 
 
 def _clean(m: np.ndarray, within: np.ndarray) -> np.ndarray:
