@@ -38,7 +38,16 @@ from real2sim.capture.inpaint import PatchMatchConfig, inpaint
 from real2sim.capture.plate_background import confidence_map, estimate_background, masked_rows
 from real2sim.core.bundle import hash_jsonable
 from real2sim.core.errors import CaptureError
-from real2sim.core.imaging import disk, median_rows, read_mask, to_uint8, write_gray, write_rgb
+from real2sim.core.imaging import (
+    channel_max,
+    channel_min,
+    disk,
+    median_rows,
+    read_mask,
+    to_uint8,
+    write_gray,
+    write_rgb,
+)
 from real2sim.core.pictures import overlay, tiles
 from real2sim.core.stages import files_hash, run_stage
 
@@ -196,7 +205,7 @@ def estimate_gains(frames: np.ndarray, ref: int, fg: np.ndarray | None = None, s
         g = median_rows(masked_rows(R, ok) / masked_rows(F, ok))
         for _ in range(2):  # refine on pixels that agree after the gain (background in both)
             d = np.abs(F * g - R)
-            agree = ok & (np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) < 0.05)
+            agree = ok & (channel_max(d) < 0.05)
             if agree.sum() < 100:
                 break
             g = median_rows(masked_rows(R, agree) / masked_rows(F, agree))
@@ -230,7 +239,7 @@ def bad_frames(frames: np.ndarray, dark_level: int, saturated_fraction: float) -
     f = frames[:, ::step, ::step]  # (counted in place: the same fractions as the means, without a copy)
     k = f.shape[1] * f.shape[2]
     lit = np.count_nonzero(f >= dark_level, axis=(1, 2, 3)) / (3 * k)
-    sat = np.count_nonzero(np.minimum(np.minimum(f[..., 0], f[..., 1]), f[..., 2]) >= 250, axis=(1, 2)) / k
+    sat = np.count_nonzero(channel_min(f) >= 250, axis=(1, 2)) / k
     return {t: "all black" if lit[t] < 0.01 else "saturated" for t in range(n)
             if lit[t] < 0.01 or sat[t] > saturated_fraction}
 

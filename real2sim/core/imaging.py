@@ -191,7 +191,7 @@ def channel_norm(x: np.ndarray) -> np.ndarray:
 def channel_mean(x: np.ndarray) -> np.ndarray:
     """``x.mean(-1)`` of an ``(..., 3)`` float array, the same values (summed in the same order; see
     :func:`channel_max`)."""
-    return (x[..., 0] + x[..., 1] + x[..., 2]) / x.dtype.type(3)
+    return channel_sum(x) / x.dtype.type(3)
 
 
 def solidity(mask: np.ndarray) -> float:
