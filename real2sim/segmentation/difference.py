@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from real2sim.core.imaging import (
+    channel_max,
     channel_mean,
+    channel_min,
     channel_norm,
     channel_sum,
     component_at,
@@ -155,7 +157,7 @@ def exposure_fit(image: np.ndarray, plate: np.ndarray, iterations: int = 4) -> n
     step = max(1, int(np.sqrt(image.shape[0] * image.shape[1] / 40000)))
     a = image[::step, ::step].reshape(-1, 3).astype(np.float64)
     b = plate[::step, ::step].reshape(-1, 3).astype(np.float64)
-    ok = (b.max(1) < 250) & (a.max(1) < 250) & (b.min(1) > 3)  # clipped pixels tell nothing about the gain
+    ok = (channel_max(b) < 250) & (channel_max(a) < 250) & (channel_min(b) > 3)  # clipped pixels tell nothing about the gain
     a, b = a[ok], b[ok]
     out = np.tile([1.0, 0.0], (3, 1))
     if len(a) < 100:
@@ -168,7 +170,7 @@ def exposure_fit(image: np.ndarray, plate: np.ndarray, iterations: int = 4) -> n
             g, o = np.linalg.lstsq(A, a[w, c], rcond=None)[0]
             out[c] = (g, o)
             res[:, c] = a[:, c] - (g * b[:, c] + o)
-        r = np.linalg.norm(res, axis=1)
+        r = channel_norm(res)
         sig = max(1.4826 * np.median(r) / 1.5, 0.5)
         w = r < 3 * sig + 2
         if w.sum() < 50:
@@ -215,15 +217,17 @@ def match_sharpness(I: np.ndarray, P: np.ndarray, scale: float) -> tuple[np.ndar
     import cv2
 
     step = max(1, int(scale / 300))
-    gray = P[::step, ::step].mean(-1)
+    gray = channel_mean(P[::step, ::step])
     g = np.abs(np.diff(gray, axis=1, prepend=gray[:, :1])) + np.abs(np.diff(gray, axis=0, prepend=gray[:1]))
     edges = g >= np.quantile(g, 0.8)
     if not edges.any():
         return I, P, 0.0
     unit = scale / 550.0
+    ey, ex = np.nonzero(edges)
+    ey, ex = ey * step, ex * step
 
     def err(a, b):
-        return float(np.median(np.abs(a[::step, ::step] - b[::step, ::step]).sum(-1)[edges]))
+        return float(np.median(channel_sum(np.abs(a[ey, ex] - b[ey, ex]))))
 
     best, best_b, out = err(I, P), 0.0, (I, P)
     for b in (0.6, 1.0, 1.5, 2.2, 3.2):
@@ -652,15 +656,15 @@ def _refine_unmix(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) 
     sig = max(1.0, cfg.unmix_sigma * bi)
     I, P = ch.frame, ch.plate
     F, wf = _local_mean(I, inner, sig)
-    pp = np.maximum((P * P).sum(-1), 1.0)
-    ratio = np.clip((I * P).sum(-1) / pp, cfg.min_shade, 1.5).astype(np.float32)
+    pp = np.maximum(channel_sum(P * P), 1.0)
+    ratio = np.clip(channel_sum(I * P) / pp, cfg.min_shade, 1.5).astype(np.float32)
     s, wb = _local_mean(ratio, outer, sig)
     s = np.where(wb > 1e-3, s, 1.0)
     B = P * s[..., None]
     ys, xs = np.nonzero(band & (wf > 1e-3))
     d = (F - B)[ys, xs]
-    d2 = (d * d).sum(-1)
-    a = ((I[ys, xs] - B[ys, xs]) * d).sum(-1) / np.maximum(d2, 1e-6)
+    d2 = channel_sum(d * d)
+    a = channel_sum((I[ys, xs] - B[ys, xs]) * d) / np.maximum(d2, 1e-6)
     ok = d2 > (cfg.unmix_min_contrast * ch.sigma) ** 2 * 3
     out = m.copy()
     out[ys[ok], xs[ok]] = a[ok] >= 0.5
