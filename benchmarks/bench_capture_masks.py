@@ -176,6 +176,14 @@ def timing(rows) -> str:
         if v:
             lines.append(f"  {name:18s} {np.mean(v):7.3f} s (max {np.max(v):.3f}, {sum(t > BAR_S for t in v)} over "
                          f"{BAR_S} s)  ratio {np.mean(v) / np.mean(b):6.1f}x vs {bname} ({np.mean(b):.3f} s)")
+    large = [r for r in rows if r["size"][0] * r["size"][1] > 640 * 512]
+    if large:  # segmented at the working size (DifferenceConfig.work_px), the outline at full size
+        lines.append(f"time per mask, {len(large)} cases over 640x512 (mean, s):")
+        for k, name in (("t_plate_ours", "plate: adaptive"), ("t_click_ours", "click: ours")):
+            v = [r[k] for r in large if k in r]
+            if v:
+                lines.append(f"  {name:18s} {np.mean(v):7.3f} s (max {np.max(v):.3f}, {sum(t > BAR_S for t in v)} "
+                             f"over {BAR_S} s)")
     return "\n".join(lines)
 
 

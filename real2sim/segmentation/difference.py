@@ -32,7 +32,7 @@ Steps (all thresholds come from the frame itself, every length scales with the i
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -107,6 +107,11 @@ class DifferenceConfig:
     """Gaussian window of the object's and the shade's local means, in units of the inner band."""
     unmix_min_contrast: float = 6.0
     """Object and plate colours closer than this many noise sigmas are not unmixed."""
+    work_px: int = 640 * 512
+    """Frames with more pixels are segmented at this many (resampled by area; every length is a fraction of the
+    image size, so the evidence is the same at that size: 640x512, the largest size of the benchmark the method
+    was tuned on) and the mask's outline is placed again at full resolution against the frame itself; 0 = always
+    at full resolution."""
     texture: bool = True
     """Darkening whose texture is not the plate's under a smooth shade is an object, not a shadow
     (:func:`_texture_evidence`)."""
@@ -224,20 +229,24 @@ def match_sharpness(I: np.ndarray, P: np.ndarray, scale: float) -> tuple[np.ndar
         return I, P, 0.0
     unit = scale / 550.0
     ey, ex = np.nonzero(edges)
-    ey, ex = ey * step, ex * step
+    at_edges = (ey * step) * I.shape[1] + ex * step
+
+    def edge_px(x):
+        return np.take(np.ascontiguousarray(x).reshape(-1, 3), at_edges, axis=0)
 
     def err(a, b):
-        return float(np.median(channel_sum(np.abs(a[ey, ex] - b[ey, ex]))))
+        return float(np.median(channel_sum(np.abs(a - b))))
 
-    best, best_b, out = err(I, P), 0.0, (I, P)
+    I_e, P_e = edge_px(I), edge_px(P)
+    best, best_b, out = err(I_e, P_e), 0.0, (I, P)
     for b in (0.6, 1.0, 1.5, 2.2, 3.2):
         sig = b * unit
         Pb = cv2.GaussianBlur(P, (0, 0), sig)
-        e = err(I, Pb)
+        e = err(I_e, edge_px(Pb))
         if e < 0.97 * best:
             best, best_b, out = e, sig, (I, Pb)
         Ib = cv2.GaussianBlur(I, (0, 0), sig)
-        e = err(Ib, P)
+        e = err(edge_px(Ib), P_e)
         if e < 0.97 * best:
             best, best_b, out = e, -sig, (Ib, P)
     return out[0], out[1], best_b
@@ -682,6 +691,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     share of its outline on clear change)."""
     cfg = config or DifferenceConfig()
     h, w = image.shape[:2]
+    if cfg.work_px and h * w > cfg.work_px:
+        return _layers_at_work_size(image, prompt, plate, cfg)
     ch = change_maps(image, plate, cfg)
     area = np.ones((h, w), bool) if prompt.box is None else _box_mask((h, w), prompt.box)
     pos = prompt.positives
@@ -716,6 +727,72 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     if note:
         details["note"] = note
     return MaskResult(mask, conf, shadow=sh, details=details)
+
+
+def _layers_at_work_size(image: np.ndarray, prompt: Prompt, plate: np.ndarray, cfg: DifferenceConfig) -> MaskResult:
+    """:func:`difference_layers` of a large frame: segmented at ``cfg.work_px`` pixels, the masks resampled back,
+    the object's outline unmixed again at full resolution (in a crop around it: the refinement is local)."""
+    import cv2
+
+    h, w = image.shape[:2]
+    f = float(np.sqrt(cfg.work_px / (h * w)))
+    size = (max(8, int(round(w * f))), max(8, int(round(h * f))))
+    fx, fy = size[0] / w, size[1] / h
+
+    def to_work(x: float, y: float) -> tuple[float, float]:
+        return (x + 0.5) * fx - 0.5, (y + 0.5) * fy - 0.5
+
+    box = None
+    if prompt.box is not None:
+        (x0, y0), (x1, y1) = to_work(*prompt.box[:2]), to_work(*prompt.box[2:])
+        box = (x0, y0, x1, y1)
+    small = Prompt([to_work(x, y) for x, y in prompt.points], list(prompt.labels), box)
+    res = difference_layers(cv2.resize(image, size, interpolation=cv2.INTER_AREA), small,
+                            cv2.resize(plate, size, interpolation=cv2.INTER_AREA), replace(cfg, work_px=0))
+
+    def up(m: np.ndarray) -> np.ndarray:
+        return cv2.resize(m.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR) >= 0.5
+
+    mask = up(res.mask)
+    if cfg.refine and mask.any():
+        mask = _outline_full_size(mask, image, plate, res.details, cfg, prompt.positives, 1.0 / np.sqrt(fx * fy))
+    shadow = up(res.shadow) & ~mask if res.shadow is not None else None
+    details = {**res.details, "work_size": list(size)}
+    return MaskResult(mask, res.confidence, shadow=shadow, details=details)
+
+
+def _outline_full_size(mask: np.ndarray, image: np.ndarray, plate: np.ndarray, details: dict, cfg: DifferenceConfig,
+                       points, scale: float) -> np.ndarray:
+    """The outline of a resampled ``mask`` placed again against the full-size frame (:func:`_refine_outline`, then
+    :func:`_refine_unmix`): the plate at the exposure, blur and sharpness found at the working size (lengths times
+    ``scale``, the full size over the working size), in a crop around the mask (both steps are local)."""
+    import cv2
+
+    blur = details.get("blur_px", 0.0) * scale
+    sharp = details.get("sharpness_px", 0.0) * scale
+    b = 1 + blur + abs(sharp)
+    margin = int(np.ceil(3 * max(cfg.unmix_band, cfg.unmix_band_out) * b + 4 * max(1.0, cfg.unmix_sigma * b)
+                         + 3 * (blur + abs(sharp)))) + 2
+    ys, xs = np.nonzero(mask)
+    h, w = mask.shape
+    y0, y1 = max(0, ys.min() - margin), min(h, ys.max() + margin + 1)
+    x0, x1 = max(0, xs.min() - margin), min(w, xs.max() + margin + 1)
+    I = image[y0:y1, x0:x1].astype(np.float32)
+    P = plate[y0:y1, x0:x1].astype(np.float32)
+    if sharp:  # as match_sharpness blurred at the working size: the plate (> 0) or the frame (< 0)
+        P, I = (cv2.GaussianBlur(P, (0, 0), sharp), I) if sharp > 0 else (P, cv2.GaussianBlur(I, (0, 0), -sharp))
+    if blur >= 0.4:
+        I, P = cv2.GaussianBlur(I, (0, 0), blur), cv2.GaussianBlur(P, (0, 0), blur)
+    gains = np.asarray(details.get("gains", [[1.0, 0.0]] * 3), np.float32)
+    P = np.maximum(P * gains[:, 0] + gains[:, 1], 1.0)
+    ch = ChangeMaps(np.zeros(I.shape[:2], np.float32), np.zeros(I.shape[:2], np.float32), None,
+                    float(details.get("noise_sigma", 1.0)), gains, {"blur_px": blur, "sharpness_px": sharp},
+                    frame=I, plate=P)
+    crop_points = [(x - x0, y - y0) for x, y in points if x0 <= x < x1 and y0 <= y < y1]
+    m = _refine_outline(mask[y0:y1, x0:x1], ch, cfg, crop_points)
+    out = mask.copy()
+    out[y0:y1, x0:x1] = _refine_unmix(m, ch, cfg, crop_points) if cfg.unmix else m
+    return out
 
 
 def _shadow_core(sh: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, mask: np.ndarray,
