@@ -26,6 +26,9 @@ Steps (all thresholds come from the frame itself, every length scales with the i
 6. **Shadow mask**: shadow evidence with the same hysteresis, touching the object, outside it: returned as its own
    mask (:func:`difference_layers`), never part of the object.
 
+**Large frames** (over ``DifferenceConfig.work_px`` pixels) are segmented resampled to that many pixels, the
+size the method was tuned at, and the object's outline is placed again against the full-size frame.
+
 :func:`difference_mask` keeps the old meaning (every pixel that differs from the plate, shadows included unless
 ``shadows=False``); :func:`difference` is the registered backend (the object mask at the prompt).
 """
@@ -731,7 +734,7 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
 
 def _layers_at_work_size(image: np.ndarray, prompt: Prompt, plate: np.ndarray, cfg: DifferenceConfig) -> MaskResult:
     """:func:`difference_layers` of a large frame: segmented at ``cfg.work_px`` pixels, the masks resampled back,
-    the object's outline unmixed again at full resolution (in a crop around it: the refinement is local)."""
+    the object's outline placed again at full resolution (:func:`_outline_full_size`)."""
     import cv2
 
     h, w = image.shape[:2]
@@ -771,6 +774,7 @@ def _outline_full_size(mask: np.ndarray, image: np.ndarray, plate: np.ndarray, d
     blur = details.get("blur_px", 0.0) * scale
     sharp = details.get("sharpness_px", 0.0) * scale
     b = 1 + blur + abs(sharp)
+    # the crop holds the refinement's band, its Gaussian windows' reach and the blurs' kernels around the mask
     margin = int(np.ceil(3 * max(cfg.unmix_band, cfg.unmix_band_out) * b + 4 * max(1.0, cfg.unmix_sigma * b)
                          + 3 * (blur + abs(sharp)))) + 2
     ys, xs = np.nonzero(mask)
