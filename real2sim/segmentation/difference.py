@@ -329,6 +329,20 @@ def _pooled(x: np.ndarray, cand: np.ndarray | None, key: np.ndarray, kw: int, lo
     return X, med, spread
 
 
+def _blur_both(I: np.ndarray, P: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Frame and plate (float ``(h, w, 3)``) blurred alike by ``sigma`` px against the noise (not under 0.4 px)."""
+    import cv2
+
+    if sigma < 0.4:
+        return I, P
+    return cv2.GaussianBlur(I, (0, 0), sigma), cv2.GaussianBlur(P, (0, 0), sigma)
+
+
+def _at_exposure(P: np.ndarray, gains: np.ndarray) -> np.ndarray:
+    """The plate (float ``(h, w, 3)``) at the frame's exposure: ``(3, 2)`` per-channel gain and offset, at least 1."""
+    return np.maximum(P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32), 1.0)
+
+
 def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None) -> ChangeMaps:
     """Object and shadow evidence of ``image`` against ``plate`` (both ``(h, w, 3) uint8``): see the module
     docstring, steps 1-4."""
@@ -340,12 +354,9 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     P = plate.astype(np.float32)
     I, P, sharp = match_sharpness(I, P, S)
     sb = max(cfg.blur_frac * S, min(_raw_noise(I, P) / (2 * np.sqrt(np.pi) * cfg.target_noise), cfg.max_blur_frac * S))
-    if sb >= 0.4:
-        I = cv2.GaussianBlur(I, (0, 0), sb)
-        P = cv2.GaussianBlur(P, (0, 0), sb)
+    I, P = _blur_both(I, P, sb)
     gains = exposure_fit(I, P) if cfg.exposure else np.tile([1.0, 0.0], (3, 1))
-    P = P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32)
-    P = np.maximum(P, 1.0)
+    P = _at_exposure(P, gains)
     norm_p = channel_norm(P)
     ph = P / norm_p[..., None]
     along = channel_sum(I * ph)
@@ -785,10 +796,9 @@ def _outline_full_size(mask: np.ndarray, image: np.ndarray, plate: np.ndarray, d
     P = plate[y0:y1, x0:x1].astype(np.float32)
     if sharp:  # as match_sharpness blurred at the working size: the plate (> 0) or the frame (< 0)
         P, I = (cv2.GaussianBlur(P, (0, 0), sharp), I) if sharp > 0 else (P, cv2.GaussianBlur(I, (0, 0), -sharp))
-    if blur >= 0.4:
-        I, P = cv2.GaussianBlur(I, (0, 0), blur), cv2.GaussianBlur(P, (0, 0), blur)
-    gains = np.asarray(details.get("gains", [[1.0, 0.0]] * 3), np.float32)
-    P = np.maximum(P * gains[:, 0] + gains[:, 1], 1.0)
+    I, P = _blur_both(I, P, blur)
+    gains = np.asarray(details.get("gains", [[1.0, 0.0]] * 3))
+    P = _at_exposure(P, gains)
     ch = ChangeMaps(np.zeros(I.shape[:2], np.float32), np.zeros(I.shape[:2], np.float32), None,
                     float(details.get("noise_sigma", 1.0)), gains, {"blur_px": blur, "sharpness_px": sharp},
                     frame=I, plate=P)
