@@ -305,3 +305,98 @@ def test_charuco_board_at_a_known_pose(tmp_path):
     print(f"charuco: {rep['corners']} corners, RMS {rep['rms_px']:.3f} px -> position off {dp * 1e3:.2f} mm, "
           f"rotation off {da:.3f} deg")
     assert rep["method"] == "charuco" and rep["corners"] >= 12 and dp < 0.01 and da < 1.0
+
+
+def test_a_distorted_clip_is_undistorted_at_init_and_a_raw_marker_photo_still_gives_the_pose(tmp_path, capsys):
+    """A camera file with lens distortion: init undistorts the frames to the same intrinsics without distortion
+    (what the simulators render), moves the prompts' pixels with them, and a marker photo straight from the
+    camera is still read with the lens's distortion."""
+    from real2sim.capture.calibrate import calibrate_intrinsics, marker_pose_flat
+    from real2sim.capture.init import source_camera
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.errors import CalibrationError
+    from real2sim.core.imaging import read_rgb, write_rgb
+    from real2sim.pipeline.capture import capture_scene
+
+    cam = _camera(distortion=[-0.25, 0.08, 0.0005, -0.0003, 0.0])
+    flat = _camera()
+    at = (-0.17, 0.08, 0.0, 45.0)  # seen near the frame's corner: read as a pinhole image, the pose is 5 cm off
+    T_wm = marker_pose_flat(*at)
+    pinhole_view = _render(flat, [(5, 0.1, T_wm)])
+    raw = _distort(pinhole_view, cam)
+    (tmp_path / "clip").mkdir()
+    for i in range(2):
+        write_rgb(tmp_path / "clip" / f"{i}.png", raw)
+    write_rgb(tmp_path / "marker.png", raw)
+    (tmp_path / "camera.json").write_text(json.dumps({"width": 640, "height": 480, "fx": 600.0, "fy": 600.0,
+                                                      "cx": 322.3, "cy": 236.8, "distortion": list(cam.distortion)}))
+    from real2sim.capture.undistort import undistort_pixels
+
+    corner_true = np.array([70.0, 60.0])  # a click near the corner, where the lens moves pixels most
+    corner_raw = _distorted_pixel(corner_true, cam)
+    pins = np.array([(100, 80), (540, 80), (100, 400), (540, 400), (320, 240), (200, 300)], float)
+    world = [_on_table(flat, uv) for uv in pins]  # clicked on the raw frame: where the lens shows them
+    (tmp_path / "points.json").write_text(json.dumps({"pixels": [_distorted_pixel(uv, cam).tolist() for uv in pins],
+                                                      "world": [w.tolist() for w in world]}))
+    summary = capture_scene(tmp_path / "scene", tmp_path / "clip", camera=tmp_path / "camera.json",
+                            points=tmp_path / "points.json",
+                            prompts={"paper": {"frame": 0, "prompt": _prompt([corner_raw])}}, plate=False)
+    b = Bundle.load(tmp_path / "scene")
+    assert summary["capture"]["undistorted"] is True
+    assert not np.any(b.manifest.cameras["main"].distortion)  # the bundle's frames are pinhole images
+    assert np.allclose(source_camera(b).distortion, cam.distortion)  # the camera as given is kept
+    rep = json.loads((b.root / "reports" / "capture.json").read_text())
+    assert rep["undistortion"]["max_shift_px"] > 20 and rep["undistortion"]["outside_fraction"] == 0  # barrel: none
+    frame = read_rgb(b.root / "capture" / "frames" / "000000.png").astype(float)
+    inner = (slice(40, 440), slice(40, 600))
+    err_now = np.abs(frame - pinhole_view)[inner].mean()
+    err_raw = np.abs(raw.astype(float) - pinhole_view)[inner].mean()
+    print(f"frame vs the pinhole view: {err_now:.2f} levels (the raw frame {err_raw:.2f})")
+    assert err_now < 0.35 * err_raw
+    stored = json.loads((b.root / "masks" / "prompts.json").read_text())["paper"]
+    got = np.array(stored["prompt"]["points"][0])  # the click written for the raw frame, moved into the bundle's
+    assert np.abs(got - corner_true).max() < 0.05 and np.abs(corner_raw - corner_true).max() > 10
+    assert np.allclose(undistort_pixels([corner_raw], cam)[0], got)
+    dp, da = _errors(np.array(b.manifest.cameras["main"].T_world_camera), cam.T_world_camera)
+    assert summary["calibration"]["rms_px"] < 0.01 and dp < 1e-4 and da < 0.01  # the points moved with the frames
+
+    def calibrate(image):
+        from real2sim.apps.cli import main
+
+        return main(["calibrate", str(b.root), "--marker", str(image), "--marker-id", "5", "--marker-size", "0.1",
+                     "--marker-at=" + ",".join(map(str, at))])
+
+    assert calibrate(tmp_path / "marker.png") == 0  # the raw photo
+    got_T = np.array(Bundle.load(b.root).manifest.cameras["main"].T_world_camera)
+    dp, da = _errors(got_T, cam.T_world_camera)
+    print(f"raw marker photo: position off {dp * 1e3:.2f} mm, rotation off {da:.3f} deg")
+    assert dp < 0.01 and da < 1.0
+    assert not np.any(Bundle.load(b.root).manifest.cameras["main"].distortion)
+    assert calibrate(b.root / "capture" / "frames" / "000001.png") == 0  # a frame of the bundle
+    dp, da = _errors(np.array(Bundle.load(b.root).manifest.cameras["main"].T_world_camera), cam.T_world_camera)
+    assert dp < 0.01 and da < 1.0
+    capsys.readouterr()
+    with pytest.raises(CalibrationError, match="undistorted by 'real2sim init'.*--force"):
+        calibrate_intrinsics(b, tmp_path / "clip", (7, 5), 0.03)
+
+
+def _distorted_pixel(uv, camera):
+    """Where the lens of ``camera`` puts the pinhole pixel ``uv``."""
+    import cv2
+
+    ray = np.linalg.solve(camera.K, [uv[0], uv[1], 1.0])
+    out, _ = cv2.projectPoints(ray.reshape(1, 1, 3), np.zeros(3), np.zeros(3), camera.K, camera.distortion)
+    return out.reshape(2)
+
+
+def _on_table(camera, uv):
+    """The table point (z = 0) that the pinhole pixel ``uv`` of ``camera`` sees."""
+    d = camera.T_world_camera[:3, :3] @ np.linalg.solve(camera.K, [uv[0], uv[1], 1.0])
+    o = camera.T_world_camera[:3, 3]
+    return o - o[2] / d[2] * d
+
+
+def _prompt(points):
+    from real2sim.segmentation import Prompt
+
+    return Prompt([tuple(map(float, p)) for p in points])

@@ -19,7 +19,9 @@ from real2sim.capture.camera_file import (
     calibrate_checkerboard,
     solve_pnp,
 )
+from real2sim.capture.init import FRAMES_DIR, source_camera
 from real2sim.capture.table_board import CharucoSpec, _draw_polyline, _gray, _project, detect_charuco
+from real2sim.capture.undistort import undistort_pixels
 from real2sim.core.bundle import Bundle
 from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
@@ -68,14 +70,21 @@ def _check_inside(px: np.ndarray, cam, source: Path) -> None:
                                "in pixels of the full-size frame)")
 
 
-def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "main") -> dict:
-    """PnP from >= 4 clicked pairs; writes the camera pose, reports/calibration.json and a picture."""
+def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "main", source: Camera | None = None
+                         ) -> dict:
+    """PnP from >= 4 clicked pairs; writes the camera pose, reports/calibration.json and a picture.
+
+    ``source``: the camera whose distorted frames the pixels were clicked on, when the bundle's frames are those
+    frames undistorted (:func:`real2sim.capture.init.source_camera`); the pixels are moved into the bundle's
+    frames first."""
     if camera not in bundle.manifest.cameras:
         raise CalibrationError(f"{bundle.root}: no camera '{camera}'; give intrinsics with 'real2sim init DIR --camera camera.json'")
     spec = bundle.manifest.cameras[camera]
     cam = spec.camera()
     px, world = read_correspondences(correspondences)
     _check_inside(px, cam, correspondences)
+    if source is not None:
+        px = undistort_pixels(px, source)
     res = solve_pnp(px, world, cam.K, cam.distortion)
     cam.T_world_camera = res.T_world_camera
     bundle.manifest.cameras[camera] = CameraSpec.from_camera(cam)
@@ -90,8 +99,17 @@ def calibrate_extrinsics(bundle: Bundle, correspondences: Path, camera: str = "m
 
 
 def calibrate_intrinsics(bundle: Bundle, images_dir: Path, pattern: tuple[int, int], square: float, camera: str = "main") -> dict:
-    """Checkerboard calibration of K and distortion; keeps the camera's pose."""
+    """Checkerboard calibration of K and distortion; keeps the camera's pose.
 
+    The bundle's frames are pinhole images of its camera: when ``init`` undistorted them with the camera file's
+    distortion, new intrinsics would not describe them, so this is refused (calibrate first, then ``init`` with the
+    result); on frames kept as captured, a distortion found is reported with the command that undistorts them."""
+
+    if camera == "main" and source_camera(bundle) is not None:
+        raise CalibrationError(f"{bundle.root}: the frames were undistorted by 'real2sim init' with the distortion of "
+                               "capture/camera.json; new intrinsics would not describe them. Calibrate without the "
+                               "bundle (real2sim.capture.camera_file.calibrate_checkerboard), write the camera file and "
+                               "re-run 'real2sim init DIR --frames ... --camera NEW.json --force'")
     if not Path(images_dir).is_dir():
         raise CalibrationError(f"{images_dir}: not a folder; --checkerboard takes a folder of checkerboard images")
     files = image_files(images_dir)
@@ -106,6 +124,11 @@ def calibrate_intrinsics(bundle: Bundle, images_dir: Path, pattern: tuple[int, i
     bundle.manifest.cameras[camera] = CameraSpec.from_camera(cam)
     report = {"camera": camera, "method": "checkerboard", "images": len(files), "rms_px": res.rms_px,
               "K": np.asarray(res.K).tolist(), "distortion": list(map(float, res.distortion))}
+    if np.any(np.asarray(res.distortion) != 0) and bundle.manifest.capture.frames:
+        log.warning("%s: the lens has distortion %s but the bundle's frames were captured without it; write this "
+                    "camera to a file (capture/camera.json's fields) and re-run 'real2sim init DIR --frames ... --camera "
+                    "FILE --force' so the frames are undistorted to a pinhole camera like the simulators'", bundle.root,
+                    [round(float(x), 5) for x in res.distortion])
     bundle.write_report("calibration", report)
     bundle.save()
     return report
@@ -507,9 +530,21 @@ def _camera_spec(bundle: Bundle, camera: str) -> CameraSpec:
     return bundle.manifest.cameras[camera]
 
 
+def _photo_camera(bundle: Bundle, camera: str, image_path) -> Camera:
+    """The bundle camera as it took the photo ``image_path``: with the distortion of the camera file when ``init``
+    undistorted the frames and the photo is not one of them (a marker photo straight from the camera)."""
+    cam = _camera_spec(bundle, camera).camera()
+    src = source_camera(bundle) if camera == "main" else None
+    frames = bundle.path(FRAMES_DIR).resolve()
+    if src is not None and frames not in Path(image_path).resolve().parents:
+        cam.distortion = np.array(src.distortion, float)
+    return cam
+
+
 def _write_pose(bundle: Bundle, camera: str, cam, res: MarkerExtrinsics, image: np.ndarray, T_world_marker,
                 report: dict, title: str) -> dict:
-    """Write the picture, the report and the new camera pose (in that order, after everything was computed)."""
+    """Write the picture (drawn with ``cam``, the camera that took ``image``), the report and the new pose of the
+    bundle camera (its intrinsics and distortion kept; in that order, after everything was computed)."""
 
     old = np.asarray(cam.T_world_camera, float)
     pic = bundle.reports_dir() / "calibration.png"
@@ -520,8 +555,9 @@ def _write_pose(bundle: Bundle, camera: str, cam, res: MarkerExtrinsics, image: 
               "change_deg": round(float(np.degrees(rotation_angle_between(old[:3, :3], res.T_world_camera[:3, :3]))), 4),
               "picture": bundle.rel(pic)}
     bundle.write_report("calibration", report)
-    cam.T_world_camera = res.T_world_camera
-    bundle.manifest.cameras[camera] = CameraSpec.from_camera(cam)
+    stored = _camera_spec(bundle, camera).camera()
+    stored.T_world_camera = res.T_world_camera
+    bundle.manifest.cameras[camera] = CameraSpec.from_camera(stored)
     mark_changed(bundle, "camera")
     bundle.save()
     return report
@@ -534,7 +570,7 @@ def calibrate_marker(bundle: Bundle, image_path: Path, marker_id: int, size: flo
     ``reports/calibration.png`` (:func:`marker_picture`), and marks every stage that reads the camera stale. On an error
     the bundle is left as it was. Returns the report."""
 
-    cam = _camera_spec(bundle, camera).camera()
+    cam = _photo_camera(bundle, camera, image_path)
     T_world_marker = _check_rigid(T_world_marker, "T_world_marker")
     img = read_rgb(image_path)
     res = extrinsics_from_marker(img, cam, marker_id, size, T_world_marker, dictionary, name=str(image_path),
@@ -550,7 +586,7 @@ def calibrate_charuco_pose(bundle: Bundle, image_path: Path, charuco, T_world_bo
     :func:`extrinsics_from_charuco`); the report's method is "charuco"."""
 
     spec = CharucoSpec.coerce(charuco)
-    cam = _camera_spec(bundle, camera).camera()
+    cam = _photo_camera(bundle, camera, image_path)
     T_world_board = _check_rigid(T_world_board, "T_world_board")
     img = read_rgb(image_path)
     res = extrinsics_from_charuco(img, cam, spec, T_world_board, name=str(image_path), min_corners=min_corners)

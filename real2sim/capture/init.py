@@ -12,6 +12,7 @@ from real2sim.capture.camera_file import (
     load_camera,
 )
 from real2sim.capture.frames import FrameSource, count_frames, read_frames
+from real2sim.capture.undistort import has_distortion, pinhole, undistort_frames
 from real2sim.core.bundle import (
     Bundle,
     atomic_write_json,
@@ -19,6 +20,7 @@ from real2sim.core.bundle import (
     hash_jsonable,
     replace_dir_atomically,
 )
+from real2sim.core.camera import Camera
 from real2sim.core.errors import BundleError, CaptureError
 from real2sim.core.imaging import read_rgb, write_rgb
 from real2sim.core.manifest import CameraSpec, CaptureSpec, FrameSpec, RobotSpec
@@ -70,7 +72,9 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
                 overwrite: bool = False) -> Bundle:
     """Create a bundle in ``directory`` from ``frames`` (image folder, video file or LeRobot dataset).
 
-    ``camera``: a camera file (see :mod:`capture.camera`); stored as ``cameras.main``. Everything is read and
+    ``camera``: a camera file (see :mod:`capture.camera`); stored as ``cameras.main``. A camera with lens
+    distortion: the frames are undistorted to its intrinsics without distortion, which ``cameras.main`` then is
+    (:mod:`real2sim.capture.undistort`; ``capture/camera.json`` keeps the camera as given). Everything is read and
     checked before the bundle is touched, so bad input leaves nothing half-written.
     """
     directory = Path(directory)
@@ -85,9 +89,14 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
     src: FrameSource = read_frames(frames, stride=stride, max_frames=max_frames, episode=episode, video_key=video_key)
     n, h, w, _ = src.frames.shape
     cam = None
+    images, undistorted = src.frames, None
     if camera is not None:
         cam = load_camera(camera)
         check_camera_matches_frames(cam, w, h, camera, f"the frames of {frames}")
+        if has_distortion(cam):
+            images, undistorted = undistort_frames(src.frames, cam)
+            log.info("%s: lens distortion %s: the frames are undistorted to the camera's intrinsics (pixels moved up "
+                     "to %.1f px)", camera, undistorted["distortion"], undistorted["max_shift_px"])
     if (directory / "scene.json").exists():
         bundle = Bundle.load(directory)
     else:
@@ -100,15 +109,15 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
 
     def run():
         with replace_dir_atomically(bundle.path(FRAMES_DIR)) as tmp:
-            for i, f in enumerate(src.frames):
+            for i, f in enumerate(images):
                 write_rgb(tmp / f"{i:06d}.png", f)
         specs = [FrameSpec(f"{FRAMES_DIR}/{i:06d}.png", float(src.timestamps[i]), "main",
                            None if src.joint_positions is None else list(src.joint_positions[i])) for i in range(n)]
         bundle.manifest.capture = CaptureSpec(source=src.source, frames=specs)
         outputs = [s.image for s in specs]
         if cam is not None:
-            bundle.manifest.cameras["main"] = CameraSpec.from_camera(cam)
-            atomic_write_json(bundle.path("capture/camera.json"), camera_to_dict(cam))
+            bundle.manifest.cameras["main"] = CameraSpec.from_camera(pinhole(cam) if undistorted else cam)
+            atomic_write_json(bundle.path("capture/camera.json"), camera_to_dict(cam))  # as given
             outputs.append("capture/camera.json")
         if robot:
 
@@ -124,15 +133,28 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
             bundle.manifest.provenance["robot"] = rdef.name
         bundle.manifest.provenance["capture_source"] = src.source
         pic = bundle.reports_dir() / "capture.png"
-        write_rgb(pic, contact_sheet(src.frames))
+        write_rgb(pic, contact_sheet(images))
         metrics = {"frames": n, "width": w, "height": h, "fps": src.fps, "joint_states": src.joint_positions is not None,
-                   "camera": cam is not None, "duration_s": float(src.timestamps[-1] - src.timestamps[0])}
+                   "camera": cam is not None, "duration_s": float(src.timestamps[-1] - src.timestamps[0]),
+                   "undistorted": undistorted is not None}
         rep = bundle.write_report("capture", {**metrics, "source": src.source,
-                                              "frame_mean_rgb": [round(float(x), 2) for x in src.frames.mean((0, 1, 2))]})
+                                              "frame_mean_rgb": [round(float(x), 2) for x in images.mean((0, 1, 2))],
+                                              **({"undistortion": undistorted} if undistorted else {})})
         return outputs + [rep, bundle.rel(pic)], metrics, f"{n} frames {w}x{h} from {src.source}"
 
     run_stage(bundle, "capture", input_hash, cfg, run, force=True)
     return bundle
+
+
+def source_camera(bundle: Bundle) -> Camera | None:
+    """The camera as the capture's camera file gave it when ``init`` undistorted the frames (its pixels are those
+    of the source frames, a marker photo's or the prompts written for ``init``); ``None`` when the bundle's frames
+    are the source frames."""
+    path = bundle.path("capture/camera.json")
+    stage = bundle.manifest.stages.get("capture")
+    if stage is None or not stage.metrics.get("undistorted") or not path.is_file():
+        return None
+    return load_camera(path)
 
 
 def load_frames(bundle: Bundle) -> np.ndarray:

@@ -11,6 +11,9 @@ Prompts file (JSON): ``{entity: {"frame": 0, "points": [[x, y], ...], "labels": 
 the prompt under a ``"prompt"`` key, and is accepted too). An entity named ``robot`` (or the ``--robot``'s name)
 is the articulated robot: tracked through the clip by its model (see :mod:`segmentation.robot_fit`), not
 propagated as a rigid mask; it needs ``--robot``.
+
+Pixels in the prompts and points files are those of the source frames: when the camera has lens distortion the
+bundle's frames are undistorted (:mod:`real2sim.capture.undistort`) and these pixels are moved with them.
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ from pathlib import Path
 
 from real2sim.capture import init_bundle, plate_stage
 from real2sim.capture.calibrate import calibrate_extrinsics, read_correspondences
+from real2sim.capture.init import source_camera
 from real2sim.capture.plate import motion_only_entities
+from real2sim.capture.undistort import undistort_box, undistort_pixels
 from real2sim.core.errors import Real2SimError
 from real2sim.robots import list_robots
 from real2sim.segmentation import Prompt, SegmentationError
@@ -93,8 +98,11 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
     bundle = init_bundle(directory, frames, camera=camera, robot=robot, overwrite=overwrite, **init_options)
     n = len(bundle.manifest.capture.frames)
     summary: dict = {"capture": dict(bundle.manifest.stages["capture"].metrics)}
+    src_cam = source_camera(bundle)
+    if src_cam is not None and prompts:
+        prompts = {e: {**p, "prompt": undistort_prompt(p["prompt"], src_cam)} for e, p in prompts.items()}
     if points is not None:
-        rep = calibrate_extrinsics(bundle, Path(points))
+        rep = calibrate_extrinsics(bundle, Path(points), source=src_cam)
         summary["calibration"] = {k: rep[k] for k in ("points", "rms_px", "max_px")}
     if prompts:
         summary["masks"] = _segment(bundle, prompts, backend, propagate)
@@ -105,6 +113,13 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
     rel = bundle.write_report("capture_summary", summary)
     summary["report"] = rel
     return summary
+
+
+def undistort_prompt(prompt: Prompt, cam) -> Prompt:
+    """``prompt`` in pixels of the distorted frames of ``cam`` -> in pixels of the undistorted ones (a box: the box
+    around its moved corners)."""
+    points = [tuple(p) for p in undistort_pixels(prompt.points, cam)] if prompt.points else []
+    return Prompt(points, list(prompt.labels), None if prompt.box is None else undistort_box(prompt.box, cam))
 
 
 def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.capture.undistort import pinhole, undistort_box, undistort_pixels
 from real2sim.core.camera import Camera
 from real2sim.core.errors import CalibrationError, CaptureError
 from real2sim.core.imaging import image_files, read_mask, read_rgb, write_mask, write_rgb
@@ -477,22 +478,10 @@ def scan_object(src: Path, out: Path, config: ScanConfig | None = None, depth_di
 
 def _undistort_prompt(prompt, camera: Camera):
     """The prompt's pixels moved into the undistorted photo."""
-    import cv2
-
     from real2sim.pipeline.scan_masks import ClickPrompt
 
-    def move(pts):
-        p = np.asarray(pts, np.float64).reshape(-1, 1, 2)
-        K = np.asarray(camera.K, np.float64)
-        return cv2.undistortPoints(p, K, camera.distortion, P=K).reshape(-1, 2)
-
-    point = None if prompt.point is None else tuple(float(x) for x in move([prompt.point])[0])
-    box = None
-    if prompt.box is not None:
-        x0, y0, x1, y1 = prompt.box
-        c = move([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
-        box = (float(c[:, 0].min()), float(c[:, 1].min()), float(c[:, 0].max()), float(c[:, 1].max()))
-    return ClickPrompt(point, box, prompt.frame)
+    point = None if prompt.point is None else tuple(float(x) for x in undistort_pixels([prompt.point], camera)[0])
+    return ClickPrompt(point, None if prompt.box is None else undistort_box(prompt.box, camera), prompt.frame)
 
 
 def _undistort(images, masks, cams):
@@ -503,7 +492,7 @@ def _undistort(images, masks, cams):
         K = np.asarray(c.K, np.float64)
         out_i.append(cv2.undistort(img, K, c.distortion))
         out_m.append(cv2.undistort(m.astype(np.uint8) * 255, K, c.distortion) > 127)
-        out_c.append(Camera(c.width, c.height, K, c.T_world_camera, np.zeros(5)))
+        out_c.append(pinhole(c))
     return out_i, out_m, out_c
 
 
