@@ -113,6 +113,31 @@ LOW_CONFIDENCE = 0.5
 """Masks whose confidence is below this are warned about (and flagged in reports)."""
 
 
+def work_size_prompt(shape: tuple[int, int], work_px: int, prompt: Prompt) -> tuple[tuple[int, int], Prompt]:
+    """The ``(width, height)`` of an ``(h, w)`` frame resampled to about ``work_px`` pixels, and ``prompt`` in its
+    pixels (OpenCV pixel centres: x' = (x + 0.5) f - 0.5)."""
+    h, w = shape
+    f = float(np.sqrt(work_px / (h * w)))
+    size = (max(8, int(round(w * f))), max(8, int(round(h * f))))
+    fx, fy = size[0] / w, size[1] / h
+
+    def to_work(x: float, y: float) -> tuple[float, float]:
+        return (x + 0.5) * fx - 0.5, (y + 0.5) * fy - 0.5
+
+    box = None
+    if prompt.box is not None:
+        (x0, y0), (x1, y1) = to_work(*prompt.box[:2]), to_work(*prompt.box[2:])
+        box = (x0, y0, x1, y1)
+    return size, Prompt([to_work(x, y) for x, y in prompt.points], list(prompt.labels), box)
+
+
+def upsample_mask(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """A working-size ``mask`` at the frame's ``(h, w)``: linear resampling, ``>= 0.5``."""
+    import cv2
+
+    return cv2.resize(mask.astype(np.float32), (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR) >= 0.5
+
+
 class Backend(Protocol):
     def __call__(self, image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None) -> np.ndarray: ...
 

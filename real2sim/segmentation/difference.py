@@ -52,7 +52,7 @@ from real2sim.core.imaging import (
     fill_holes,
     iou,
 )
-from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError
+from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError, upsample_mask, work_size_prompt
 
 log = logging.getLogger(__name__)
 
@@ -749,28 +749,14 @@ def _layers_at_work_size(image: np.ndarray, prompt: Prompt, plate: np.ndarray, c
     import cv2
 
     h, w = image.shape[:2]
-    f = float(np.sqrt(cfg.work_px / (h * w)))
-    size = (max(8, int(round(w * f))), max(8, int(round(h * f))))
-    fx, fy = size[0] / w, size[1] / h
-
-    def to_work(x: float, y: float) -> tuple[float, float]:
-        return (x + 0.5) * fx - 0.5, (y + 0.5) * fy - 0.5
-
-    box = None
-    if prompt.box is not None:
-        (x0, y0), (x1, y1) = to_work(*prompt.box[:2]), to_work(*prompt.box[2:])
-        box = (x0, y0, x1, y1)
-    small = Prompt([to_work(x, y) for x, y in prompt.points], list(prompt.labels), box)
+    size, small = work_size_prompt((h, w), cfg.work_px, prompt)
     res = difference_layers(cv2.resize(image, size, interpolation=cv2.INTER_AREA), small,
                             cv2.resize(plate, size, interpolation=cv2.INTER_AREA), replace(cfg, work_px=0))
-
-    def up(m: np.ndarray) -> np.ndarray:
-        return cv2.resize(m.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR) >= 0.5
-
-    mask = up(res.mask)
+    mask = upsample_mask(res.mask, (h, w))
     if cfg.refine and mask.any():
-        mask = _outline_full_size(mask, image, plate, res.details, cfg, prompt.positives, 1.0 / np.sqrt(fx * fy))
-    shadow = up(res.shadow) & ~mask if res.shadow is not None else None
+        mask = _outline_full_size(mask, image, plate, res.details, cfg, prompt.positives,
+                                  1.0 / np.sqrt(size[0] / w * (size[1] / h)))
+    shadow = upsample_mask(res.shadow, (h, w)) & ~mask if res.shadow is not None else None
     details = {**res.details, "work_size": list(size)}
     return MaskResult(mask, res.confidence, shadow=shadow, details=details)
 

@@ -55,14 +55,21 @@ The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
 from real2sim.core.imaging import MaskOverlaps, component_at, disk, fill_holes, iou, mask_box, median_rows, solidity
 from real2sim.segmentation.colour import refine_edges
-from real2sim.segmentation.core import LOW_CONFIDENCE, MaskResult, Prompt, SegmentationError
+from real2sim.segmentation.core import (
+    LOW_CONFIDENCE,
+    MaskResult,
+    Prompt,
+    SegmentationError,
+    upsample_mask,
+    work_size_prompt,
+)
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
 from real2sim.segmentation.support import SupportConfig, without_support
 
@@ -222,6 +229,10 @@ class GrabCutConfig:
     support_split: bool = True
     """A mask that took along what the object stands on (a pot and its towel) is cut to the object under the click
     (:func:`real2sim.segmentation.support.without_support`)."""
+    work_px: int = 640 * 512
+    """Frames with more pixels are segmented at this many (resampled by area: the size the method was tuned at;
+    its lengths are fractions of the image) and the mask's outline is placed again against the full-size frame;
+    0 = always at full size."""
     seed: int = 0
     """OpenCV RNG seed (GrabCut's GMM initialisation uses k-means): same input, same mask."""
 
@@ -649,6 +660,9 @@ def _denoised(image: np.ndarray, cfg: GrabCutConfig) -> tuple[np.ndarray, dict]:
 def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> MaskResult:
     if prompt.box is not None:
         return _box_result(image, prompt)
+    h, w = image.shape[:2]
+    if cfg.work_px and h * w > cfg.work_px:
+        return _clicks_at_work_size(image, prompt, cfg)
     image, pre = _denoised(image, cfg)  # clicks only: the box path stays main@02b6871's
     if not (cfg.cues and cfg.parallel_cues and prompt.positives):
         return _from_clicks(image, prompt, pre, cfg, None)
@@ -657,6 +671,25 @@ def _grabcut_result(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> Ma
     with ThreadPoolExecutor(max_workers=1) as pool:
         cues = pool.submit(_cue_masks, image, prompt, cfg)
         return _from_clicks(image, prompt, pre, cfg, cues)
+
+
+def _clicks_at_work_size(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) -> MaskResult:
+    """One click's mask of a large frame: found at ``cfg.work_px`` pixels, resampled back, its outline placed again
+    against the full-size frame (:func:`refine_edges` in a band as wide as a working pixel and a half)."""
+    import cv2
+
+    h, w = image.shape[:2]
+    size, small = work_size_prompt((h, w), cfg.work_px, prompt)
+    res = _grabcut_result(cv2.resize(image, size, interpolation=cv2.INTER_AREA), small, replace(cfg, work_px=0))
+    mask = upsample_mask(res.mask, (h, w))
+    scale = 1.0 / np.sqrt(size[0] / w * (size[1] / h))
+    if cfg.refine and np.count_nonzero(mask) >= 20:
+        band = max(1, int(round(1.5 * scale)))
+        mask = refine_edges(image, mask, band=band, ring=2 * band)
+        at = component_at(mask, prompt.positives, radius=max(3, int(round(2 * scale))))
+        mask = fill_holes(at if at.any() else mask)  # (the support split may have left the click outside)
+    shadow = upsample_mask(res.shadow, (h, w)) & ~mask if res.shadow is not None else None
+    return MaskResult(mask, res.confidence, shadow=shadow, details={**res.details, "work_size": list(size)})
 
 
 def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfig, cues) -> MaskResult:
