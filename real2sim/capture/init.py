@@ -140,7 +140,8 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
         rep = bundle.write_report("capture", {**metrics, "source": src.source,
                                               "frame_mean_rgb": [round(float(x), 2) for x in images.mean((0, 1, 2))],
                                               **({"undistortion": undistorted} if undistorted else {})})
-        return outputs + [rep, bundle.rel(pic)], metrics, f"{n} frames {w}x{h} from {src.source}"
+        lens = (f", undistorted (pixels moved up to {undistorted['max_shift_px']:.1f} px)" if undistorted else "")
+        return outputs + [rep, bundle.rel(pic)], metrics, f"{n} frames {w}x{h} from {src.source}{lens}"
 
     run_stage(bundle, "capture", input_hash, cfg, run, force=True)
     return bundle
