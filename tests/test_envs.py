@@ -413,3 +413,62 @@ def test_joints_stay_in_range_under_random_joint_targets(bundle, backend):
     n_arm = env.controller.n_arm
     assert worst[n_arm:].max() < 0.008, f"gripper joints left their range by {worst[n_arm:]} m"
     assert worst[:n_arm].max() < 0.03, f"arm joints left their range by {worst[:n_arm]} rad"
+
+
+def test_lens_source_shows_the_observation_through_the_real_cameras_lens(bundle, tmp_path):
+    """A bundle whose frames init undistorted: ``lens='source'`` gives the image the real camera (and a policy
+    trained on it) sees; a bundle captured without distortion refuses it, naming the fix."""
+    import shutil
+
+    from real2sim.capture.camera_file import camera_to_dict
+    from real2sim.core.bundle import Bundle, atomic_write_json
+    from real2sim.core.errors import UnsupportedCapability
+    from real2sim.core.manifest import StageRecord
+    from real2sim.evaluation.envs.env import Real2SimEnv
+
+    root = tmp_path / "lens"
+    shutil.copytree(bundle.root, root)
+    b = Bundle.load(root)
+    name = sorted(b.manifest.cameras)[0]
+    with pytest.raises(UnsupportedCapability, match="lens='pinhole'"):
+        Real2SimEnv(root, task="lift_cube", camera=name, obs_size=SMALL, lens="source")
+    if name != "main":  # the camera file init reads is the bundle's 'main' camera
+        b.manifest.cameras["main"] = b.manifest.cameras.pop(name)
+    lens = b.manifest.cameras["main"].camera()
+    lens.distortion = np.array([-0.25, 0.08, 0.0, 0.0, 0.0])
+    atomic_write_json(b.path("capture/camera.json"), camera_to_dict(lens))
+    b.manifest.stages["capture"] = StageRecord("done", metrics={"undistorted": True})
+    b.save()
+    flat = Real2SimEnv(root, task="lift_cube", obs_size=(160, 120))
+    real = Real2SimEnv(root, task="lift_cube", obs_size=(160, 120), lens="source")
+    check_env_strict(real, allow_no_spec=True)
+    a, b_ = flat.reset(seed=3)[0]["image"], real.reset(seed=3)[0]["image"]
+    assert a.shape == b_.shape
+    centre, corner = (slice(55, 65), slice(75, 85)), (slice(0, 15), slice(0, 15))
+    assert np.abs(a[centre].astype(int) - b_[centre]).mean() < 8  # the lens hardly moves the middle
+    assert np.abs(a[corner].astype(int) - b_[corner]).mean() > 8  # and moves the corners
+    flat.close(), real.close()
+
+
+def test_lens_maps_send_a_pinhole_image_through_the_lens():
+    """Against the forward lens model (OpenCV's projectPoints): the pinhole pixel p is where the lens puts it."""
+    import cv2
+
+    from real2sim.capture.undistort import lens_maps
+    from real2sim.core.camera import Camera
+
+    K = np.array([[300.0, 0, 161.0], [0, 300.0, 118.5], [0, 0, 1]])
+    cam = Camera(320, 240, K, np.eye(4), np.array([-0.3, 0.1, 0.001, -0.002, 0.0]))
+    for size in ((320, 240), (160, 100)):  # at the camera's size and at an observation size of another aspect
+        w, h = size
+        xs, ys = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
+        smooth = np.stack([xs, ys, 0 * xs], -1)  # each pixel holds its own coordinates
+        through = cv2.remap(smooth, *lens_maps(cam, size), cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        sx, sy = w / 320, h / 240
+        Ks = np.array([[300 * sx, 0, (161.5) * sx - 0.5], [0, 300 * sy, 119 * sy - 0.5], [0, 0, 1]])
+        p = np.array([[0.15 * w, 0.2 * h], [0.8 * w, 0.25 * h], [0.5 * w, 0.5 * h], [0.3 * w, 0.85 * h]])
+        ray = np.linalg.solve(Ks, np.c_[p, np.ones(len(p))].T).T
+        d, _ = cv2.projectPoints(ray.reshape(-1, 1, 3), np.zeros(3), np.zeros(3), Ks, cam.distortion)
+        for (px, py), (dx, dy) in zip(p, d.reshape(-1, 2)):
+            got = cv2.getRectSubPix(through, (1, 1), (float(dx), float(dy)))[0, 0]
+            assert abs(got[0] - px) < 0.05 and abs(got[1] - py) < 0.05, (size, (px, py), (dx, dy), got)

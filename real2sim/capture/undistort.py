@@ -80,3 +80,23 @@ def undistort_box(box, cam: Camera) -> tuple[float, float, float, float]:
     x0, y0, x1, y1 = box
     c = undistort_pixels([(x0, y0), (x1, y0), (x0, y1), (x1, y1)], cam)
     return float(c[:, 0].min()), float(c[:, 1].min()), float(c[:, 0].max()), float(c[:, 1].max())
+
+
+def lens_maps(cam: Camera, size: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(h, w) float32`` x and y: where in the pinhole image of ``cam`` (:func:`pinhole`) each pixel of its lens's
+    image lies, at ``size`` = ``(width, height)`` (default the camera's; intrinsics scaled per axis, OpenCV pixel
+    centres). ``cv2.remap`` of a pinhole image (a simulator's render) with them gives the image the real camera
+    shows: the inverse of :func:`undistort_frames`."""
+    import cv2
+
+    w, h = size or (cam.width, cam.height)
+    sx, sy = w / cam.width, h / cam.height
+    K = np.array(cam.K, np.float64)
+    K[0, 0] *= sx
+    K[1, 1] *= sy
+    K[0, 2] = (cam.cx + 0.5) * sx - 0.5
+    K[1, 2] = (cam.cy + 0.5) * sy - 0.5
+    grid = np.stack(np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64)), -1)
+    at = cv2.undistortPoints(grid.reshape(-1, 1, 2), K, np.asarray(cam.distortion, np.float64), P=K)
+    at = at.reshape(h, w, 2).astype(np.float32)
+    return np.ascontiguousarray(at[..., 0]), np.ascontiguousarray(at[..., 1])

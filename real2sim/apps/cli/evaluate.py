@@ -11,7 +11,7 @@ from real2sim.apps.cli.options import add_config_options, config_from_args
 from real2sim.core.bundle import atomic_write_json
 from real2sim.core.errors import Real2SimError
 from real2sim.engines import backend_names, simulator_names
-from real2sim.evaluation.envs.env import OBS_MODES
+from real2sim.evaluation.envs.env import LENSES, OBS_MODES
 from real2sim.evaluation.envs.runner import EvalOptions, evaluate
 from real2sim.evaluation.metrics import compare, plot, read_results, to_json
 from real2sim.evaluation.sequential import (
@@ -28,6 +28,8 @@ def _env_kwargs(args) -> dict:
     env_kwargs = {}
     if args.shading != "auto":
         env_kwargs["shading"] = args.shading
+    if getattr(args, "lens", "pinhole") != "pinhole":
+        env_kwargs["lens"] = args.lens
     if args.variants:
         try:
             env_kwargs["variants"] = json.loads(args.variants)
@@ -292,6 +294,9 @@ def add_parsers(subparsers) -> None:
                    help="unlit: surfaces show their stored colours/textures (textures baked from photos already carry "
                         "the real light; closer to the photo on the Bridge frame); auto: unlit when the bundle's "
                         "textures were back-projected from its frames, else lit (docs/evaluation.md)")
+    p.add_argument("--lens", choices=list(LENSES), default="pinhole",
+                   help="source: observations through the lens of the camera file whose frames 'real2sim init' "
+                        "undistorted (what the real camera and a policy trained on it see); pinhole: as rendered")
     p.add_argument("--variants", default=None, metavar="JSON",
                    help='visual variants drawn per episode, e.g. \'{"lighting": [0.6, 1.4], "robot_tint": 0.2, '
                         '"background": "plate_jitter"}\' (docs/evaluation.md)')

@@ -10,6 +10,11 @@ branches. Observation modes (``obs_mode``):
 ``"render"``: the simulator's own image.
 ``"state"``: no image (proprioception, and object poses when ``privileged``).
 
+``lens``: ``"pinhole"`` (default) the image as the simulators render it; ``"source"`` through the lens of the
+camera file whose frames ``real2sim init`` undistorted (:data:`LENSES`): the real camera's image, which a policy
+trained on that camera saw. Near the corners of a barrel lens it repeats the plate's edge (what lay beyond the
+pinhole frame was left out at capture).
+
 Observation dict: ``image`` (h, w, 3) uint8 (not in ``"state"``), ``depth`` (h, w, 1) float32 metres
 (``depth=True``; 0 = no hit), ``qpos`` (dof,) float32, ``ee_pose`` (7,) float32 end-effector position
 + quaternion wxyz in the robot base frame, and with ``privileged=True`` ``objects`` (n, 7) float32, the
@@ -27,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from real2sim.capture.init import source_camera
+from real2sim.capture.undistort import lens_maps
 from real2sim.core.articulation import ArticulatedModel
 from real2sim.core.bundle import Bundle
 from real2sim.core.errors import (
@@ -54,6 +61,10 @@ from real2sim.robots.control import Controller, ControllerConfig
 
 log = logging.getLogger(__name__)
 OBS_MODES = ("composited", "render", "state")
+LENSES = ("pinhole", "source")
+"""``lens``: the observation as the simulators render it (a pinhole camera), or through the lens of the camera file
+``real2sim init`` undistorted the frames of (:mod:`real2sim.capture.undistort`): what the real camera, and a policy
+trained on its images, sees."""
 MAX_TRANSLATION = 0.05
 MAX_ROTATION = 0.25
 VARIANT_KEYS = {"background", "camera_jitter_px", "lighting", "robot_tint", "table_tint", "table_texture", "distractors"}
@@ -145,7 +156,7 @@ class Real2SimEnv(_env_base()):
                  camera: str | None = None, obs_size: tuple[int, int] | None = None, depth: bool = False,
                  control_mode: str = "ee_delta", privileged: bool = False, variants: dict | None = None,
                  terminate_on_success: bool = True, render_mode: str | None = "rgb_array", scene=None,
-                 shading: str = "auto"):
+                 shading: str = "auto", lens: str = "pinhole"):
         gym = _gym()
 
         if obs_mode not in OBS_MODES:
@@ -208,6 +219,9 @@ class Real2SimEnv(_env_base()):
         self.obs_size = tuple(int(x) for x in obs_size) if obs_size else self.native_size
         self.variants = self._check_variants(dict(variants or {}))
         self._variants_given = dict(variants or {})
+        self.lens = lens
+        self._source_lens = self._source_camera_lens(lens)
+        self._lens_maps = None  # ((w, h), map x, map y) at the observation size
 
         # -- spaces --------------------------------------------------------------------------------
         spaces = gym.spaces
@@ -595,6 +609,34 @@ class Real2SimEnv(_env_base()):
             img = cv2.warpAffine(img, M, (img.shape[1], img.shape[0]), borderMode=cv2.BORDER_REPLICATE)
             if d is not None:
                 d = cv2.warpAffine(d, M, (d.shape[1], d.shape[0]), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
+        if self._source_lens is not None:
+            img, d = self._through_source_lens(img, d)
+        return img, d
+
+    def _source_camera_lens(self, lens: str):
+        """The source camera whose lens ``lens='source'`` images go through, or ``None`` for ``'pinhole'``."""
+        if lens not in LENSES:
+            raise UnknownNameError("lens", lens, LENSES)
+        if lens == "pinhole":
+            return None
+        src = source_camera(self.bundle) if self.camera == "main" else None
+        if src is None:
+            raise UnsupportedCapability(
+                f"lens='source' images the scene through the lens of the camera file 'real2sim init' undistorted the "
+                f"frames of, but camera '{self.camera}' of bundle '{self.bundle.manifest.name}' has none (its frames "
+                "were captured as they are): use lens='pinhole'")
+        return src
+
+    def _through_source_lens(self, img: np.ndarray, d: np.ndarray | None):
+        """The observation as the real camera's lens shows it (``lens='source'``)."""
+        import cv2
+
+        if self._lens_maps is None or self._lens_maps[0] != self.obs_size:
+            self._lens_maps = (self.obs_size, *lens_maps(self._source_lens, self.obs_size))
+        _, mx, my = self._lens_maps
+        img = cv2.remap(img, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        if d is not None:
+            d = cv2.remap(d, mx, my, cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
         return img, d
 
     def _obs(self) -> dict:

@@ -229,6 +229,8 @@ def _episode(cfg: EvalConfig, seed: int, pol, env) -> dict:
         rec["variants_config"] = cfg.env_kwargs["variants"]
     if env.obs_mode != "state":
         rec["shading"] = env.shading
+    if env.lens != "pinhole":
+        rec["lens"] = env.lens
     if variant:
         rec["variant"] = variant
     if recorder is not None:
@@ -396,7 +398,8 @@ def evaluate(bundle_dir, task: str | None, policy: str, episodes: int = EvalOpti
 
     def same_run(r: dict) -> bool:  # episodes of another variant set are not this run's (they aggregate in sim.csv)
         return (r.get("policy") == policy and r.get("task") == task_id and r.get("backend") == backend
-                and r.get("variants_config") == vcfg and r.get("shading") == shading)
+                and r.get("variants_config") == vcfg and r.get("shading") == shading
+                and r.get("lens", "pinhole") == cfg.env_kwargs.get("lens", "pinhole"))
 
     done = {r["seed"] for r in read_results(results_path) if same_run(r)}
     seeds = [s for s in range(seed, seed + episodes) if s not in done]
