@@ -313,7 +313,7 @@ def test_one_click_on_a_large_frame_is_found_at_the_working_size_with_its_outlin
         assert res.mask.shape == c.mask.shape and res.shadow.shape == c.mask.shape
         full = grabcut_result(img, Prompt([c.click]), config=GrabCutConfig(work_px=0))
         assert "work_size" not in full.details
-        size, small = work_size_prompt(img.shape[:2], GrabCutConfig().work_px, Prompt([c.click]))
+        size, small, _ = work_size_prompt(img.shape[:2], GrabCutConfig().work_px, Prompt([c.click]))
         resampled = upsample_mask(grabcut_result(cv2.resize(img, size, interpolation=cv2.INTER_AREA), small).mask,
                                   img.shape[:2])
         got = (iou(res.mask, c.mask), iou(full.mask, c.mask), iou(resampled, c.mask))

@@ -1,8 +1,8 @@
 """Frames of a camera with lens distortion made pinhole at capture.
 
 Every renderer the toolkit exports to (SAPIEN, MuJoCo, USD) and its own silhouette renderer are pinhole cameras.
-A plate or a mask from distorted frames does not line up with them: with k1 = -0.1 an object near a 640x480
-frame's corner sits some 10 px off its render. So ``real2sim init`` undistorts the frames of a camera file that
+A plate or a mask from distorted frames does not line up with them: with k1 = -0.1 (f = 600 px) a pixel at a
+640x480 frame's corner sits 18 px off its render. So ``real2sim init`` undistorts the frames of a camera file that
 has distortion (OpenCV's ``k1 k2 p1 p2 k3``) to the *same* intrinsics ``K`` without distortion, and the bundle's
 camera (``cameras.main``) says so; ``capture/camera.json`` keeps the camera as given.
 

@@ -113,9 +113,10 @@ LOW_CONFIDENCE = 0.5
 """Masks whose confidence is below this are warned about (and flagged in reports)."""
 
 
-def work_size_prompt(shape: tuple[int, int], work_px: int, prompt: Prompt) -> tuple[tuple[int, int], Prompt]:
-    """The ``(width, height)`` of an ``(h, w)`` frame resampled to about ``work_px`` pixels, and ``prompt`` in its
-    pixels (OpenCV pixel centres: x' = (x + 0.5) f - 0.5)."""
+def work_size_prompt(shape: tuple[int, int], work_px: int, prompt: Prompt
+                     ) -> tuple[tuple[int, int], Prompt, float]:
+    """The ``(width, height)`` of an ``(h, w)`` frame resampled to about ``work_px`` pixels, ``prompt`` in its
+    pixels (OpenCV pixel centres: x' = (x + 0.5) f - 0.5) and the length of a working pixel in frame pixels."""
     h, w = shape
     f = float(np.sqrt(work_px / (h * w)))
     size = (max(8, int(round(w * f))), max(8, int(round(h * f))))
@@ -128,7 +129,7 @@ def work_size_prompt(shape: tuple[int, int], work_px: int, prompt: Prompt) -> tu
     if prompt.box is not None:
         (x0, y0), (x1, y1) = to_work(*prompt.box[:2]), to_work(*prompt.box[2:])
         box = (x0, y0, x1, y1)
-    return size, Prompt([to_work(x, y) for x, y in prompt.points], list(prompt.labels), box)
+    return size, Prompt([to_work(x, y) for x, y in prompt.points], list(prompt.labels), box), 1.0 / np.sqrt(fx * fy)
 
 
 def upsample_mask(mask: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

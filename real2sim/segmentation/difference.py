@@ -749,13 +749,12 @@ def _layers_at_work_size(image: np.ndarray, prompt: Prompt, plate: np.ndarray, c
     import cv2
 
     h, w = image.shape[:2]
-    size, small = work_size_prompt((h, w), cfg.work_px, prompt)
+    size, small, scale = work_size_prompt((h, w), cfg.work_px, prompt)
     res = difference_layers(cv2.resize(image, size, interpolation=cv2.INTER_AREA), small,
                             cv2.resize(plate, size, interpolation=cv2.INTER_AREA), replace(cfg, work_px=0))
     mask = upsample_mask(res.mask, (h, w))
     if cfg.refine and mask.any():
-        mask = _outline_full_size(mask, image, plate, res.details, cfg, prompt.positives,
-                                  1.0 / np.sqrt(size[0] / w * (size[1] / h)))
+        mask = _outline_full_size(mask, image, plate, res.details, cfg, prompt.positives, scale)
     shadow = upsample_mask(res.shadow, (h, w)) & ~mask if res.shadow is not None else None
     details = {**res.details, "work_size": list(size)}
     return MaskResult(mask, res.confidence, shadow=shadow, details=details)

@@ -679,10 +679,9 @@ def _clicks_at_work_size(image: np.ndarray, prompt: Prompt, cfg: GrabCutConfig) 
     import cv2
 
     h, w = image.shape[:2]
-    size, small = work_size_prompt((h, w), cfg.work_px, prompt)
+    size, small, scale = work_size_prompt((h, w), cfg.work_px, prompt)
     res = _grabcut_result(cv2.resize(image, size, interpolation=cv2.INTER_AREA), small, replace(cfg, work_px=0))
     mask = upsample_mask(res.mask, (h, w))
-    scale = 1.0 / np.sqrt(size[0] / w * (size[1] / h))
     if cfg.refine and np.count_nonzero(mask) >= 20:
         band = max(1, int(round(1.5 * scale)))
         mask = refine_edges(image, mask, band=band, ring=2 * band)
