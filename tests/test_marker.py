@@ -400,3 +400,26 @@ def _prompt(points):
     from real2sim.segmentation import Prompt
 
     return Prompt([tuple(map(float, p)) for p in points])
+
+
+def test_a_pincushion_lens_is_undistorted_with_its_corners_from_the_edge_and_a_warning(tmp_path, caplog):
+    """k1 > 0: the pinhole frame's corners see past the source frame; they repeat its edge, init says how much."""
+    import logging
+
+    from real2sim.capture.init import init_bundle
+    from real2sim.capture.undistort import undistort_frames
+    from real2sim.core.imaging import write_rgb
+
+    cam = _camera(distortion=[0.15, 0.0, 0.0, 0.0, 0.0])
+    frame = np.full((480, 640, 3), 90, np.uint8)
+    frame[:, :320] = 200
+    out, rep = undistort_frames(frame[None], cam)
+    assert 0.001 < rep["outside_fraction"] < 0.2 and rep["max_shift_px"] > 10
+    assert out[0, 0, 0].tolist() == [200, 200, 200] and out[0, -1, -1].tolist() == [90, 90, 90]  # the edge repeated
+    (tmp_path / "clip").mkdir()
+    write_rgb(tmp_path / "clip" / "0.png", frame)
+    (tmp_path / "camera.json").write_text(json.dumps({"width": 640, "height": 480, "fx": 600.0, "fy": 600.0,
+                                                      "cx": 322.3, "cy": 236.8, "distortion": list(cam.distortion)}))
+    with caplog.at_level(logging.WARNING, logger="real2sim.capture.init"):
+        init_bundle(tmp_path / "scene", tmp_path / "clip", camera=tmp_path / "camera.json")
+    assert any("pincushion" in r.getMessage() and "camera.json" in r.getMessage() for r in caplog.records)

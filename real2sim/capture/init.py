@@ -97,6 +97,10 @@ def init_bundle(directory, frames, camera=None, robot: str | None = None, name: 
             images, undistorted = undistort_frames(src.frames, cam)
             log.info("%s: lens distortion %s: the frames are undistorted to the camera's intrinsics (pixels moved up "
                      "to %.1f px)", camera, undistorted["distortion"], undistorted["max_shift_px"])
+            if undistorted["outside_fraction"] > 0.001:
+                log.warning("%s: with this lens (pincushion) %.1f %% of the pinhole frame lies outside the source "
+                            "frames, at their corners; those pixels repeat the frames' edge (reports/capture.json "
+                            "'undistortion')", camera, 100 * undistorted["outside_fraction"])
     if (directory / "scene.json").exists():
         bundle = Bundle.load(directory)
     else:
