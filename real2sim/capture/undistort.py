@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from real2sim.capture.camera_file import scale_camera
 from real2sim.core.camera import Camera
 
 
@@ -90,12 +91,7 @@ def lens_maps(cam: Camera, size: tuple[int, int] | None = None) -> tuple[np.ndar
     import cv2
 
     w, h = size or (cam.width, cam.height)
-    sx, sy = w / cam.width, h / cam.height
-    K = np.array(cam.K, np.float64)
-    K[0, 0] *= sx
-    K[1, 1] *= sy
-    K[0, 2] = (cam.cx + 0.5) * sx - 0.5
-    K[1, 2] = (cam.cy + 0.5) * sy - 0.5
+    K = np.asarray(scale_camera(cam, w, h).K, np.float64)
     grid = np.stack(np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64)), -1)
     at = cv2.undistortPoints(grid.reshape(-1, 1, 2), K, np.asarray(cam.distortion, np.float64), P=K)
     at = at.reshape(h, w, 2).astype(np.float32)
