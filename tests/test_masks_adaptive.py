@@ -432,3 +432,51 @@ def test_segment_stage_reads_the_bundle_plate_confidence(tmp_path):
     b = Bundle.load(b.root)
     m = read_mask(b.path(b.manifest.capture.masks["000000"]["obj"]))
     assert not (m & patch).any() and iou(m, case.mask) > 0.9
+
+
+def _touching_pair(seed: int = 3):
+    """A procedural can and a blue box standing against its side (in front of it), neither in the plate: the image,
+    the plate, each object's visible pixels and a click on each."""
+    c = procedural_case(seed, shadow=0.3)
+    ys, xs = np.nonzero(c.mask)
+    h = ys.max() - ys.min()
+    y0, y1, x0 = ys.min() + int(0.35 * h), ys.max() + 2, xs.max() - 3
+    x1 = x0 + int(0.6 * (xs.max() - xs.min()))
+    box = np.zeros_like(c.mask)
+    box[y0:y1, x0:x1] = True
+    image = c.image.copy()
+    rng = np.random.default_rng(seed)
+    shade = np.linspace(1.0, 0.7, x1 - x0)[None, :, None]
+    image[y0:y1, x0:x1] = np.clip(np.array([40, 70, 170]) * shade + rng.normal(0, 1.5, (y1 - y0, x1 - x0, 3)), 0, 255)
+    can = c.mask & ~box
+    return image, c.plate, can, box, c.click, ((x0 + x1) / 2, (y0 + y1) / 2)
+
+
+def test_two_touching_objects_are_cut_apart_by_the_other_click():
+    image, plate, can, box, on_can, on_box = _touching_pair()
+    alone = segment(image, Prompt([on_can]), plate=plate, backend="difference")
+    assert alone[int(on_box[1]), int(on_box[0])], "premise: the change of both objects is one region"
+    for mine, other, truth in ((on_can, on_box, can), (on_box, on_can, box)):
+        m = segment(image, Prompt([mine, other], [1, 0]), plate=plate, backend="difference")
+        assert iou(m, truth) > 0.9 and not m[int(other[1]), int(other[0])], (mine, iou(m, truth))
+
+
+def test_stage_cuts_each_prompted_object_from_the_others_on_its_frame(tmp_path):
+    from real2sim.capture import init_bundle
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import read_mask
+    from real2sim.segmentation.stage import segment_stage
+
+    image, plate, can, box, on_can, on_box = _touching_pair()
+    write_rgb(tmp_path / "frames" / "000.png", image)
+    b = init_bundle(tmp_path / "scene", tmp_path / "frames")
+    write_rgb(b.path("capture/plate.png"), plate)
+    b.manifest.capture.plate = "capture/plate.png"
+    b.save()
+    segment_stage(b, {"can": {"frame": 0, "prompt": Prompt([on_can])}, "box": {"frame": 0, "prompt": Prompt([on_box])}})
+    b = Bundle.load(b.root)
+    masks = {e: read_mask(b.path(p)) for e, p in b.manifest.capture.masks["000000"].items()}
+    assert iou(masks["can"], can) > 0.9 and iou(masks["box"], box) > 0.9
+    assert not (masks["can"] & masks["box"]).any()
+    prompts = json.loads((b.root / "masks" / "prompts.json").read_text())
+    assert prompts["can"]["prompt"]["labels"] == [1], "the prompt is recorded as given"

@@ -35,6 +35,9 @@ Sources:
   object's. The support is part of the plate (it is background to the object).
   ``closeup``: the object close to the camera, 45-75 % of the image's height (a cabinet or a bin in front of a
   Google Robot's camera, a pot in a close-up Bridge view): larger than every box a click's usual sizes try.
+- :func:`touching_cases`: two objects touching, neither in the plate (a can against a cube, an apple beside a
+  can: both clicked, as ``init --prompts`` does for each object of a cluttered table), one per real plate; the
+  nearer one occludes the farther one; ground truth per object = its visible coverage >= 0.5.
 - :func:`procedural_case`: a data-free case (textured procedural plate, a shaded cylinder with a bright and a
   dark half, a cast shadow) for tests on machines without ``shared/data``.
 
@@ -717,6 +720,70 @@ def family_case(data: Path, family: str, plate: str, seed: int = 0, backend: str
     if plate not in pl or len(objs) < len(OBJECTS):
         return None
     return _nth_case(data, pl, objs, FAMILIES.index(family), list(pl).index(plate), seed, backend)
+
+
+@dataclass
+class TouchingCase:
+    """Two objects touching in one image, both absent from the plate (see :func:`touching_cases`)."""
+
+    name: str
+    """``touching/<plate>/<object>+<object>``."""
+    image: np.ndarray
+    """``(h, w, 3) uint8``."""
+    plate: np.ndarray
+    """``(h, w, 3) uint8``: the table without either object."""
+    masks: tuple[np.ndarray, np.ndarray]
+    """``(h, w) bool`` each object's visible pixels."""
+    clicks: tuple[tuple[float, float], tuple[float, float]]
+    """A click inside each object (x, y)."""
+
+
+def touching_case(data: Path, plate_name: str, plate: np.ndarray, objs: tuple[str, str], seed: int,
+                  backend: str = "auto") -> TouchingCase | None:
+    """Two objects side by side on ``plate``, touching or overlapping by up to 15 % of the narrower one's width,
+    their bases up to 15 % of the first one's height apart in depth; ``None`` when one of them ends up hidden."""
+    rng = np.random.default_rng(seed)
+    H, W = plate.shape[:2]
+    sprites = []
+    for obj in objs:
+        path, up, spec = OBJECTS[obj]
+        el = rng.uniform(np.radians(20), np.radians(65))
+        light = np.array([rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(0.4, 1.2)])
+        rgb, alpha, base_row = render_sprite(load_object(str(data / path), up), rng.uniform(0, 2 * np.pi), el,
+                                             light / np.linalg.norm(light), spec, backend=backend)
+        sprites.append(_fit_sprite(rgb, alpha, base_row, rng.uniform(0.09, 0.22) * H))
+    (ha, wa), (hb, wb) = sprites[0][1].shape, sprites[1][1].shape
+    xa, ya = _placement(plate, rng, ha, wa + wb)
+    side = rng.choice([-1, 1])
+    xb = xa + side * ((wa + wb) / 2 + rng.uniform(-0.15, 0.05) * min(wa, wb))
+    yb = ya + rng.uniform(-0.15, 0.15) * ha
+    places = [(xa, ya), (int(np.clip(round(xb), wb // 2 + 2, W - wb // 2 - 2)), int(np.clip(round(yb), hb + 2, H - 2)))]
+    image, covs = plate, [None, None]
+    for i in sorted((0, 1), key=lambda k: places[k][1]):  # the farther base first
+        out, cov, _ = composite(image, *sprites[i], *places[i], Look.sample(rng))
+        image, covs[i] = np.clip(np.rint(out * 255), 0, 255).astype(np.uint8), cov >= 0.5
+    masks = (covs[0] & ~covs[1], covs[1]) if places[1][1] >= places[0][1] else (covs[0], covs[1] & ~covs[0])
+    if not (masks[0].any() and masks[1].any()):
+        return None
+    image = camera_effect(image.astype(np.float32) / 255.0, "base", rng)
+    return TouchingCase(f"touching/{plate_name}/{objs[0]}+{objs[1]}", image, plate, masks,
+                        (sample_click(masks[0], rng), sample_click(masks[1], rng)))
+
+
+def touching_cases(data: Path, seed: int = 0, backend: str = "auto") -> list[TouchingCase]:
+    """One :func:`touching_case` per real plate in ``data``, the pair of objects cycling with the plate and seed."""
+    data = Path(data)
+    objs = [o for o in OBJECTS if (data / OBJECTS[o][0]).is_file()]
+    if len(objs) < 2:
+        return []
+    out = []
+    for pi, (name, plate) in enumerate(plates(data).items()):
+        k = seed * 7 + pi
+        pair = (objs[k % len(objs)], objs[(k + 1 + (k // len(objs)) % (len(objs) - 1)) % len(objs)])
+        case = touching_case(data, name, plate, pair, seed * 100003 + 50000 + pi, backend)
+        if case is not None:
+            out.append(case)
+    return out
 
 
 # -- data-free cases -------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ import numpy as np
 
 from real2sim.core.errors import SegmentationError, UnknownNameError
 from real2sim.core.imaging import component_at, fill_holes, iou
+from real2sim.segmentation.touching import cut_at_negatives
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +261,9 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
     ``plate_known``: optional ``(h, w) bool``, where some frame showed the plate's background (False where the
     plate was inpainted: a guess, so a difference to it says nothing). A plate mask is cut at the unknown pixels
     (it leaked there into whatever the inpainting got wrong); a prompt on them (an object that never moved: its
-    place was never seen) is segmented without the plate under ``auto``."""
+    place was never seen) is segmented without the plate under ``auto``. A mask that holds or reaches a negative
+    click is cut between it and the positive ones (:mod:`segmentation.touching`: two objects touching; the
+    ``difference`` backend does it on its change region itself); ``details["negatives_cut"]`` says so."""
     image = _as_rgb_u8(image, "image")
     check_exposure(image, name)
     if plate is not None:
@@ -292,6 +295,9 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
         unchanged = True
         res = _run(resolve_backend("auto", None), image, prompt, plate)
         res.details["fallback"] = "nothing differs from the plate at the prompt"
+    if prompt.negatives and not res.details.get("negatives_cut"):
+        res.mask, cut = cut_at_negatives(image, res.mask, prompt.positives, prompt.negatives)
+        res.details["negatives_cut"] = cut
     return _checked(res, image, prompt, name, unchanged)
 
 

@@ -53,6 +53,7 @@ from real2sim.core.imaging import (
     iou,
 )
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError, upsample_mask, work_size_prompt
+from real2sim.segmentation.touching import split_at_negatives
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,9 @@ class DifferenceConfig:
     """Gaussian window over which the texture test's residual energy is averaged (fraction of ``sqrt(h * w)``)."""
     exposure: bool = True
     """Match the plate to the frame's exposure first (robust per-channel gain and offset)."""
+    split_iterations: int = 3
+    """GrabCut iterations of :func:`segmentation.touching.split_at_negatives` (a negative click on the change the positive one is on: two
+    objects touching, both absent from the plate); 0 = remove that change whole, as a negative click off it does."""
     extra: dict = field(default_factory=dict)
 
 
@@ -728,18 +732,20 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         mask = _refine_outline(mask, ch, cfg, pos)
         if cfg.unmix:
             mask = _refine_unmix(mask, ch, cfg, pos)
-    for x, y in prompt.negatives:  # a negative click removes the component under it
-        mask &= ~component_at(mask, [(x, y)], radius=0)
+    mask = split_at_negatives(image, mask, pos, prompt.negatives, rad, cfg.split_iterations)
     # shadow: darkening explained by shading, touching the object, outside it
     near = dilate(mask, max(2, int(round(0.15 * np.sqrt(max(1, mask.sum())))))) & ~mask
     # seeds: per-pixel or pooled shadow evidence (a faint shadow in a noisy frame); growth: per-pixel only
     seeds = ch.shadow if ch.shadow_pooled is None else np.maximum(ch.shadow, ch.shadow_pooled)
     sh = _hysteresis((ch.shadow > cfg.k_low) & ~mask, (seeds > cfg.k_high) & near)
     sh = _shadow_core(sh, ch, cfg, mask, near)
-    conf = _confidence(ch, mask, cfg, lambda a, b: _clean(region(a, b), cfg, pos, ch.shadow > a))
+    conf = _confidence(ch, mask, cfg, lambda a, b: split_at_negatives(
+        image, _clean(region(a, b), cfg, pos, ch.shadow > a), pos, prompt.negatives, rad, cfg.split_iterations))
     details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
     if note:
         details["note"] = note
+    if prompt.negatives:
+        details["negatives_cut"] = True
     return MaskResult(mask, conf, shadow=sh, details=details)
 
 

@@ -182,6 +182,7 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
         outputs, areas, flags, per_entity, states = [], {}, {}, {}, {}
         prompted, results = {}, {}
         for ent, (f, p) in norm.items():
+            p = with_others_as_negatives(p, [q for e, (g, q) in norm.items() if e != ent and g == f])
             res = segment_result(frames[f], p, plate=plate, backend=backend,
                                  name=f"frame {f} ({cap.frames[f].image}), entity '{ent}'", plate_known=known)
             if not res.mask.any():
@@ -251,6 +252,30 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
         return outputs, metrics, f"{len(per_entity)} entities segmented with {used}"
 
     return run_stage(bundle, "segment", input_hash, config, run, force=force)
+
+
+def with_others_as_negatives(prompt: Prompt, others: list[Prompt]) -> Prompt:
+    """``prompt`` with the positive clicks of the other entities prompted on the same frame added as negative
+    clicks: those pixels are another object, so two objects that touch (a can in a bowl, a carrot on a dish) are
+    cut apart instead of one mask holding both. The prompt as given is what ``masks/prompts.json`` records."""
+    extra = [pt for q in others for pt in q.positives if pt not in prompt.points]
+    if not extra:
+        return prompt
+    return Prompt(prompt.points + extra, prompt.labels + [0] * len(extra), prompt.box)
+
+
+def stored_prompts_on_frame(bundle, frame: int, leave_out: str) -> list[Prompt]:
+    """The prompts ``masks/prompts.json`` records on ``frame`` for every entity but ``leave_out`` (for
+    :func:`with_others_as_negatives` when one entity is prompted again, as on the review page)."""
+    import json
+
+    path = bundle.root / "masks" / "prompts.json"
+    try:
+        stored = json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError as exc:
+        raise SegmentationError(f"{path}: invalid JSON ({exc.msg}); fix it or delete it and prompt the entities again") from exc
+    return [Prompt.from_dict(spec.get("prompt", spec)) for e, spec in stored.items()
+            if e != leave_out and isinstance(spec, dict) and int(spec.get("frame", 0)) == frame]
 
 
 def _read_frames(bundle, cap) -> np.ndarray:

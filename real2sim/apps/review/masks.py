@@ -15,7 +15,7 @@ from real2sim.apps.review.preview import read_rgb, real_image
 from real2sim.apps.review.versions import EditError
 from real2sim.core.bundle import Bundle
 from real2sim.core.manifest import MASK_STATES_AT_POSE
-from real2sim.segmentation.stage import bundle_plate
+from real2sim.segmentation.stage import bundle_plate, stored_prompts_on_frame, with_others_as_negatives
 
 CLICK_MODES = ["object point", "background point", "box corner"]
 
@@ -55,6 +55,7 @@ def resegment(bundle: Bundle, frame: int, oid: str, clicks: dict, backend: str) 
         raise EditError(note)
     plate, known = bundle_plate(bundle)
     prompt = seg.Prompt(points=[tuple(p) for p in clicks["points"]], labels=list(clicks["labels"]), box=click_box(clicks))
+    prompt = with_others_as_negatives(prompt, stored_prompts_on_frame(bundle, frame, oid))  # touching objects part
     out = seg.segment(real, prompt, plate=plate, backend=backend or "auto", plate_known=known)
     mask = np.asarray(getattr(out, "mask", out)).astype(bool)
     if mask.shape != real.shape[:2] or not mask.any():
