@@ -480,3 +480,21 @@ def test_stage_cuts_each_prompted_object_from_the_others_on_its_frame(tmp_path):
     assert not (masks["can"] & masks["box"]).any()
     prompts = json.loads((b.root / "masks" / "prompts.json").read_text())
     assert prompts["can"]["prompt"]["labels"] == [1], "the prompt is recorded as given"
+
+
+@pytest.mark.parametrize("scale", [1, 4])
+def test_a_one_click_mask_reaching_the_other_click_is_cut_there(scale):
+    """Without a plate (GrabCut keeps only a disk at a negative click out), also on a frame over the working size."""
+    import cv2
+
+    from real2sim.segmentation import segment_result
+
+    image, _, can, box, on_can, on_box = _touching_pair()
+    image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+    can, box = (cv2.resize(m.astype(np.uint8), None, fx=scale, fy=scale, interpolation=cv2.INTER_NEAREST) > 0
+                for m in (can, box))
+    mine, other = (on_can[0] * scale, on_can[1] * scale), (on_box[0] * scale, on_box[1] * scale)
+    alone = segment_result(image, Prompt([mine]), backend="grabcut").mask
+    assert (alone & box).sum() > 0.9 * box.sum(), "premise: one click alone takes the box too"
+    res = segment_result(image, Prompt([mine, other], [1, 0]), backend="grabcut")
+    assert res.details["negatives_cut"] and iou(res.mask, can) > 0.95 and not (res.mask & box).sum() > 0.02 * box.sum()

@@ -15,6 +15,8 @@ from real2sim.core.imaging import component_at, dilate
 NEAR_FRAC = 0.02
 """A mask that comes this close to a negative click (fraction of ``sqrt(h * w)``, twice over) reaches the object
 clicked there (:func:`cut_at_negatives`)."""
+WORK_PX = 640 * 512
+"""Larger frames are cut at this many pixels (as the backends segment them)."""
 
 
 def split_at_negatives(image: np.ndarray, mask: np.ndarray, positives, negatives, radius: int,
@@ -85,14 +87,31 @@ def _split_between(image: np.ndarray, region: np.ndarray, positives, negatives, 
     return out
 
 
-def cut_at_negatives(image: np.ndarray, mask: np.ndarray, positives, negatives) -> tuple[np.ndarray, bool]:
+def cut_at_negatives(image: np.ndarray, mask: np.ndarray, positives, negatives,
+                     work_px: int = WORK_PX) -> tuple[np.ndarray, bool]:
     """Any backend's mask (``(h, w) bool``) cut at the negative clicks it holds or comes within twice
     :data:`NEAR_FRAC` of (GrabCut keeps a disk at a negative click out, not the rest of that object): the disk put
-    back and the whole cut by :func:`split_at_negatives`. Returns the mask and whether it was cut."""
+    back and the whole cut by :func:`split_at_negatives`. Frames over ``work_px`` pixels are cut at that many (the
+    mask's own outline stays at full resolution; only the cut between the objects is the working size's).
+    Returns the mask and whether it was cut."""
+    import cv2
+
     h, w = mask.shape
     r = max(2, int(round(NEAR_FRAC * np.sqrt(h * w))))
     near = [p for p in negatives if (disks(mask.shape, [p], 2 * r) & mask).any()]
     if not near or not positives or not mask.any():
         return mask, False
-    out = split_at_negatives(image, mask | disks(mask.shape, near, r), positives, near, r)
+    whole = mask | disks(mask.shape, near, r)
+    if work_px and h * w > work_px:
+        s = np.sqrt(work_px / (h * w))
+        size = (max(1, int(round(w * s))), max(1, int(round(h * s))))
+        fx, fy = size[0] / w, size[1] / h
+        at = lambda pts: [((x + 0.5) * fx - 0.5, (y + 0.5) * fy - 0.5) for x, y in pts]  # noqa: E731
+        small = cv2.resize(whole.astype(np.float32), size, interpolation=cv2.INTER_AREA) >= 0.5
+        cut = split_at_negatives(cv2.resize(image, size, interpolation=cv2.INTER_AREA), small, at(positives),
+                                 at(near), max(2, int(round(r * s))))
+        kept = cv2.resize(cut.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR) >= 0.5
+        out = component_at(mask & kept, positives, radius=r)
+    else:
+        out = split_at_negatives(image, whole, positives, near, r) & mask
     return out, not np.array_equal(out, mask)
