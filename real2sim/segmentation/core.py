@@ -32,7 +32,6 @@ import numpy as np
 
 from real2sim.core.errors import SegmentationError, UnknownNameError
 from real2sim.core.imaging import component_at, fill_holes, iou
-from real2sim.segmentation.touching import cut_at_negatives
 
 log = logging.getLogger(__name__)
 
@@ -296,6 +295,8 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
         res = _run(resolve_backend("auto", None), image, prompt, plate)
         res.details["fallback"] = "nothing differs from the plate at the prompt"
     if prompt.negatives and not res.details.get("negatives_cut"):
+        from real2sim.segmentation.touching import cut_at_negatives  # it builds on this module
+
         res.mask, cut = cut_at_negatives(image, res.mask, prompt.positives, prompt.negatives)
         res.details["negatives_cut"] = cut
     return _checked(res, image, prompt, name, unchanged)

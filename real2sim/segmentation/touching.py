@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from real2sim.core.imaging import component_at, dilate
+from real2sim.segmentation.core import Prompt, upsample_mask, work_size_prompt
 
 NEAR_FRAC = 0.02
 """A mask that comes this close to a negative click (fraction of ``sqrt(h * w)``, twice over) reaches the object
@@ -26,12 +27,11 @@ def split_at_negatives(image: np.ndarray, mask: np.ndarray, positives, negatives
     bowl, a carrot on a dish) is cut between them: a watershed on the image's colour edges from disks of
     ``radius`` at the clicks gives the first cut, then ``iterations`` of GrabCut inside that change (outside it:
     background) move it to where the two objects' colours part; the piece at the positive clicks is kept."""
-    h, w = mask.shape
-    on = [(x, y) for x, y in negatives if mask[min(max(int(round(y)), 0), h - 1), min(max(int(round(x)), 0), w - 1)]]
+    on = [p for p in negatives if _at(mask, p)]
     if not on or not mask.any():
         return mask
     joint = component_at(mask, positives, radius=0) if positives else np.zeros_like(mask)
-    shared = [(x, y) for x, y in on if joint[min(max(int(round(y)), 0), h - 1), min(max(int(round(x)), 0), w - 1)]]
+    shared = [p for p in on if _at(joint, p)]
     alone = [p for p in on if p not in shared]
     if alone:
         mask = mask & ~component_at(mask, alone, radius=0)
@@ -43,6 +43,12 @@ def split_at_negatives(image: np.ndarray, mask: np.ndarray, positives, negatives
     r = int(max(1, min(radius, 0.4 * gap)))
     part = _split_between(image, joint, positives, shared, r, iterations)
     return (mask & ~joint) | component_at(part, positives, radius=r)
+
+
+def _at(mask: np.ndarray, point) -> bool:
+    """``mask`` at the pixel of ``point`` (x, y), clamped into the image."""
+    h, w = mask.shape
+    return bool(mask[min(max(int(round(point[1])), 0), h - 1), min(max(int(round(point[0])), 0), w - 1)])
 
 
 def disks(shape: tuple[int, int], points, r: int) -> np.ndarray:
@@ -103,15 +109,11 @@ def cut_at_negatives(image: np.ndarray, mask: np.ndarray, positives, negatives,
         return mask, False
     whole = mask | disks(mask.shape, near, r)
     if work_px and h * w > work_px:
-        s = np.sqrt(work_px / (h * w))
-        size = (max(1, int(round(w * s))), max(1, int(round(h * s))))
-        fx, fy = size[0] / w, size[1] / h
-        at = lambda pts: [((x + 0.5) * fx - 0.5, (y + 0.5) * fy - 0.5) for x, y in pts]  # noqa: E731
-        small = cv2.resize(whole.astype(np.float32), size, interpolation=cv2.INTER_AREA) >= 0.5
-        cut = split_at_negatives(cv2.resize(image, size, interpolation=cv2.INTER_AREA), small, at(positives),
-                                 at(near), max(2, int(round(r * s))))
-        kept = cv2.resize(cut.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR) >= 0.5
-        out = component_at(mask & kept, positives, radius=r)
+        size, small, scale = work_size_prompt((h, w), work_px, Prompt([*positives, *near], [1] * len(positives) + [0] * len(near)))
+        cut = split_at_negatives(cv2.resize(image, size, interpolation=cv2.INTER_AREA),
+                                 cv2.resize(whole.astype(np.float32), size, interpolation=cv2.INTER_AREA) >= 0.5,
+                                 small.positives, small.negatives, max(2, int(round(r / scale))))
+        out = component_at(mask & upsample_mask(cut, (h, w)), positives, radius=r)
     else:
         out = split_at_negatives(image, whole, positives, near, r) & mask
     return out, not np.array_equal(out, mask)
