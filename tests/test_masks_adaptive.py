@@ -498,3 +498,12 @@ def test_a_one_click_mask_reaching_the_other_click_is_cut_there(scale):
     assert (alone & box).sum() > 0.9 * box.sum(), "premise: one click alone takes the box too"
     res = segment_result(image, Prompt([mine, other], [1, 0]), backend="grabcut")
     assert res.details["negatives_cut"] and iou(res.mask, can) > 0.95 and not (res.mask & box).sum() > 0.02 * box.sum()
+
+
+def test_a_box_prompt_keeps_its_mask_when_another_entity_is_clicked_inside_it():
+    from real2sim.segmentation.stage import with_others_as_negatives
+
+    box_only = Prompt(box=(10.0, 10.0, 90.0, 90.0))
+    assert with_others_as_negatives(box_only, [Prompt([(50.0, 50.0)])]) is box_only
+    clicked = with_others_as_negatives(Prompt([(20.0, 20.0)]), [Prompt([(50.0, 50.0)]), Prompt([(20.0, 20.0)])])
+    assert clicked.points == [(20.0, 20.0), (50.0, 50.0)] and clicked.labels == [1, 0]

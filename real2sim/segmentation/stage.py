@@ -257,9 +257,11 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
 def with_others_as_negatives(prompt: Prompt, others: list[Prompt]) -> Prompt:
     """``prompt`` with the positive clicks of the other entities prompted on the same frame added as negative
     clicks: those pixels are another object, so two objects that touch (a can in a bowl, a carrot on a dish) are
-    cut apart instead of one mask holding both. The prompt as given is what ``masks/prompts.json`` records."""
+    cut apart instead of one mask holding both. The prompt as given is what ``masks/prompts.json`` records. A prompt
+    without a positive click (a box alone) is left as it is: the cut needs a click on each side, and a negative
+    click on the change a box holds removes that change whole."""
     extra = [pt for q in others for pt in q.positives if pt not in prompt.points]
-    if not extra:
+    if not extra or not prompt.positives:
         return prompt
     return Prompt(prompt.points + extra, prompt.labels + [0] * len(extra), prompt.box)
 
