@@ -480,6 +480,8 @@ def test_stage_cuts_each_prompted_object_from_the_others_on_its_frame(tmp_path):
     assert not (masks["can"] & masks["box"]).any()
     prompts = json.loads((b.root / "masks" / "prompts.json").read_text())
     assert prompts["can"]["prompt"]["labels"] == [1], "the prompt is recorded as given"
+    rep = json.loads((b.root / "reports" / "segment.json").read_text())
+    assert rep["entities"]["can"]["cut_from"] == ["box"] and rep["entities"]["box"]["cut_from"] == ["can"]
 
 
 @pytest.mark.parametrize("scale", [1, 4])

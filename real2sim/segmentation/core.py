@@ -262,7 +262,7 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
     (it leaked there into whatever the inpainting got wrong); a prompt on them (an object that never moved: its
     place was never seen) is segmented without the plate under ``auto``. A mask that holds or reaches a negative
     click is cut between it and the positive ones (:mod:`segmentation.touching`: two objects touching; the
-    ``difference`` backend does it on its change region itself); ``details["negatives_cut"]`` says so."""
+    ``difference`` backend does it on its change region itself); ``details["negatives_cut"]`` says whether it did."""
     image = _as_rgb_u8(image, "image")
     check_exposure(image, name)
     if plate is not None:
@@ -294,7 +294,7 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
         unchanged = True
         res = _run(resolve_backend("auto", None), image, prompt, plate)
         res.details["fallback"] = "nothing differs from the plate at the prompt"
-    if prompt.negatives and not res.details.get("negatives_cut"):
+    if prompt.negatives and not res.details.get("negatives_handled"):
         from real2sim.segmentation.touching import cut_at_negatives  # it builds on this module
 
         res.mask, cut = cut_at_negatives(image, res.mask, prompt.positives, prompt.negatives)

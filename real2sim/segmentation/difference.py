@@ -732,6 +732,7 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         mask = _refine_outline(mask, ch, cfg, pos)
         if cfg.unmix:
             mask = _refine_unmix(mask, ch, cfg, pos)
+    before = mask
     mask = split_at_negatives(image, mask, pos, prompt.negatives, rad, cfg.split_iterations)
     # shadow: darkening explained by shading, touching the object, outside it
     near = dilate(mask, max(2, int(round(0.15 * np.sqrt(max(1, mask.sum())))))) & ~mask
@@ -744,8 +745,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
     if note:
         details["note"] = note
-    if prompt.negatives:
-        details["negatives_cut"] = True
+    if prompt.negatives:  # cut here, on the change region (segment_result leaves it)
+        details.update(negatives_handled=True, negatives_cut=not np.array_equal(mask, before))
     return MaskResult(mask, conf, shadow=sh, details=details)
 
 

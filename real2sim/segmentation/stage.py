@@ -181,14 +181,18 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
             used = "auto (difference, grabcut where the object is part of the plate)"
         outputs, areas, flags, per_entity, states = [], {}, {}, {}, {}
         prompted, results = {}, {}
+        cut_from = {}
         for ent, (f, p) in norm.items():
-            p = with_others_as_negatives(p, [q for e, (g, q) in norm.items() if e != ent and g == f])
+            others = {e: q for e, (g, q) in norm.items() if e != ent and g == f}
+            p = with_others_as_negatives(p, list(others.values()))
             res = segment_result(frames[f], p, plate=plate, backend=backend,
                                  name=f"frame {f} ({cap.frames[f].image}), entity '{ent}'", plate_known=known)
             if not res.mask.any():
                 raise SegmentationError(f"the prompt for '{ent}' on frame {f} ({cap.frames[f].image}) gave an empty mask; "
                                         "click inside the object or give a box")
             prompted[ent], results[ent] = res.mask, res
+            if res.details.get("negatives_cut") and others:
+                cut_from[ent] = sorted(e for e, q in others.items() if q.positives)
         moving = [e for e in norm if carry[e] and len(frames) > 1]
         if moving:
             tracks = propagate_many(frames, {e: prompted[e] for e in moving}, {e: norm[e][0] for e in moving}, pcfg)
@@ -233,7 +237,7 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
                        "confidence": round(results[e].confidence, 3),
                        "low_confidence": results[e].confidence < LOW_CONFIDENCE,
                        "mask_backend": results[e].backend, "mask_details": results[e].details,
-                       "shadow_mask": shadows.get(e)}
+                       "shadow_mask": shadows.get(e), "cut_from": cut_from.get(e, [])}
                    for e, v in areas.items()}
         for e, s in summary.items():
             if s["flagged_frames"]:
