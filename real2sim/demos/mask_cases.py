@@ -35,6 +35,9 @@ Sources:
   object's. The support is part of the plate (it is background to the object).
   ``closeup``: the object close to the camera, 45-75 % of the image's height (a cabinet or a bin in front of a
   Google Robot's camera, a pot in a close-up Bridge view): larger than every box a click's usual sizes try.
+  ``thin``: a long, thin object lying on the table (:func:`thin_object`: a metal, wooden or plastic spoon, a carrot,
+  a pen; procedural, flat-coloured), 15-40 % of the image's smaller side long, seen from any direction: a handle a
+  few pixels wide, as the Bridge tasks' spoons and carrots are.
 - :func:`touching_cases`: two objects touching, neither in the plate (a can against a cube, an apple beside a
   can: both clicked, as ``init --prompts`` does for each object of a cluttered table), one per real plate; the
   nearer one occludes the farther one; ground truth per object = its visible coverage >= 0.5.
@@ -59,7 +62,7 @@ from real2sim.render.raster import rasterize
 log = logging.getLogger(__name__)
 
 FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg", "textured",
-            "support", "closeup")
+            "support", "closeup", "thin")
 """Synthetic case families (see the module docstring)."""
 
 OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
@@ -580,6 +583,38 @@ def plates(data: Path) -> dict[str, np.ndarray]:
     return out
 
 
+THIN = ("spoon", "carrot", "marker")
+"""Objects of the ``thin`` family (:func:`thin_object`)."""
+
+
+def thin_object(kind: str, rng: np.random.Generator) -> tuple[tuple[_Part, ...], float]:
+    """A procedural long, thin object (``kind`` in :data:`THIN`) as flat-coloured parts in a z-up frame centred on
+    its base, and its specular strength: a spoon of steel, wood or coloured plastic, an orange carrot, a pen of any
+    colour."""
+    import trimesh
+
+    from real2sim.demos import shapes
+
+    if kind == "spoon":
+        v, f = shapes.spoon(length=rng.uniform(0.14, 0.2), bowl=rng.uniform(0.04, 0.055), seed=int(rng.integers(1000)))
+        material = int(rng.integers(3))
+        colour = ([0.72, 0.73, 0.76], [0.62, 0.44, 0.27], list(rng.uniform(0.1, 0.9, 3)))[material]
+        spec = (0.8, 0.05, 0.3)[material]
+    elif kind == "carrot":
+        v, f = shapes.carrot(length=rng.uniform(0.12, 0.2), radius=rng.uniform(0.012, 0.02),
+                             seed=int(rng.integers(1000)))
+        colour, spec = [0.92, 0.42, 0.08], 0.15
+    elif kind == "marker":
+        v, f = shapes.marker(length=rng.uniform(0.12, 0.16), radius=rng.uniform(0.005, 0.009))
+        colour, spec = list(rng.uniform(0.05, 0.95, 3)), 0.35
+    else:
+        raise ValueError(f"unknown thin object {kind!r}; one of {', '.join(THIN)}")
+    lo, hi = v.min(0), v.max(0)
+    v = v - [(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, lo[2]]
+    n = np.asarray(trimesh.Trimesh(v, f, process=False).vertex_normals, float)
+    return (_Part(v, f, n, None, None, np.asarray(colour, np.float32)),), spec
+
+
 def _placement(plate: np.ndarray, rng: np.random.Generator, height_px: float, width_px: float) -> tuple[int, int]:
     """Base centre (x, y) on the lower part of the image (tables and floors), fully inside it."""
     H, W = plate.shape[:2]
@@ -592,8 +627,12 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
                    backend: str = "auto") -> MaskCase:
     """One synthetic case (see the module docstring)."""
     rng = np.random.default_rng(seed)
-    path, up, spec = OBJECTS[obj]
-    parts = load_object(str(data / path), up)
+    if family == "thin":
+        obj = THIN[seed % len(THIN)]
+        parts, spec = thin_object(obj, rng)
+    else:
+        path, up, spec = OBJECTS[obj]
+        parts = load_object(str(data / path), up)
     el = rng.uniform(np.radians(20), np.radians(65))
     light = np.array([rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(0.4, 1.2)])
     light /= np.linalg.norm(light)
@@ -603,6 +642,10 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
         plate = textured_plate(plate, rng, TEXTURES[seed % len(TEXTURES)])
     H, W = plate.shape[:2]
     height = rng.uniform(0.45, 0.75) if family == "closeup" else rng.uniform(0.09, 0.22)
+    if family == "thin":  # its length, whichever way it lies in the image
+        ys, xs = np.nonzero(alpha > 0.01)
+        extent = max(np.ptp(ys), np.ptp(xs)) + 1
+        height = rng.uniform(0.15, 0.4) * min(H, W) / H * (np.ptp(ys) + 1) / extent
     rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, height * H)
     if alpha.shape[1] > 0.9 * W:  # a wide object (a lying can) close up: as wide as fits
         rgb, alpha, base_row = _fit_sprite(rgb, alpha, base_row, alpha.shape[0] * 0.9 * W / alpha.shape[1])

@@ -8,7 +8,9 @@ with its own (arbitrary) object frame, deterministic for a given ``seed``:
 - :func:`plate`: a shallow dish (flat, rotationally symmetric);
 - :func:`can`: a cylinder (symmetric about its axis; two resting families: upright and on its side);
 - :func:`mug`: a cylinder with a handle (non-convex, one visible feature breaks the symmetry);
-- :func:`wedge`: a flat, irregular slab (sponge-like, few distinct sides).
+- :func:`wedge`: a flat, irregular slab (sponge-like, few distinct sides);
+- :func:`spoon`: a shallow oval bowl on a long, flat, thin handle (lying on its back);
+- :func:`marker`: a capsule-ended pen (a long thin cylinder).
 """
 from __future__ import annotations
 
@@ -122,6 +124,45 @@ def wedge(size=(0.09, 0.06, 0.025), slope: float = 0.4, seed: int = 1):
                   [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]])
     v, f = _outward(v, f)
     return _subdivide(v, f, 3)
+
+
+def _along_x(centres_x: np.ndarray, half_width: np.ndarray, half_height: np.ndarray, z: np.ndarray, m: int = 20):
+    """A straight tube along +X with elliptic rings: ring ``i`` at ``(centres_x[i], 0, z[i])`` with half-axes
+    ``half_width[i]`` (Y) and ``half_height[i]`` (Z)."""
+    n = len(centres_x)
+    centres = np.stack([centres_x, np.zeros(n), z], 1)
+    frames = np.tile(np.array([[[0, 1.0, 0], [0, 0, 1.0]]]), (n, 1, 1))
+    ang = 2 * np.pi * np.arange(m) / m
+    # an ellipse as a radius per angle of the ring
+    radii = 1 / np.sqrt((np.cos(ang)[None] / half_width[:, None]) ** 2 + (np.sin(ang)[None] / half_height[:, None]) ** 2)
+    return _tube(centres, frames, radii)
+
+
+def spoon(length: float = 0.17, bowl: float = 0.045, seed: int = 0):
+    """A spoon lying on its back: an oval bowl ``bowl`` long (0.55x as wide, a quarter as deep) joined to a flat
+    handle ``length - bowl`` long, 6-9 mm wide and 2 mm thick that rises a little towards its end."""
+    rng = np.random.default_rng(seed)
+    n = 48
+    t = np.linspace(0, 1, n)
+    x = length * t
+    in_bowl = x < bowl
+    u = np.clip(x / bowl, 0, 1)
+    bw = np.where(in_bowl, 0.55 * bowl / 2 * np.sqrt(np.clip(1 - (2 * u - 1) ** 2, 0.02, 1)), 0.0)
+    hw = 0.003 + 0.0015 * rng.uniform(0.5, 1) * (x - bowl) / max(length - bowl, 1e-6)
+    half_w = np.maximum(bw, np.where(in_bowl, 0, hw))
+    half_w[0] = half_w[-1] = 1e-4
+    half_h = np.where(in_bowl, np.maximum(bw * 0.45, 0.001), 0.001)
+    z = np.where(in_bowl, half_h, 0.004 + 0.012 * np.clip((x - bowl) / (length - bowl), 0, 1) ** 1.5)
+    return _along_x(x - length / 2, half_w, half_h, z)
+
+
+def marker(length: float = 0.14, radius: float = 0.008):
+    """A pen: a cylinder with rounded ends lying along X."""
+    n = 40
+    t = np.linspace(0, 1, n)
+    end = np.minimum(t, 1 - t) * length / radius  # distance from the nearer end in radii
+    r = radius * np.sqrt(np.clip(1 - np.clip(1 - end, 0, 1) ** 2, 1e-4, 1))
+    return _along_x(length * (t - 0.5), r, r, np.full(n, radius))
 
 
 def _subdivide(v, f, times: int):
