@@ -5,7 +5,8 @@ the 13 real plates with cast shadows, per family: base, exposure, noise, blur, j
 1280x720, lowcontrast, misreg: the plate handed over misregistered by 0.5-2 px, rotated, scaled, locally displaced,
 at another exposure; textured: the object on a procedural ChArUco board, checkerboard, plaid or dotted cloth
 or wood grain laid on the plate's table; support: the object on a towel, cloth, board or dish; closeup: the object
-45-75 % of the image's height). Per family and overall: mean / min IoU with the ground truth of
+45-75 % of the image's height; thin: a procedural spoon, carrot or pen lying on the table). Per family and
+overall: mean / min IoU with the ground truth of
 
 - ``plate: adaptive``: :func:`real2sim.segmentation.difference_layers` with the case's plate (perfect, but for the
   real photo's person-made plate and the misreg family; the default with a plate);

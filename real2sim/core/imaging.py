@@ -155,6 +155,11 @@ def mask_box(mask: np.ndarray, pad: int = 0) -> tuple[slice, slice] | None:
             slice(max(0, int(cols[0]) - pad), min(w, int(cols[-1]) + pad + 1)))
 
 
+def border_run(m: np.ndarray) -> float:
+    """Largest fraction of one image side that the ``(h, w) bool`` mask ``m`` runs along."""
+    return float(max(m[0].mean(), m[-1].mean(), m[:, 0].mean(), m[:, -1].mean()))
+
+
 def median_rows(x: np.ndarray) -> np.ndarray:
     """``np.median(x, axis=0)`` of an ``(n,)`` or ``(n, c)`` array without NaN, n >= 1: the same values (the
     middle order statistic, or the mean of the two middle ones) by one ``np.partition`` per channel, contiguous:

@@ -60,8 +60,19 @@ from functools import cached_property
 
 import numpy as np
 
-from real2sim.core.imaging import MaskOverlaps, component_at, disk, fill_holes, iou, mask_box, median_rows, solidity
+from real2sim.core.imaging import (
+    MaskOverlaps,
+    border_run,
+    component_at,
+    disk,
+    fill_holes,
+    iou,
+    mask_box,
+    median_rows,
+    solidity,
+)
 from real2sim.segmentation.colour import refine_edges
+from real2sim.segmentation.continuation import continue_past_cuts
 from real2sim.segmentation.core import (
     LOW_CONFIDENCE,
     MaskResult,
@@ -229,6 +240,14 @@ class GrabCutConfig:
     support_split: bool = True
     """A mask that took along what the object stands on (a pot and its towel) is cut to the object under the click
     (:func:`real2sim.segmentation.support.without_support`)."""
+    continue_cuts: bool = True
+    """A mask taken that ends in a straight cut where a box's side was (a spoon, a carrot or a pen longer than the
+    box) is continued past the cut (:func:`real2sim.segmentation.continuation.continue_past_cuts`)."""
+    cut_ratio: float = 0.5
+    """A side of the mask's box is a cut when its extreme row or column holds at least this fraction of the pixels
+    3 px inside (a rounded end holds far fewer)."""
+    continue_steps: int = 3
+    """At most this many continuations (each grows the box by the mask's longer side)."""
     work_px: int = 640 * 512
     """Frames with more pixels are segmented at this many (resampled by area: the size the method was tuned at;
     its lengths are fractions of the image) and the mask's outline is placed again against the full-size frame;
@@ -521,12 +540,7 @@ def _finish(mask_c: np.ndarray, clicks_c, lab_c, cfg: GrabCutConfig):
 
 def legacy_too_big(m: np.ndarray) -> bool:
     """A legacy mask over a third of the image or along an image side is the background."""
-    return float(m.mean()) > 0.33 or _border_run(m) > 0.35
-
-
-def _border_run(m: np.ndarray) -> float:
-    """Largest fraction of one image side that ``m`` runs along."""
-    return float(max(m[0].mean(), m[-1].mean(), m[:, 0].mean(), m[:, -1].mean()))
+    return float(m.mean()) > 0.33 or border_run(m) > 0.35
 
 
 def _largest(m: np.ndarray) -> np.ndarray:
@@ -719,7 +733,7 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         stabs = [max(pair[i - 1] if i > 0 else 0.0, pair[i] if i < len(pair) else 0.0) for i in range(len(full))]
         for i, (m, sh, touch, crop, lab, r) in enumerate(tried):  # a mask filling its box, or the image's
             inside = (min(w, cx + r) - max(0, cx - r)) * (min(h, cy + r) - max(0, cy - r))  # edges, is background
-            if ov.area(full[i]) > cfg.max_box_fill * max(inside, 1.0) or _border_run(full[i]) > cfg.max_border_run:
+            if ov.area(full[i]) > cfg.max_box_fill * max(inside, 1.0) or border_run(full[i]) > cfg.max_border_run:
                 ok[i] = False
         sol = [solidity(f) for f in full]
         con = [_contrast(t[4], t[0]) for t in tried]
@@ -768,9 +782,15 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         if alone is not None:
             support["removed_px"] = int((mask & ~alone).sum())
             mask = alone
+    continued: list[str] = []
+    if cfg.continue_cuts:
+        mask, continued = continue_past_cuts(image, mask, pos, cfg.cut_ratio, cfg.continue_steps,
+                                             max_border_run=cfg.max_border_run, seed=cfg.seed)
+        shadow = shadow & ~mask if shadow is not None else None
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried), **pre, **({"support": support} if support else {}),
-               **({"part_px": part_px} if part_px is not None else {})}
+               **({"part_px": part_px} if part_px is not None else {}),
+               **({"continued_past": continued} if continued else {})}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
 
@@ -839,7 +859,7 @@ def _large_masks(image: np.ndarray, click, scales, min_solidity: float, cfg: Gra
         masks = [cut(s) for s in scales]
     out = []
     for m in masks:
-        if not (m.sum() < 20 or m.mean() > cfg.large_max_frac or _border_run(m) > cfg.max_border_run
+        if not (m.sum() < 20 or m.mean() > cfg.large_max_frac or border_run(m) > cfg.max_border_run
                 or solidity(m) < min_solidity):
             out.append(m)
     return out
