@@ -148,10 +148,13 @@ def continue_past_cuts(image: np.ndarray, mask: np.ndarray, clicks, ratio: float
     Returns the mask and the sides it was continued past (empty: unchanged)."""
     import cv2
 
-    lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(np.float32)
+    lab = None  # only where a side ends straight
     done: list[str] = []
     for _ in range(steps):
-        sides = [s for s in cut_sides(mask, ratio) if continues(lab, mask, s)]
+        straight = cut_sides(mask, ratio)
+        if straight and lab is None:
+            lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(np.float32)
+        sides = [s for s in straight if continues(lab, mask, s)]
         if not sides:
             break
         box = _bounds(mask)

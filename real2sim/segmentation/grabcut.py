@@ -49,9 +49,10 @@ click on a large plain surface: a cabinet's top filling half the image) is repla
 surface", confidence kept under the review threshold). A sure mask large in the image (``whole_min_frac``) may be a part
 of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
 (``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
-(``details["picked"]`` "whole around"). Last, a mask that took along what the object stands on
+(``details["picked"]`` "whole around"). Then a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
-The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
+Last, a mask cut straight by a box's side (a spoon, a carrot or a pen longer than the box) is continued past the
+cut (:mod:`segmentation.continuation`; ``details["continued_past"]``). The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
 from __future__ import annotations
 
 import logging
