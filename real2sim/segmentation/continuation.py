@@ -5,8 +5,8 @@ thin object (a spoon, a carrot, a pen lying on the table) crosses every box that
 its mask then ends in a straight, axis-aligned cut where the box's side was. The box-touch test does not see it (a
 thin object covers a few percent of the box's border), so the cut mask can be the one taken.
 
-:func:`continue_past_cuts` finds such cuts on the mask taken (a side of the mask's bounding box covered about as
-densely on its extreme row or column as three pixels inside: a rounded or pointed end is not) where the pixels just
+:func:`continue_past_cuts` finds such cuts on the mask taken (a side of the mask's bounding box covered at least
+half as densely on its extreme row or column as three pixels inside: a rounded or pointed end is not) where the pixels just
 past the cut look like the mask there rather than like the table around the mask, and cuts again with GrabCut in a
 box grown past them, the mask as (sure, inside) foreground. Only what lies past the cut, within a band around it, is
 added: the rest of the mask does not change. Repeated while the grown mask is still cut, up to ``steps`` times.
@@ -69,7 +69,7 @@ def _past(lab: np.ndarray, mask: np.ndarray, box, side: str, step: int = 2) -> t
 
 def continues(lab: np.ndarray, mask: np.ndarray, side: str) -> bool:
     """Whether the object goes on past ``side``'s cut: most pixels just past it are nearer (Lab) the mask's mean
-    colour on the cut line than the mean colour of a ring 5-10 px around the mask (the table)."""
+    colour on the cut line than the mean colour of a ring 3-4 px around the mask (the table)."""
     import cv2
 
     box = _bounds(mask)
