@@ -200,6 +200,10 @@ class GrabCutConfig:
     """A part is replaced by a whole holding it only when the whole's colour separation from its ring is at least
     this fraction of the part's (a can stands apart from the table as its lid does from the can; clutter around a
     clicked object does not). 0: no such condition (``pick_score="image"`` only)."""
+    grown_over_speck: bool = True
+    """When every cue left the chosen size's speck (a mask no larger than the clicks' sure-foreground disks: a click
+    on a face or a half of an object larger than the usual boxes) in place, the best-scored size whose mask grew
+    past the disks is taken instead (a part or a leak; its confidence under the review threshold)."""
     large_scales: tuple[float, ...] = (0.4, 0.6)
     """Context boxes (half-size, fraction of the image's smaller side) tried only when the mask found is unsure
     (confidence under ``large_below``) and has no outline (outline edge, :func:`_outline_edge`, under
@@ -718,7 +722,7 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
     if pos:
         cx, cy = np.mean([p[0] for p in pos]), np.mean([p[1] for p in pos])
         spread = max([abs(p[0] - cx) for p in pos] + [abs(p[1] - cy) for p in pos])
-        full, ok, pair = [], [], []  # pair[i]: IoU of sizes i and i + 1
+        full, ok, pair, grew = [], [], [], []  # pair[i]: IoU of sizes i and i + 1
         for s in cfg.scales:
             r = s * S + spread
             box = (cx - r, cy - r, cx + r, cy + r)
@@ -726,6 +730,7 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
             tried.append((m, sh, touch, crop, lab, r))
             full.append(_to_image(m, crop, (h, w)))
             ok.append(found and touch <= cfg.touch_frac)
+            grew.append(found)
             if len(full) > 1:
                 pair.append(ov.iou(full[-1], full[-2]))
             k = cfg.early_exit
@@ -771,6 +776,12 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         if large is not None:
             mask, shadow, picked = large, np.zeros_like(large), "large surface"
             conf = min(conf * 2.0, LOW_CONFIDENCE - 0.01)  # one cue found it: better than the speck, still checked
+    if cfg.grown_over_speck and picked == "sizes" and not grew[chosen] and any(grew):
+        best = max((i for i in range(len(full)) if grew[i]), key=lambda i: (score[i], i))
+        mask = fill_holes(component_at(full[best], pos, radius=max(3, int(round(2 / tried[best][3].scale)))))
+        shadow = shadow & ~mask
+        conf = min(conf, LOW_CONFIDENCE - 0.01)
+        picked = "sizes, over a speck"
     part_px = None
     if picked != "large surface":
         around = _whole_around(frame, (cx, cy), mask, conf, cfg)
