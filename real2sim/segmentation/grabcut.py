@@ -72,6 +72,7 @@ from real2sim.core.imaging import (
     median_rows,
     solidity,
 )
+from real2sim.segmentation.below import BelowConfig, whole_below
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.continuation import continue_past_cuts
 from real2sim.segmentation.core import (
@@ -245,6 +246,9 @@ class GrabCutConfig:
     support_split: bool = True
     """A mask that took along what the object stands on (a pot and its towel) is cut to the object under the click
     (:func:`real2sim.segmentation.support.without_support`)."""
+    below: bool = True
+    """A mask of an object's top (a lid, a cube's top face) is continued down to the side the camera sees under it
+    (:func:`real2sim.segmentation.below.whole_below`)."""
     continue_cuts: bool = True
     """A mask taken that ends in a straight cut where a box's side was (a spoon, a carrot or a pen longer than the
     box) is continued past the cut (:func:`real2sim.segmentation.continuation.continue_past_cuts`)."""
@@ -788,6 +792,13 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         if around is not None:
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
             mask, shadow, picked = around, np.zeros_like(around), "whole around"
+    below_px = 0
+    if cfg.below and picked != "large surface":
+        down = whole_below(image, mask, pos, BelowConfig(seed=cfg.seed))
+        if down is not None:
+            below_px = int(np.count_nonzero(down & ~mask))
+            mask = down
+            shadow = shadow & ~mask if shadow is not None else None
     support = {}
     if cfg.support_split:
         alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
@@ -802,7 +813,8 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried), **pre, **({"support": support} if support else {}),
                **({"part_px": part_px} if part_px is not None else {}),
-               **({"continued_past": continued} if continued else {})}
+               **({"continued_past": continued} if continued else {}),
+               **({"below_px": below_px} if below_px else {})}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
 

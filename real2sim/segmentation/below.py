@@ -1,0 +1,124 @@
+"""A one-click mask of an object's top, continued down to the side the camera sees below it.
+
+A camera looking down at a table sees an object's top (a can's lid, a cube's top face, a bin's contents, a
+cabinet's top) above its side (the can's label, the cube's front faces, the bin's front, the drawers) in the image.
+A click on the top finds the top: its colour and outline are the clearest in the box around the click. The person
+meant the object.
+
+:func:`whole_below` cuts again with GrabCut in a box grown down from the mask (``reach`` times its height, a quarter
+of its width to each side), the mask as sure foreground, and keeps what it adds when the result looks like one
+object standing under its top: it adds ``min_growth`` to ``max_growth`` times the mask's area, the new pixels lie
+below the top's middle, no wider than ``max_widen`` times the top, the whole is compact (``min_solidity``) and ends
+inside the grown box (a mask reaching the box's bottom or sides ran into the table, not down an object's side).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from real2sim.core.imaging import component_at, erode, fill_holes, mask_box, solidity
+
+
+@dataclass(frozen=True)
+class BelowConfig:
+    reach: float = 2.5
+    """The box grows down by this many times the mask's height (at least half its width)."""
+    side: float = 0.25
+    """... and to each side by this fraction of the mask's width."""
+    min_growth: float = 1.5
+    """The whole is at least this many times the mask's area ..."""
+    max_growth: float = 5.0
+    """... and at most this many."""
+    max_widen: float = 1.4
+    """The whole's width over the mask's at most (a side under its top, not the table)."""
+    min_solidity: float = 0.97
+    """The whole's area over its convex hull's at least (one object)."""
+    max_touch: float = 0.05
+    """Fraction of the whole's outline on the grown box's bottom or sides at most (it ended inside the box)."""
+    seed: int = 0
+    """OpenCV's random state before the cut."""
+
+
+def _cut_down(image: np.ndarray, mask: np.ndarray, box, cfg: BelowConfig):
+    """GrabCut in the box ``(y0, y1, x0, x1)`` grown down and sideways, with a context of half the grown margin:
+    the mask (eroded by a pixel) sure foreground, the rest of the mask probable foreground, the grown box probable
+    background, the context background. Returns the full-image foreground and the grown box, or None."""
+    import cv2
+
+    h, w = mask.shape
+    y0, y1, x0, x1 = box
+    mh, mw = y1 - y0 + 1, x1 - x0 + 1
+    down = int(round(cfg.reach * max(mh, 0.5 * mw)))
+    pad = max(2, int(round(cfg.side * mw)))
+    by0, by1, bx0, bx1 = max(0, y0 - 2), min(h - 1, y1 + down), max(0, x0 - pad), min(w - 1, x1 + pad)
+    g = max(4, pad, down // 4)
+    cy0, cy1, cx0, cx1 = max(0, by0 - g), min(h, by1 + g + 1), max(0, bx0 - g), min(w, bx1 + g + 1)
+    sub = np.ascontiguousarray(image[cy0:cy1, cx0:cx1][..., ::-1])
+    init = np.full(sub.shape[:2], cv2.GC_BGD, np.uint8)
+    init[by0 - cy0:by1 - cy0 + 1, bx0 - cx0:bx1 - cx0 + 1] = cv2.GC_PR_FGD
+    mc = mask[cy0:cy1, cx0:cx1]
+    init[mc] = cv2.GC_PR_FGD
+    init[erode(mc, 1)] = cv2.GC_FGD
+    if not (init == cv2.GC_BGD).any():
+        return None
+    cv2.setRNGSeed(cfg.seed)
+    bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
+    try:
+        cv2.grabCut(sub, init, None, bgd, fgd, 3, cv2.GC_INIT_WITH_MASK)
+    except cv2.error:  # a model with one colour only (a flat crop)
+        return None
+    out = np.zeros((h, w), bool)
+    out[cy0:cy1, cx0:cx1] = (init == cv2.GC_FGD) | (init == cv2.GC_PR_FGD)
+    return out, (by0, by1, bx0, bx1)
+
+
+def _touches(whole: np.ndarray, grown, shape) -> float:
+    """Fraction of ``whole``'s outline on the grown box's bottom or sides (not where they are the image's)."""
+    import cv2
+
+    h, w = shape
+    by0, by1, bx0, bx1 = grown
+    m8 = whole.astype(np.uint8)
+    outline = whole & ~(cv2.erode(m8, np.ones((3, 3), np.uint8)) > 0)
+    n = int(np.count_nonzero(outline))
+    if n == 0:
+        return 0.0
+    on = np.zeros_like(outline)
+    if by1 < h - 1:
+        on[by1] = True
+    if bx0 > 0:
+        on[:, bx0] = True
+    if bx1 < w - 1:
+        on[:, bx1] = True
+    return float(np.count_nonzero(outline & on)) / n
+
+
+def whole_below(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None) -> np.ndarray | None:
+    """The object under the top ``mask`` (``(h, w) bool`` of ``image`` ``(h, w, 3) uint8`` RGB; see the module
+    docstring), or None when what the cut adds does not look like the object's side."""
+    cfg = config or BelowConfig()
+    n = int(np.count_nonzero(mask))
+    if n < 20:
+        return None
+    rows, cols = mask_box(mask)
+    box = (rows.start, rows.stop - 1, cols.start, cols.stop - 1)
+    cut = _cut_down(image, mask, box, cfg)
+    if cut is None:
+        return None
+    fg, grown = cut
+    whole = fill_holes(component_at(mask | fg, clicks, radius=3))
+    a = int(np.count_nonzero(whole))
+    if not (cfg.min_growth * n <= a <= cfg.max_growth * n) or np.count_nonzero(whole & mask) < 0.95 * n:
+        return None
+    added = whole & ~mask
+    ys, xs = np.nonzero(added)
+    y_mid = 0.5 * (box[0] + box[1])
+    if not len(ys) or np.mean(ys > y_mid) < 0.8:
+        return None
+    wr, wc = mask_box(whole)
+    if (wc.stop - wc.start) > cfg.max_widen * (box[3] - box[2] + 1):
+        return None
+    if solidity(whole) < cfg.min_solidity or _touches(whole, grown, mask.shape) > cfg.max_touch:
+        return None
+    return whole
