@@ -5,8 +5,8 @@ cabinet's top) above its side (the can's label, the cube's front faces, the bin'
 A click on the top finds the top: its colour and outline are the clearest in the box around the click. The person
 meant the object.
 
-:func:`whole_below` cuts again with GrabCut in a box grown down from the mask (``reach`` times its height, a quarter
-of its width to each side), the mask as sure foreground, and keeps what it adds when the result looks like one
+:func:`whole_below` cuts again with GrabCut in a box grown down from the mask (``reach`` times its width, a quarter of
+it to each side), the mask as sure foreground, and keeps what it adds when the result looks like one
 object standing under its top: it adds ``min_growth`` to ``max_growth`` times the mask's area, the new pixels lie
 below the top's middle, no wider than ``max_widen`` times the top, the whole is compact (``min_solidity``) and ends
 inside the grown box (a mask reaching the box's bottom or sides ran into the table, not down an object's side).
@@ -23,12 +23,13 @@ from real2sim.core.imaging import component_at, erode, fill_holes, mask_box, sol
 @dataclass(frozen=True)
 class BelowConfig:
     reach: float = 2.5
-    """The box grows down by this many times the mask's height (at least half its width)."""
+    """The box grows down by this many times the mask's width (or height, the larger: a can's body is 1.5-2 times
+    its lid's width under it, a bottle's more)."""
     side: float = 0.25
     """... and to each side by this fraction of the mask's width."""
     min_growth: float = 1.5
     """The whole is at least this many times the mask's area ..."""
-    max_growth: float = 5.0
+    max_growth: float = 7.0
     """... and at most this many."""
     max_widen: float = 1.4
     """The whole's width over the mask's at most (a side under its top, not the table)."""
@@ -49,7 +50,7 @@ def _cut_down(image: np.ndarray, mask: np.ndarray, box, cfg: BelowConfig):
     h, w = mask.shape
     y0, y1, x0, x1 = box
     mh, mw = y1 - y0 + 1, x1 - x0 + 1
-    down = int(round(cfg.reach * max(mh, 0.5 * mw)))
+    down = int(round(cfg.reach * max(mh, mw)))
     pad = max(2, int(round(cfg.side * mw)))
     by0, by1, bx0, bx1 = max(0, y0 - 2), min(h - 1, y1 + down), max(0, x0 - pad), min(w - 1, x1 + pad)
     g = max(4, pad, down // 4)
