@@ -13,7 +13,7 @@ from real2sim.demos.mask_cases import procedural_case
 from real2sim.segmentation import Prompt, segment_result
 from real2sim.segmentation.grabcut import GrabCutConfig, grabcut_result
 
-NO_WHOLE = GrabCutConfig(whole_scales=())
+NO_WHOLE = GrabCutConfig(whole_scales=(), below=False)  # (the step below would find the can from the lid too)
 
 
 def _can_in_front(seed: int, h: int = 256, w: int = 320):
