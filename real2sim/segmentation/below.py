@@ -10,6 +10,10 @@ it to each side), the mask as sure foreground, and keeps what it adds when the r
 object standing under its top: it adds ``min_growth`` to ``max_growth`` times the mask's area, the new pixels lie
 below the top's middle, no wider than ``max_widen`` times the top, the whole is compact (``min_solidity``) and ends
 inside the grown box (a mask reaching the box's bottom or sides ran into the table, not down an object's side).
+
+:func:`whole_above` is the other way round: a click on a can's body finds the body, and the lid over it is left
+out. The box grows up by ``up_reach`` times the mask's width, and the whole must add ``up_min_growth`` to
+``up_max_growth`` times the mask's area above its middle, under the same bounds on width, solidity and the box.
 """
 from __future__ import annotations
 
@@ -37,23 +41,28 @@ class BelowConfig:
     """The whole's area over its convex hull's at least (one object)."""
     max_touch: float = 0.05
     """Fraction of the whole's outline on the grown box's bottom or sides at most (it ended inside the box)."""
+    up_reach: float = 0.8
+    """Upwards (a can's body clicked, its lid above it): the box grows up by this many times the mask's width ..."""
+    up_min_growth: float = 1.1
+    """... the whole is at least this many times the mask's area (a lid adds a tenth or more) ..."""
+    up_max_growth: float = 2.0
+    """... and at most this many (a top is smaller than the side it stands on)."""
     seed: int = 0
     """OpenCV's random state before the cut."""
 
 
-def _cut_down(image: np.ndarray, mask: np.ndarray, box, cfg: BelowConfig):
-    """GrabCut in the box ``(y0, y1, x0, x1)`` grown down and sideways, with a context of half the grown margin:
-    the mask (eroded by a pixel) sure foreground, the rest of the mask probable foreground, the grown box probable
-    background, the context background. Returns the full-image foreground and the grown box, or None."""
+def _cut_along(image: np.ndarray, mask: np.ndarray, box, grow: int, up: bool, cfg: BelowConfig):
+    """GrabCut in the box ``(y0, y1, x0, x1)`` grown ``grow`` px down (``up``: up) and sideways, with a context
+    around it: the mask (eroded by a pixel) sure foreground, the rest of the mask and the grown box probable
+    foreground, the context background. Returns the full-image foreground and the grown box, or None."""
     import cv2
 
     h, w = mask.shape
     y0, y1, x0, x1 = box
-    mh, mw = y1 - y0 + 1, x1 - x0 + 1
-    down = int(round(cfg.reach * max(mh, mw)))
-    pad = max(2, int(round(cfg.side * mw)))
-    by0, by1, bx0, bx1 = max(0, y0 - 2), min(h - 1, y1 + down), max(0, x0 - pad), min(w - 1, x1 + pad)
-    g = max(4, pad, down // 4)
+    pad = max(2, int(round(cfg.side * (x1 - x0 + 1))))
+    by0, by1 = (max(0, y0 - grow), min(h - 1, y1 + 2)) if up else (max(0, y0 - 2), min(h - 1, y1 + grow))
+    bx0, bx1 = max(0, x0 - pad), min(w - 1, x1 + pad)
+    g = max(4, pad, grow // 4)
     cy0, cy1, cx0, cx1 = max(0, by0 - g), min(h, by1 + g + 1), max(0, bx0 - g), min(w, bx1 + g + 1)
     sub = np.ascontiguousarray(image[cy0:cy1, cx0:cx1][..., ::-1])
     init = np.full(sub.shape[:2], cv2.GC_BGD, np.uint8)
@@ -74,8 +83,9 @@ def _cut_down(image: np.ndarray, mask: np.ndarray, box, cfg: BelowConfig):
     return out, (by0, by1, bx0, bx1)
 
 
-def _touches(whole: np.ndarray, grown, shape) -> float:
-    """Fraction of ``whole``'s outline on the grown box's bottom or sides (not where they are the image's)."""
+def _touches(whole: np.ndarray, grown, shape, up: bool = False) -> float:
+    """Fraction of ``whole``'s outline on the grown box's far side (bottom; ``up``: top) or sides (not where they
+    are the image's)."""
     import cv2
 
     h, w = shape
@@ -86,7 +96,9 @@ def _touches(whole: np.ndarray, grown, shape) -> float:
     if n == 0:
         return 0.0
     on = np.zeros_like(outline)
-    if by1 < h - 1:
+    if up and by0 > 0:
+        on[by0] = True
+    if not up and by1 < h - 1:
         on[by1] = True
     if bx0 > 0:
         on[:, bx0] = True
@@ -99,27 +111,39 @@ def whole_below(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig
     """The object under the top ``mask`` (``(h, w) bool`` of ``image`` ``(h, w, 3) uint8`` RGB; see the module
     docstring), or None when what the cut adds does not look like the object's side."""
     cfg = config or BelowConfig()
+    return _whole_along(image, mask, clicks, False, cfg.reach, cfg.min_growth, cfg.max_growth, cfg)
+
+
+def whole_above(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None) -> np.ndarray | None:
+    """The object whose side ``mask`` is, with the top the camera sees over it (a can's body clicked: its lid),
+    or None when what the cut adds does not look like the object's top (see the module docstring)."""
+    cfg = config or BelowConfig()
+    return _whole_along(image, mask, clicks, True, cfg.up_reach, cfg.up_min_growth, cfg.up_max_growth, cfg)
+
+
+def _whole_along(image, mask, clicks, up: bool, reach: float, min_growth: float, max_growth: float,
+                 cfg: BelowConfig) -> np.ndarray | None:
     n = int(np.count_nonzero(mask))
     if n < 20:
         return None
     rows, cols = mask_box(mask)
     box = (rows.start, rows.stop - 1, cols.start, cols.stop - 1)
-    cut = _cut_down(image, mask, box, cfg)
+    mh, mw = box[1] - box[0] + 1, box[3] - box[2] + 1
+    cut = _cut_along(image, mask, box, int(round(reach * (mw if up else max(mh, mw)))), up, cfg)
     if cut is None:
         return None
     fg, grown = cut
     whole = fill_holes(component_at(mask | fg, clicks, radius=3))
     a = int(np.count_nonzero(whole))
-    if not (cfg.min_growth * n <= a <= cfg.max_growth * n) or np.count_nonzero(whole & mask) < 0.95 * n:
+    if not (min_growth * n <= a <= max_growth * n) or np.count_nonzero(whole & mask) < 0.95 * n:
         return None
-    added = whole & ~mask
-    ys, xs = np.nonzero(added)
+    ys, _ = np.nonzero(whole & ~mask)
     y_mid = 0.5 * (box[0] + box[1])
-    if not len(ys) or np.mean(ys > y_mid) < 0.8:
+    if not len(ys) or np.mean(ys < y_mid if up else ys > y_mid) < 0.8:
         return None
-    wr, wc = mask_box(whole)
-    if (wc.stop - wc.start) > cfg.max_widen * (box[3] - box[2] + 1):
+    _, wc = mask_box(whole)
+    if (wc.stop - wc.start) > cfg.max_widen * mw:
         return None
-    if solidity(whole) < cfg.min_solidity or _touches(whole, grown, mask.shape) > cfg.max_touch:
+    if solidity(whole) < cfg.min_solidity or _touches(whole, grown, mask.shape, up) > cfg.max_touch:
         return None
     return whole

@@ -46,10 +46,12 @@ replaced by one of its parts. The taken mask is then the vote of the candidates 
 of the outline. A mask left unsure (confidence under ``large_below``) and without an outline (a speck around a
 click on a large plain surface: a cabinet's top filling half the image) is replaced by the best of the
 ``large_scales`` context boxes' masks that has a clear outline and is not the image (``details["picked"]`` "large
-surface", confidence kept under the review threshold). A sure mask large in the image (``whole_min_frac``) may be a part
+surface", confidence kept under the review threshold); a speck no larger cue replaced gives way to the best-scored
+size whose mask grew past the clicks' disks (``grown_over_speck``, "sizes, over a speck", unsure). A sure mask large in the image (``whole_min_frac``) may be a part
 of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
 (``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
-(``details["picked"]`` "whole around"). Then a mask that took along what the object stands on
+(``details["picked"]`` "whole around"). A mask of an object's top (a lid, a cube's top face) is continued down
+to the side the camera sees under it (:mod:`segmentation.below`; ``details["below_px"]``). Then a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
 Last, a mask cut straight by a box's side (a spoon, a carrot or a pen longer than the box) is continued past the
 cut (:mod:`segmentation.continuation`; ``details["continued_past"]``). The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
@@ -72,7 +74,7 @@ from real2sim.core.imaging import (
     median_rows,
     solidity,
 )
-from real2sim.segmentation.below import BelowConfig, whole_below
+from real2sim.segmentation.below import BelowConfig, whole_above, whole_below
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.continuation import continue_past_cuts
 from real2sim.segmentation.core import (
@@ -248,7 +250,8 @@ class GrabCutConfig:
     (:func:`real2sim.segmentation.support.without_support`)."""
     below: bool = True
     """A mask of an object's top (a lid, a cube's top face) is continued down to the side the camera sees under it
-    (:func:`real2sim.segmentation.below.whole_below`)."""
+    (:func:`real2sim.segmentation.below.whole_below`); else a mask of its side up to the top over it
+    (:func:`~real2sim.segmentation.below.whole_above`)."""
     continue_cuts: bool = True
     """A mask taken that ends in a straight cut where a box's side was (a spoon, a carrot or a pen longer than the
     box) is continued past the cut (:func:`real2sim.segmentation.continuation.continue_past_cuts`)."""
@@ -792,13 +795,15 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         if around is not None:
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
             mask, shadow, picked = around, np.zeros_like(around), "whole around"
-    below_px = 0
+    along = {}
     if cfg.below and picked != "large surface":
-        down = whole_below(image, mask, pos, BelowConfig(seed=cfg.seed))
-        if down is not None:
-            below_px = int(np.count_nonzero(down & ~mask))
-            mask = down
-            shadow = shadow & ~mask if shadow is not None else None
+        for key, step in (("below_px", whole_below), ("above_px", whole_above)):
+            whole = step(image, mask, pos, BelowConfig(seed=cfg.seed))
+            if whole is not None:
+                along[key] = int(np.count_nonzero(whole & ~mask))
+                mask = whole
+                shadow = shadow & ~mask if shadow is not None else None
+                break
     support = {}
     if cfg.support_split:
         alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
@@ -814,7 +819,7 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
                "sizes_tried": len(tried), **pre, **({"support": support} if support else {}),
                **({"part_px": part_px} if part_px is not None else {}),
                **({"continued_past": continued} if continued else {}),
-               **({"below_px": below_px} if below_px else {})}
+               **along}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
 
