@@ -41,6 +41,8 @@ class BelowConfig:
     """The whole's area over its convex hull's at least (one object)."""
     max_touch: float = 0.05
     """Fraction of the whole's outline on the grown box's bottom or sides at most (it ended inside the box)."""
+    work_px: int = 30000
+    """The cut runs on its crop resampled to at most about this many pixels (a close object's crop is large)."""
     up_reach: float = 0.8
     """Upwards (a can's body clicked, its lid above it): the box grows up by this many times the mask's width ..."""
     up_min_growth: float = 1.1
@@ -72,14 +74,23 @@ def _cut_along(image: np.ndarray, mask: np.ndarray, box, grow: int, up: bool, cf
     init[erode(mc, 1)] = cv2.GC_FGD
     if not (init == cv2.GC_BGD).any():
         return None
+    ch, cw = sub.shape[:2]
+    f = min(1.0, float(np.sqrt(cfg.work_px / (ch * cw))))
+    if f < 1.0:  # a large object: the cut at about work_px pixels, its result resampled back
+        size = (max(8, int(round(cw * f))), max(8, int(round(ch * f))))
+        sub = cv2.resize(sub, size, interpolation=cv2.INTER_AREA)
+        init = cv2.resize(init, size, interpolation=cv2.INTER_NEAREST)
     cv2.setRNGSeed(cfg.seed)
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     try:
         cv2.grabCut(sub, init, None, bgd, fgd, 3, cv2.GC_INIT_WITH_MASK)
     except cv2.error:  # a model with one colour only (a flat crop)
         return None
+    fg = (init == cv2.GC_FGD) | (init == cv2.GC_PR_FGD)
+    if f < 1.0:
+        fg = cv2.resize(fg.astype(np.float32), (cw, ch), interpolation=cv2.INTER_LINEAR) >= 0.5
     out = np.zeros((h, w), bool)
-    out[cy0:cy1, cx0:cx1] = (init == cv2.GC_FGD) | (init == cv2.GC_PR_FGD)
+    out[cy0:cy1, cx0:cx1] = fg
     return out, (by0, by1, bx0, bx1)
 
 
