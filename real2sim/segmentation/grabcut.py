@@ -51,7 +51,8 @@ size whose mask grew past the clicks' disks (``grown_over_speck``, "sizes, over 
 of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
 (``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
 (``details["picked"]`` "whole around"). A mask of an object's top (a lid, a cube's top face) is continued down
-to the side the camera sees under it (:mod:`segmentation.below`; ``details["below_px"]``). Then a mask that took along what the object stands on
+to the side the camera sees under it, or a mask of its side up to the top over it (:mod:`segmentation.below`;
+``details["below_px"]``, ``details["above_px"]``). Then a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
 Last, a mask cut straight by a box's side (a spoon, a carrot or a pen longer than the box) is continued past the
 cut (:mod:`segmentation.continuation`; ``details["continued_past"]``). The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
