@@ -13,7 +13,8 @@ inside the grown box (a mask reaching the box's bottom or sides ran into the tab
 
 :func:`whole_above` is the other way round: a click on a can's body finds the body, and the lid over it is left
 out. The box grows up by ``up_reach`` times the mask's width, and the whole must add ``up_min_growth`` to
-``up_max_growth`` times the mask's area above its middle, under the same bounds on width, solidity and the box.
+``up_max_growth`` times the mask's area above its middle, no wider than ``up_max_widen`` times the mask, under the
+same bounds on solidity and the box.
 """
 from __future__ import annotations
 
@@ -48,7 +49,10 @@ class BelowConfig:
     up_min_growth: float = 1.1
     """... the whole is at least this many times the mask's area (a lid adds a tenth or more) ..."""
     up_max_growth: float = 2.0
-    """... and at most this many (a top is smaller than the side it stands on)."""
+    """... and at most this many (a top is smaller than the side it stands on) ..."""
+    up_max_widen: float = 1.1
+    """... and no wider than this many times the mask (a can's lid is as wide as its body; what widens more is
+    something else above it)."""
     seed: int = 0
     """OpenCV's random state before the cut."""
 
@@ -122,18 +126,19 @@ def whole_below(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig
     """The object under the top ``mask`` (``(h, w) bool`` of ``image`` ``(h, w, 3) uint8`` RGB; see the module
     docstring), or None when what the cut adds does not look like the object's side."""
     cfg = config or BelowConfig()
-    return _whole_along(image, mask, clicks, False, cfg.reach, cfg.min_growth, cfg.max_growth, cfg)
+    return _whole_along(image, mask, clicks, False, cfg.reach, cfg.min_growth, cfg.max_growth, cfg.max_widen, cfg)
 
 
 def whole_above(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None) -> np.ndarray | None:
     """The object whose side ``mask`` is, with the top the camera sees over it (a can's body clicked: its lid),
     or None when what the cut adds does not look like the object's top (see the module docstring)."""
     cfg = config or BelowConfig()
-    return _whole_along(image, mask, clicks, True, cfg.up_reach, cfg.up_min_growth, cfg.up_max_growth, cfg)
+    return _whole_along(image, mask, clicks, True, cfg.up_reach, cfg.up_min_growth, cfg.up_max_growth,
+                        cfg.up_max_widen, cfg)
 
 
 def _whole_along(image, mask, clicks, up: bool, reach: float, min_growth: float, max_growth: float,
-                 cfg: BelowConfig) -> np.ndarray | None:
+                 max_widen: float, cfg: BelowConfig) -> np.ndarray | None:
     n = int(np.count_nonzero(mask))
     if n < 20:
         return None
@@ -153,7 +158,7 @@ def _whole_along(image, mask, clicks, up: bool, reach: float, min_growth: float,
     if not len(ys) or np.mean(ys < y_mid if up else ys > y_mid) < 0.8:
         return None
     _, wc = mask_box(whole)
-    if (wc.stop - wc.start) > cfg.max_widen * mw:
+    if (wc.stop - wc.start) > max_widen * mw:
         return None
     if solidity(whole) < cfg.min_solidity or _touches(whole, grown, mask.shape, up) > cfg.max_touch:
         return None
