@@ -1,4 +1,4 @@
-"""A one-click mask of an object's top, continued down to the side the camera sees below it.
+"""A one-click mask of an object's top, continued down to the side the camera sees below it (and a side, up to its top).
 
 A camera looking down at a table sees an object's top (a can's lid, a cube's top face, a bin's contents, a
 cabinet's top) above its side (the can's label, the cube's front faces, the bin's front, the drawers) in the image.
@@ -27,6 +27,11 @@ from real2sim.core.imaging import component_at, erode, fill_holes, mask_box, sol
 
 @dataclass(frozen=True)
 class BelowConfig:
+    """The bounds of :func:`whole_below` and :func:`whole_above` (chosen on the mask benchmark's three seeds, see
+    docs/capture.md *A click on an object's top*). Both assume the image's rows run along gravity, the top of an
+    object above its side: a camera rolled by more than about 45 degrees breaks that (the bounds then mostly
+    reject what the cut adds)."""
+
     reach: float = 2.5
     """The box grows down by this many times the mask's width (or height, the larger: a can's body is 1.5-2 times
     its lid's width under it, a bottle's more)."""
