@@ -250,9 +250,9 @@ class GrabCutConfig:
     """A mask that took along what the object stands on (a pot and its towel) is cut to the object under the click
     (:func:`real2sim.segmentation.support.without_support`)."""
     below: bool = True
-    """A mask of an object's top (a lid, a cube's top face) is continued down to the side the camera sees under it
-    (:func:`real2sim.segmentation.below.whole_below`); else a mask of its side up to the top over it
-    (:func:`~real2sim.segmentation.below.whole_above`)."""
+    """A mask of an object's top (a lid, a cube's top face, a cabinet's top found as a large surface) is continued
+    down to the side the camera sees under it (:func:`real2sim.segmentation.below.whole_below`); else a mask of its
+    side up to the top over it (:func:`~real2sim.segmentation.below.whole_above`)."""
     continue_cuts: bool = True
     """A mask taken that ends in a straight cut where a box's side was (a spoon, a carrot or a pen longer than the
     box) is continued past the cut (:func:`real2sim.segmentation.continuation.continue_past_cuts`)."""
@@ -797,7 +797,7 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
             mask, shadow, picked = around, np.zeros_like(around), "whole around"
     along = {}
-    if cfg.below and picked != "large surface":
+    if cfg.below:
         for key, step in (("below_px", whole_below), ("above_px", whole_above)):
             whole = step(image, mask, pos, BelowConfig(seed=cfg.seed))
             if whole is not None:
