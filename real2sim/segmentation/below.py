@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, erode, fill_holes, mask_box, solidity
+from real2sim.core.imaging import component_at, fill_holes, mask_box, solidity
+from real2sim.segmentation.continuation import grow_in_box
 
 
 @dataclass(frozen=True)
@@ -63,44 +64,18 @@ class BelowConfig:
 
 
 def _cut_along(image: np.ndarray, mask: np.ndarray, box, grow: int, up: bool, cfg: BelowConfig):
-    """GrabCut in the box ``(y0, y1, x0, x1)`` grown ``grow`` px down (``up``: up) and sideways, with a context
-    around it: the mask (eroded by a pixel) sure foreground, the rest of the mask and the grown box probable
-    foreground, the context background. Returns the full-image foreground and the grown box, or None."""
+    """:func:`~real2sim.segmentation.continuation.grow_in_box` with the box ``(y0, y1, x0, x1)`` grown ``grow`` px
+    down (``up``: up) and sideways as probable foreground (its pixels unlike the context around it, the table, are
+    the object). Returns the full-image foreground and the grown box, or None."""
     import cv2
 
     h, w = mask.shape
     y0, y1, x0, x1 = box
     pad = max(2, int(round(cfg.side * (x1 - x0 + 1))))
     by0, by1 = (max(0, y0 - grow), min(h - 1, y1 + 2)) if up else (max(0, y0 - 2), min(h - 1, y1 + grow))
-    bx0, bx1 = max(0, x0 - pad), min(w - 1, x1 + pad)
-    g = max(4, pad, grow // 4)
-    cy0, cy1, cx0, cx1 = max(0, by0 - g), min(h, by1 + g + 1), max(0, bx0 - g), min(w, bx1 + g + 1)
-    sub = np.ascontiguousarray(image[cy0:cy1, cx0:cx1][..., ::-1])
-    init = np.full(sub.shape[:2], cv2.GC_BGD, np.uint8)
-    init[by0 - cy0:by1 - cy0 + 1, bx0 - cx0:bx1 - cx0 + 1] = cv2.GC_PR_FGD
-    mc = mask[cy0:cy1, cx0:cx1]
-    init[mc] = cv2.GC_PR_FGD
-    init[erode(mc, 1)] = cv2.GC_FGD
-    if not (init == cv2.GC_BGD).any():
-        return None
-    ch, cw = sub.shape[:2]
-    f = min(1.0, float(np.sqrt(cfg.work_px / (ch * cw))))
-    if f < 1.0:  # a large object: the cut at about work_px pixels, its result resampled back
-        size = (max(8, int(round(cw * f))), max(8, int(round(ch * f))))
-        sub = cv2.resize(sub, size, interpolation=cv2.INTER_AREA)
-        init = cv2.resize(init, size, interpolation=cv2.INTER_NEAREST)
-    cv2.setRNGSeed(cfg.seed)
-    bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
-    try:
-        cv2.grabCut(sub, init, None, bgd, fgd, 3, cv2.GC_INIT_WITH_MASK)
-    except cv2.error:  # a model with one colour only (a flat crop)
-        return None
-    fg = (init == cv2.GC_FGD) | (init == cv2.GC_PR_FGD)
-    if f < 1.0:
-        fg = cv2.resize(fg.astype(np.float32), (cw, ch), interpolation=cv2.INTER_LINEAR) >= 0.5
-    out = np.zeros((h, w), bool)
-    out[cy0:cy1, cx0:cx1] = fg
-    return out, (by0, by1, bx0, bx1)
+    grown = (by0, by1, max(0, x0 - pad), min(w - 1, x1 + pad))
+    fg = grow_in_box(image, mask, grown, max(4, pad, grow // 4), cv2.GC_PR_FGD, cfg.seed, cfg.work_px)
+    return None if fg is None else (fg, grown)
 
 
 def _touches(whole: np.ndarray, grown, shape, up: bool = False) -> float:

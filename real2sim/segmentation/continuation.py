@@ -109,34 +109,57 @@ def _band_past(mask: np.ndarray, box, sides: list[str]) -> np.ndarray:
     return allow
 
 
-def _grabcut_past(image: np.ndarray, mask: np.ndarray, box, sides: list[str], seed: int) -> np.ndarray | None:
-    """GrabCut in the mask's box grown by its longer side past each cut side (2 px elsewhere), with half that
-    again of context: the mask (eroded by 1 px) sure foreground, the rest of the mask probable foreground, the
-    grown box probable background, the context background. The full-image foreground, or None."""
+def grow_in_box(image: np.ndarray, mask: np.ndarray, grown: tuple[int, int, int, int], margin: int, box_label: int,
+                seed: int, work_px: int = 0) -> np.ndarray | None:
+    """GrabCut of ``image`` (``(h, w, 3) uint8`` RGB) around ``mask`` (``(h, w) bool``): the box ``grown`` ``(y0, y1,
+    x0, x1)`` (inclusive; may reach past the image) labelled ``box_label`` (``cv2.GC_PR_BGD`` or ``cv2.GC_PR_FGD``),
+    ``margin`` px of context around it background, the mask probable foreground and its inside (eroded by 1 px)
+    sure foreground; 3 iterations, OpenCV's random state seeded. ``work_px``: a crop larger than this many pixels is
+    cut resampled to about that many and its result resampled back (0: never). The full-image foreground, or None
+    (no background sample, or a model with one colour only)."""
     import cv2
 
     h, w = mask.shape
-    y0, y1, x0, x1 = box
-    L = max(x1 - x0, y1 - y0) + 1
-    bx0, bx1 = x0 - (L if "left" in sides else 2), x1 + (L if "right" in sides else 2)
-    by0, by1 = y0 - (L if "top" in sides else 2), y1 + (L if "bottom" in sides else 2)
-    g = max(4, L // 2)
-    cx0, cy0, cx1, cy1 = max(0, bx0 - g), max(0, by0 - g), min(w, bx1 + g + 1), min(h, by1 + g + 1)
+    by0, by1, bx0, bx1 = grown
+    cy0, cy1, cx0, cx1 = max(0, by0 - margin), min(h, by1 + margin + 1), max(0, bx0 - margin), min(w, bx1 + margin + 1)
     sub = np.ascontiguousarray(image[cy0:cy1, cx0:cx1][..., ::-1])
     init = np.full(sub.shape[:2], cv2.GC_BGD, np.uint8)
-    init[max(0, by0 - cy0):by1 - cy0 + 1, max(0, bx0 - cx0):bx1 - cx0 + 1] = cv2.GC_PR_BGD
+    init[max(0, by0 - cy0):by1 - cy0 + 1, max(0, bx0 - cx0):bx1 - cx0 + 1] = box_label
     mc = mask[cy0:cy1, cx0:cx1]
     init[mc] = cv2.GC_PR_FGD
     init[erode(mc, 1)] = cv2.GC_FGD
+    if not ((init == cv2.GC_BGD) | (init == cv2.GC_PR_BGD)).any():
+        return None
+    ch, cw = sub.shape[:2]
+    f = min(1.0, float(np.sqrt(work_px / (ch * cw)))) if work_px else 1.0
+    if f < 1.0:
+        size = (max(8, int(round(cw * f))), max(8, int(round(ch * f))))
+        sub = cv2.resize(sub, size, interpolation=cv2.INTER_AREA)
+        init = cv2.resize(init, size, interpolation=cv2.INTER_NEAREST)
     cv2.setRNGSeed(seed)
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     try:
         cv2.grabCut(sub, init, None, bgd, fgd, 3, cv2.GC_INIT_WITH_MASK)
     except cv2.error:  # a model with one colour only (a flat crop)
         return None
+    fg = (init == cv2.GC_FGD) | (init == cv2.GC_PR_FGD)
+    if f < 1.0:
+        fg = cv2.resize(fg.astype(np.float32), (cw, ch), interpolation=cv2.INTER_LINEAR) >= 0.5
     out = np.zeros((h, w), bool)
-    out[cy0:cy1, cx0:cx1] = (init == cv2.GC_FGD) | (init == cv2.GC_PR_FGD)
+    out[cy0:cy1, cx0:cx1] = fg
     return out
+
+
+def _grabcut_past(image: np.ndarray, mask: np.ndarray, box, sides: list[str], seed: int) -> np.ndarray | None:
+    """:func:`grow_in_box` in the mask's box grown by its longer side past each cut side (2 px elsewhere) as probable
+    background, with half that again of context. The full-image foreground, or None."""
+    import cv2
+
+    y0, y1, x0, x1 = box
+    L = max(x1 - x0, y1 - y0) + 1
+    grown = (y0 - (L if "top" in sides else 2), y1 + (L if "bottom" in sides else 2),
+             x0 - (L if "left" in sides else 2), x1 + (L if "right" in sides else 2))
+    return grow_in_box(image, mask, grown, max(4, L // 2), cv2.GC_PR_BGD, seed)
 
 
 def continue_past_cuts(image: np.ndarray, mask: np.ndarray, clicks, ratio: float = 0.5, steps: int = 3,
