@@ -609,13 +609,31 @@ def _clean(m: np.ndarray, cfg: DifferenceConfig, points, dark: np.ndarray | None
     return component_at(m2, points, radius=3) if points else m2
 
 
+def _opened(m: np.ndarray) -> np.ndarray:
+    """``m`` opened by a radius-1 disk: without its specks and 1 px spurs."""
+    import cv2
+
+    return cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
+
+
+def _thin_part(m: np.ndarray) -> np.ndarray:
+    """The pixels of ``m`` in parts thinner than a radius-1 disk (a spoon's handle 1-2 px wide at 320x256)."""
+    return m & ~_opened(m)
+
+
+def _open_specks(out: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``out`` opened by a radius-1 disk (the specks and 1 px spurs a per-pixel decision leaves), except in the
+    thin parts of the mask ``m`` it refines (:func:`_thin_part`: the opening would take all of them): there ``out``
+    stays as decided. ``(h, w) bool`` in and out."""
+    return _opened(out) | (out & _thin_part(m))
+
+
 def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) -> np.ndarray:
     """Put the outline where an edge pixel is nearer the object's colour than the plate's (coverage >= 0.5): a
     threshold on change in noise units puts it where the change starts, a blur's width outside a high-contrast
     object. In a band as wide as the blur (``blur_px`` + sharpness matching + 1 px) each pixel's distance to the
     nearest colour of the object's interior within twice that is compared with its distance to the plate's colour
     under any shade a shadow can make (``min_shade`` .. 1). ``(h, w) bool`` in and out."""
-    import cv2
 
     if ch.frame is None or m.sum() < 30:
         return m
@@ -643,8 +661,10 @@ def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points
             d = channel_norm(I - ch.frame[yy, xx])
             np.minimum(d_fg, np.where(inner[yy, xx], d, np.inf), out=d_fg)
     out = m & ~band
-    out[ys[d_fg < d_bg], xs[d_fg < d_bg]] = True
-    out = (cv2.morphologyEx(out.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0) | inner
+    # a band pixel with no interior within reach (along a handle 1-2 px wide) has nothing to compare: it stays
+    keep = np.where(np.isfinite(d_fg), d_fg < d_bg, m[ys, xs])
+    out[ys[keep], xs[keep]] = True
+    out = _open_specks(out, m) | inner
     out = fill_holes(out)
     return component_at(out, points, radius=3) if points else out
 
@@ -688,14 +708,22 @@ def _refine_unmix(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) 
     s, wb = _local_mean(ratio, outer, sig)
     s = np.where(wb > 1e-3, s, 1.0)
     B = P * s[..., None]
-    ys, xs = np.nonzero(band & (wf > 1e-3))
+    # only the outline of the parts a few bands wide: a thin part's interior (a pen's highlight down its middle)
+    # is not its colour at the edge (the shaded sides), and a part thinner than the specks' opening (a spoon's
+    # handle 2 px wide, blurred to the plate's sharpness) reads as half-covered: unmixed, the pen loses its sides
+    # and the spoon its handle
+    thick = 2 * bi + 1  # half-width: the interior band and as much again
+    half = cv2.distanceTransform(np.pad(m, 1).view(np.uint8), cv2.DIST_L2, 3)[1:-1, 1:-1]
+    reach = 2 * (bo + 2 * thick) + 1
+    wide = (cv2.dilate(half, np.ones((reach, reach), np.uint8)) > thick) & ~_thin_part(m)
+    ys, xs = np.nonzero(band & (wf > 1e-3) & wide)
     d = (F - B)[ys, xs]
     d2 = channel_sum(d * d)
     a = channel_sum((I[ys, xs] - B[ys, xs]) * d) / np.maximum(d2, 1e-6)
     ok = d2 > (cfg.unmix_min_contrast * ch.sigma) ** 2 * 3
     out = m.copy()
     out[ys[ok], xs[ok]] = a[ok] >= 0.5
-    out = (cv2.morphologyEx(out.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0) | inner
+    out = _open_specks(out, m) | inner
     out = fill_holes(out)
     return component_at(out, points, radius=3) if points else out
 
