@@ -204,6 +204,9 @@ class GrabCutConfig:
     """A part is replaced by a whole holding it only when the whole's colour separation from its ring is at least
     this fraction of the part's (a can stands apart from the table as its lid does from the can; clutter around a
     clicked object does not). 0: no such condition (``pick_score="image"`` only)."""
+    part_separation: bool = True
+    """Count a mask as a part only of a holder that passes that condition too (otherwise a cube next to a
+    neighbour of another colour is "a part" of the two together, and its score is halved)."""
     grown_over_speck: bool = True
     """When every cue left the chosen size's speck (a mask no larger than the clicks' sure-foreground disks: a click
     on a face or a half of an object larger than the usual boxes) in place, the best-scored size whose mask grew
@@ -999,16 +1002,21 @@ def _pick_cue(frame: _Frame, prompt: Prompt, mask, shadow, stab, ambiguous, conf
             if valid[i] and i > 0 and con[i] >= cfg.whole_contrast]
     pool += [(f, sf, confirmed(f, "sizes")) for f, sf, c in zip(whole_sizes, whole_sol, sizes_con)
              if c >= cfg.whole_contrast]
+    by_colour = cfg.pick_score != "contrast"
+    sep = [_separation(frame.bins, m) if valid[i] and by_colour else 0.0 for i, m in enumerate(masks)]
+
+    def stands_apart(b, i):  # the holder tells itself from its ring as a whole does (not the object and a neighbour)
+        return not (cfg.part_separation and by_colour) or _separation(frame.bins, b) >= cfg.whole_separation * sep[i]
+
     part = [(i == 0 and ambiguous) or any(_holds(ov, b, masks[i], cfg.part_growth, cfg.max_growth)
-                                          and bs >= cfg.min_solidity and bsup >= cfg.part_support
+                                          and bs >= cfg.min_solidity and bsup >= cfg.part_support and stands_apart(b, i)
                                           for b, bs, bsup in pool) for i in range(n)]
-    if cfg.pick_score == "contrast":
-        edge, sep = con, [0.0] * n
+    if not by_colour:
+        edge = con
         score = [sup[i] * (0.5 + con[i]) * sol[i] * (0.5 if part[i] else 1.0) if valid[i] else -1.0 for i in range(n)]
     else:
         grad, typical = frame.gradient
         edge = [_outline_edge(grad, typical, m, cfg) if valid[i] else 0.0 for i, m in enumerate(masks)]
-        sep = [_separation(frame.bins, m) if valid[i] else 0.0 for i, m in enumerate(masks)]
         score = [sup[i] ** cfg.support_power * sol[i] ** cfg.solidity_power * (cfg.edge_floor + edge[i]) ** cfg.edge_power
                  * (cfg.separation_floor + sep[i]) ** cfg.separation_power * (0.5 if part[i] else 1.0)
                  if valid[i] else -1.0 for i in range(n)]
