@@ -87,6 +87,7 @@ from real2sim.segmentation.core import (
     work_size_prompt,
 )
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
+from real2sim.segmentation.handle import HandleConfig, with_handle
 from real2sim.segmentation.support import SupportConfig, without_support
 
 log = logging.getLogger(__name__)
@@ -207,6 +208,8 @@ class GrabCutConfig:
     part_separation: bool = True
     """Count a mask as a part only of a holder that passes that condition too (otherwise a cube next to a
     neighbour of another colour is "a part" of the two together, and its score is halved)."""
+    handles: bool = True
+    """Last, continue the mask along a thin handle it holds (a spoon's bowl clicked: :mod:`.handle`)."""
     grown_over_speck: bool = True
     """When every cue left the chosen size's speck (a mask no larger than the clicks' sure-foreground disks: a click
     on a face or a half of an object larger than the usual boxes) in place, the best-scored size whose mask grew
@@ -819,10 +822,18 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         mask, continued = continue_past_cuts(image, mask, pos, cfg.cut_ratio, cfg.continue_steps,
                                              max_border_run=cfg.max_border_run, seed=cfg.seed)
         shadow = shadow & ~mask if shadow is not None else None
+    handle_px = None
+    if cfg.handles:
+        whole = with_handle(image, mask, HandleConfig(seed=cfg.seed))
+        if whole is not None:
+            handle_px = int(np.count_nonzero(whole & ~mask))
+            mask = whole
+            shadow = shadow & ~mask if shadow is not None else None
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried), **pre, **({"support": support} if support else {}),
                **({"part_px": part_px} if part_px is not None else {}),
                **({"continued_past": continued} if continued else {}),
+               **({"handle_px": handle_px} if handle_px is not None else {}),
                **along}
     return MaskResult(mask, conf, shadow=shadow, details=details)
 
