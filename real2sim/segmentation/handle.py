@@ -5,9 +5,9 @@ clear, and stop at the neck where the handle leaves it (a handle 1-3 px wide at 
 colour model of the box). :func:`with_handle` cuts again in a box grown around the mask by ``reach`` times its
 longer side, the mask sure foreground and the rest of the box probable background (only what looks like the mask
 turns foreground), and adds each piece the cut attaches to the mask that looks like a handle: of the mask's colour
-more than of the ring around it, narrower than the mask (its inscribed radius at most ``max_width`` times the mask's), long (reaching ``min_length`` times the mask's
-inscribed diameter away from it), line-like (its area at most ``max_fill`` times its length times its width), not
-too large (``max_growth``) and ending inside the box.
+more than of the ring around it, narrower than the mask (its inscribed radius at most ``max_width`` times the
+mask's), long (reaching ``min_length`` times the mask's inscribed diameter away from it), line-like (its area at
+most ``max_fill`` times its length times its width), not too large (``max_growth``) and ending inside the box.
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def with_handle(image: np.ndarray, mask: np.ndarray, cfg: HandleConfig = HandleC
     rim[max(0, grown[0]):min(h, grown[1] + 1), max(0, grown[2]):min(w, grown[3] + 1)] = True
     rim &= ~cv2.erode(rim.view(np.uint8), np.ones((3, 3), np.uint8)).view(bool)
     far = cv2.distanceTransform((~mask).view(np.uint8), cv2.DIST_L2, 3)
-    k, lab = cv2.connectedComponents((cut & ~mask).view(np.uint8), connectivity=8)
+    _, lab = cv2.connectedComponents((cut & ~mask).view(np.uint8), connectivity=8)
     touching = np.unique(lab[dilate(mask, 1) & (lab > 0)])
     lab_img = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(np.float32)
     mask_colour = lab_img[mask].mean(0)
