@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.imaging import component_at, fill_holes, read_rgb
+from real2sim.core.imaging import component_at, fill_holes, inside_distance, read_rgb
 from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
@@ -554,9 +554,7 @@ def support_plate(plate: np.ndarray, rng: np.random.Generator, x: float, y_base:
 # -- clicks and boxes ------------------------------------------------------------------------------------------
 def sample_click(mask: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
     """A click inside ``mask``: a random pixel at least a third of the largest inner distance from the edge."""
-    import cv2
-
-    d = cv2.distanceTransform(np.pad(mask, 1).astype(np.uint8), cv2.DIST_L2, 5)[1:-1, 1:-1]
+    d = inside_distance(mask)
     ys, xs = np.nonzero(d >= d.max() / 3)
     i = int(rng.integers(len(ys)))
     return float(xs[i]), float(ys[i])

@@ -31,7 +31,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from real2sim.core.errors import SegmentationError, UnknownNameError
-from real2sim.core.imaging import component_at, fill_holes, iou
+from real2sim.core.imaging import component_at, fill_holes, inside_distance, iou
 
 log = logging.getLogger(__name__)
 
@@ -203,13 +203,12 @@ def resolve_backend(backend: str, plate) -> str:
 def jitter_clicks(mask: np.ndarray, prompt: Prompt, n: int = 2, seed: int = 0) -> list[Prompt]:
     """``n`` prompts like ``prompt`` with each positive click moved by a quarter of the mask's inner radius
     (boxes moved by 5 % of their size): what another person clicking the same object would give."""
-    import cv2
 
     rng = np.random.default_rng(seed)
     out = []
     r = 3.0
     if mask.any():
-        r = max(2.0, 0.25 * float(cv2.distanceTransform(np.pad(mask, 1).astype(np.uint8), cv2.DIST_L2, 5).max()))
+        r = max(2.0, 0.25 * float(inside_distance(mask).max()))
     h, w = mask.shape
     for k in range(n):
         ang = 2 * np.pi * (k + rng.uniform(0, 1)) / n

@@ -50,6 +50,7 @@ from real2sim.core.imaging import (
     disk,
     erode,
     fill_holes,
+    inside_distance,
     iou,
 )
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError, upsample_mask, work_size_prompt
@@ -599,7 +600,7 @@ def _clean(m: np.ndarray, cfg: DifferenceConfig, points, dark: np.ndarray | None
         m2 = component_at(m2, points, radius=3)
     if not m2.any():
         return m2
-    rho = float(cv2.distanceTransform(np.pad(m2, 1).astype(np.uint8), cv2.DIST_L2, 5).max())
+    rho = float(inside_distance(m2).max())
     ro = int(round(cfg.appendage_frac * rho))
     if ro >= 1:
         body = cv2.morphologyEx(m2.astype(np.uint8), cv2.MORPH_OPEN, disk(ro)) > 0
@@ -713,7 +714,7 @@ def _refine_unmix(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) 
     # handle 2 px wide, blurred to the plate's sharpness) reads as half-covered: unmixed, the pen loses its sides
     # and the spoon its handle
     thick = 2 * bi + 1  # half-width: the interior band and as much again
-    half = cv2.distanceTransform(np.pad(m, 1).view(np.uint8), cv2.DIST_L2, 3)[1:-1, 1:-1]
+    half = inside_distance(m, precise=False)
     reach = 2 * (bo + 2 * thick) + 1
     wide = (cv2.dilate(half, np.ones((reach, reach), np.uint8)) > thick) & ~_thin_part(m)
     ys, xs = np.nonzero(band & (wf > 1e-3) & wide)

@@ -802,14 +802,11 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         if around is not None:
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
             mask, shadow, picked = around, np.zeros_like(around), "whole around"
-    along = {}
+    grew = {}
     if cfg.below:
         for key, step in (("below_px", whole_below), ("above_px", whole_above)):
-            whole = step(image, mask, pos, BelowConfig(seed=cfg.seed))
-            if whole is not None:
-                along[key] = int(np.count_nonzero(whole & ~mask))
-                mask = whole
-                shadow = shadow & ~mask if shadow is not None else None
+            mask, shadow = _grown(mask, shadow, step(image, mask, pos, BelowConfig(seed=cfg.seed)), key, grew)
+            if key in grew:
                 break
     support = {}
     if cfg.support_split:
@@ -822,20 +819,23 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         mask, continued = continue_past_cuts(image, mask, pos, cfg.cut_ratio, cfg.continue_steps,
                                              max_border_run=cfg.max_border_run, seed=cfg.seed)
         shadow = shadow & ~mask if shadow is not None else None
-    handle_px = None
     if cfg.handles:
-        whole = with_handle(image, mask, HandleConfig(seed=cfg.seed))
-        if whole is not None:
-            handle_px = int(np.count_nonzero(whole & ~mask))
-            mask = whole
-            shadow = shadow & ~mask if shadow is not None else None
+        mask, shadow = _grown(mask, shadow, with_handle(image, mask, HandleConfig(seed=cfg.seed)), "handle_px", grew)
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried), **pre, **({"support": support} if support else {}),
                **({"part_px": part_px} if part_px is not None else {}),
                **({"continued_past": continued} if continued else {}),
-               **({"handle_px": handle_px} if handle_px is not None else {}),
-               **along}
+               **grew}
     return MaskResult(mask, conf, shadow=shadow, details=details)
+
+
+def _grown(mask: np.ndarray, shadow: np.ndarray | None, whole: np.ndarray | None, key: str, grew: dict):
+    """``(mask, shadow)`` after a step that may grow the mask: ``whole`` (None: the step found nothing) replaces it,
+    the shadow loses what the mask took, and ``grew[key]`` counts the pixels added (for the details)."""
+    if whole is None:
+        return mask, shadow
+    grew[key] = int(np.count_nonzero(whole & ~mask))
+    return whole, (shadow & ~whole if shadow is not None else None)
 
 
 def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> np.ndarray:
@@ -1016,12 +1016,13 @@ def _pick_cue(frame: _Frame, prompt: Prompt, mask, shadow, stab, ambiguous, conf
     by_colour = cfg.pick_score != "contrast"
     sep = [_separation(frame.bins, m) if valid[i] and by_colour else 0.0 for i, m in enumerate(masks)]
 
-    def stands_apart(b, i):  # the holder tells itself from its ring as a whole does (not the object and a neighbour)
-        return not (cfg.part_separation and by_colour) or _separation(frame.bins, b) >= cfg.whole_separation * sep[i]
-
+    by_sep = cfg.part_separation and by_colour
+    pool_sep = [_separation(frame.bins, b) if by_sep else 0.0 for b, _, _ in pool]
+    # a holder tells itself from its ring as a whole does (not the object and a neighbour beside it)
     part = [(i == 0 and ambiguous) or any(_holds(ov, b, masks[i], cfg.part_growth, cfg.max_growth)
-                                          and bs >= cfg.min_solidity and bsup >= cfg.part_support and stands_apart(b, i)
-                                          for b, bs, bsup in pool) for i in range(n)]
+                                          and bs >= cfg.min_solidity and bsup >= cfg.part_support
+                                          and (not by_sep or bsep >= cfg.whole_separation * sep[i])
+                                          for (b, bs, bsup), bsep in zip(pool, pool_sep)) for i in range(n)]
     if not by_colour:
         edge = con
         score = [sup[i] * (0.5 + con[i]) * sol[i] * (0.5 if part[i] else 1.0) if valid[i] else -1.0 for i in range(n)]

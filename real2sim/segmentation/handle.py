@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import dilate, mask_box
+from real2sim.core.imaging import dilate, inside_distance, mask_box
 from real2sim.segmentation.continuation import grow_in_box
 
 
@@ -99,6 +99,4 @@ def _looks_like(lab: np.ndarray, piece: np.ndarray, mask: np.ndarray, mask_colou
 
 def _inscribed(m: np.ndarray) -> float:
     """The radius (px) of the largest disk inside ``m``."""
-    import cv2
-
-    return float(cv2.distanceTransform(np.pad(m, 1).view(np.uint8), cv2.DIST_L2, 3).max())
+    return float(inside_distance(m, precise=False).max())
