@@ -27,7 +27,14 @@ class HandleConfig:
     reach: float = 3.0
     """The box grows on every side by this many times the mask's longer side (a handle is 3-5 times its bowl)."""
     max_width: float = 0.5
-    """A handle's inscribed radius is at most this fraction of the mask's (a handle, not a second object)."""
+    """A handle's inscribed radius is at most this fraction of the mask's (a handle, not a second object) ..."""
+    max_width_along: float = 0.7
+    """... or of this fraction when the piece runs along the mask's long axis (a carrot's or a marker's far
+    half, a spoon's handle thicker than usual), within ``max_axis_deg``; 0 = off."""
+    max_axis_deg: float = 30.0
+    """The angle between the mask's long axis and the line from its centre to the piece's centre (degrees)."""
+    min_elongation: float = 1.3
+    """The mask has a long axis when its longer principal spread is at least this many times the shorter."""
     min_length: float = 1.0
     """... it reaches at least this many times the mask's inscribed diameter away from the mask ..."""
     max_fill: float = 1.6
@@ -78,7 +85,9 @@ def with_handle(image: np.ndarray, mask: np.ndarray, cfg: HandleConfig = HandleC
         r_piece = _inscribed(piece)
         length = float(far[piece].max())
         width = 2 * r_piece + 1
-        if (r_piece <= cfg.max_width * r_mask and length >= cfg.min_length * 2 * r_mask
+        narrow = r_piece <= cfg.max_width * r_mask or (
+            r_piece <= cfg.max_width_along * r_mask and _along_axis(mask, piece, cfg))
+        if (narrow and length >= cfg.min_length * 2 * r_mask
                 and area <= cfg.max_fill * length * width and (piece & rim).sum() <= cfg.max_touch * area):
             out |= piece
             added += area
@@ -100,3 +109,17 @@ def _looks_like(lab: np.ndarray, piece: np.ndarray, mask: np.ndarray, mask_colou
 def _inscribed(m: np.ndarray) -> float:
     """The radius (px) of the largest disk inside ``m``."""
     return float(inside_distance(m, precise=False).max())
+
+
+def _along_axis(mask: np.ndarray, piece: np.ndarray, cfg: HandleConfig) -> bool:
+    """The mask is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies along its long axis, within
+    ``max_axis_deg`` of it seen from the mask's centre."""
+    ys, xs = np.nonzero(mask)
+    c = np.array([xs.mean(), ys.mean()])
+    evals, evecs = np.linalg.eigh(np.cov(np.stack([xs, ys]).astype(np.float64)))
+    if evals[0] <= 0 or np.sqrt(evals[1] / evals[0]) < cfg.min_elongation:
+        return False
+    py, px = np.nonzero(piece)
+    d = np.array([px.mean(), py.mean()]) - c
+    n = float(np.linalg.norm(d))
+    return n > 0 and abs(float(d @ evecs[:, 1])) / n >= np.cos(np.radians(cfg.max_axis_deg))
