@@ -29,12 +29,17 @@ class HandleConfig:
     max_width: float = 0.5
     """A handle's inscribed radius is at most this fraction of the mask's (a handle, not a second object) ..."""
     max_width_along: float = 0.7
-    """... or of this fraction when the piece runs along the mask's long axis (a carrot's or a marker's far
-    half, a spoon's handle thicker than usual), within ``max_axis_deg``; 0 = off."""
+    """... or of this fraction when the piece continues the mask (:func:`_along_axis`: a carrot's far half along
+    the long axis of the half the click found, a handle pointing at a bowl the image's side cut); 0 = off."""
     max_axis_deg: float = 30.0
     """The angle between the mask's long axis and the line from its centre to the piece's centre (degrees)."""
     min_elongation: float = 1.3
     """The mask has a long axis when its longer principal spread is at least this many times the shorter."""
+    min_piece_elongation: float = 3.0
+    """A piece is a line when its longer principal spread is at least this many times the shorter ..."""
+    max_axis_offset: float = 0.9
+    """... and it points at the mask when its axis passes this many times the mask's inscribed radius from the
+    mask's centre or nearer (the dark cable behind the blurred can of the benchmark: 1.27)."""
     min_length: float = 1.0
     """... it reaches at least this many times the mask's inscribed diameter away from the mask ..."""
     max_fill: float = 1.6
@@ -111,15 +116,27 @@ def _inscribed(m: np.ndarray) -> float:
     return float(inside_distance(m, precise=False).max())
 
 
-def _along_axis(mask: np.ndarray, piece: np.ndarray, cfg: HandleConfig) -> bool:
-    """The mask is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies along its long axis, within
-    ``max_axis_deg`` of it seen from the mask's centre."""
-    ys, xs = np.nonzero(mask)
-    c = np.array([xs.mean(), ys.mean()])
+def _axis(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The centre ``(2,) float`` (x, y), the unit long axis ``(2,) float`` and the elongation (the ratio of the
+    principal spreads, inf for a line) of the ``(h, w) bool`` mask ``m``."""
+    ys, xs = np.nonzero(m)
+    if len(xs) < 3:
+        return np.array([xs.mean(), ys.mean()]), np.array([1.0, 0.0]), 1.0
     evals, evecs = np.linalg.eigh(np.cov(np.stack([xs, ys]).astype(np.float64)))
-    if evals[0] <= 0 or np.sqrt(evals[1] / evals[0]) < cfg.min_elongation:
-        return False
-    py, px = np.nonzero(piece)
-    d = np.array([px.mean(), py.mean()]) - c
+    elong = float(np.sqrt(evals[1] / evals[0])) if evals[0] > 0 else np.inf
+    return np.array([xs.mean(), ys.mean()]), evecs[:, 1], elong
+
+
+def _along_axis(mask: np.ndarray, piece: np.ndarray, cfg: HandleConfig) -> bool:
+    """The piece continues the mask: the mask is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies
+    along its long axis, within ``max_axis_deg`` of it seen from the mask's centre; or the piece is a line
+    (``min_piece_elongation``) that points at the mask's centre (its axis passes within ``max_axis_offset`` times the
+    mask's inscribed radius of it: a handle leaving a bowl the image's side cut)."""
+    c, axis, elong = _axis(mask)
+    pc, p_axis, p_elong = _axis(piece)
+    d = pc - c
     n = float(np.linalg.norm(d))
-    return n > 0 and abs(float(d @ evecs[:, 1])) / n >= np.cos(np.radians(cfg.max_axis_deg))
+    if elong >= cfg.min_elongation and n > 0 and abs(float(d @ axis)) / n >= np.cos(np.radians(cfg.max_axis_deg)):
+        return True
+    offset = abs(float(d[0] * p_axis[1] - d[1] * p_axis[0]))
+    return p_elong >= cfg.min_piece_elongation and offset <= cfg.max_axis_offset * _inscribed(mask)
