@@ -6,7 +6,8 @@ colour model of the box). :func:`with_handle` cuts again in a box grown around t
 longer side, the mask sure foreground and the rest of the box probable background (only what looks like the mask
 turns foreground), and adds each piece the cut attaches to the mask that looks like a handle: of the mask's colour
 more than of the ring around it, narrower than the mask (its inscribed radius at most ``max_width`` times the
-mask's), long (reaching ``min_length`` times the mask's inscribed diameter away from it), line-like (its area at
+mask's, or ``max_width_along`` times when it continues the mask: along the mask's long axis, or a line pointing at
+its centre), long (reaching ``min_length`` times the mask's inscribed diameter away from it), line-like (its area at
 most ``max_fill`` times its length times its width), not too large (``max_growth``) and ending inside the box.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ class HandleConfig:
     max_width: float = 0.5
     """A handle's inscribed radius is at most this fraction of the mask's (a handle, not a second object) ..."""
     max_width_along: float = 0.7
-    """... or of this fraction when the piece continues the mask (:func:`_along_axis`: a carrot's far half along
+    """... or of this fraction when the piece continues the mask (:func:`_continues`: a carrot's far half along
     the long axis of the half the click found, a handle pointing at a bowl the image's side cut); 0 = off."""
     max_axis_deg: float = 30.0
     """The angle between the mask's long axis and the line from its centre to the piece's centre (degrees)."""
@@ -91,7 +92,7 @@ def with_handle(image: np.ndarray, mask: np.ndarray, cfg: HandleConfig = HandleC
         length = float(far[piece].max())
         width = 2 * r_piece + 1
         narrow = r_piece <= cfg.max_width * r_mask or (
-            r_piece <= cfg.max_width_along * r_mask and _along_axis(mask, piece, cfg))
+            r_piece <= cfg.max_width_along * r_mask and _continues(mask, piece, cfg))
         if (narrow and length >= cfg.min_length * 2 * r_mask
                 and area <= cfg.max_fill * length * width and (piece & rim).sum() <= cfg.max_touch * area):
             out |= piece
@@ -127,7 +128,7 @@ def _axis(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     return np.array([xs.mean(), ys.mean()]), evecs[:, 1], elong
 
 
-def _along_axis(mask: np.ndarray, piece: np.ndarray, cfg: HandleConfig) -> bool:
+def _continues(mask: np.ndarray, piece: np.ndarray, cfg: HandleConfig) -> bool:
     """The piece continues the mask: the mask is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies
     along its long axis, within ``max_axis_deg`` of it seen from the mask's centre; or the piece is a line
     (``min_piece_elongation``) that points at the mask's centre (its axis passes within ``max_axis_offset`` times the
