@@ -73,6 +73,7 @@ def with_handle(image: np.ndarray, mask: np.ndarray, cfg: HandleConfig = HandleC
     if cut is None:
         return None
     r_mask = _inscribed(mask)
+    mask_axis = _axis(mask)
     rim = np.zeros((h, w), bool)
     rim[max(0, grown[0]):min(h, grown[1] + 1), max(0, grown[2]):min(w, grown[3] + 1)] = True
     rim &= ~cv2.erode(rim.view(np.uint8), np.ones((3, 3), np.uint8)).view(bool)
@@ -92,7 +93,7 @@ def with_handle(image: np.ndarray, mask: np.ndarray, cfg: HandleConfig = HandleC
         length = float(far[piece].max())
         width = 2 * r_piece + 1
         narrow = r_piece <= cfg.max_width * r_mask or (
-            r_piece <= cfg.max_width_along * r_mask and _continues(mask, piece, cfg))
+            r_piece <= cfg.max_width_along * r_mask and _continues(mask_axis, r_mask, piece, cfg))
         if (narrow and length >= cfg.min_length * 2 * r_mask
                 and area <= cfg.max_fill * length * width and (piece & rim).sum() <= cfg.max_touch * area):
             out |= piece
@@ -128,16 +129,18 @@ def _axis(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     return np.array([xs.mean(), ys.mean()]), evecs[:, 1], elong
 
 
-def _continues(mask: np.ndarray, piece: np.ndarray, cfg: HandleConfig) -> bool:
-    """The piece continues the mask: the mask is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies
-    along its long axis, within ``max_axis_deg`` of it seen from the mask's centre; or the piece is a line
-    (``min_piece_elongation``) that points at the mask's centre (its axis passes within ``max_axis_offset`` times the
-    mask's inscribed radius of it: a handle leaving a bowl the image's side cut)."""
-    c, axis, elong = _axis(mask)
+def _continues(mask_axis: tuple[np.ndarray, np.ndarray, float], r_mask: float, piece: np.ndarray,
+               cfg: HandleConfig) -> bool:
+    """The piece continues the mask (``mask_axis``: its :func:`_axis`; ``r_mask``: its inscribed radius): the mask
+    is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies along its long axis, within
+    ``max_axis_deg`` of it seen from the mask's centre; or the piece is a line (``min_piece_elongation``) that points
+    at the mask's centre (its axis passes within ``max_axis_offset`` times ``r_mask`` of it: a handle leaving a bowl
+    the image's side cut)."""
+    c, axis, elong = mask_axis
     pc, p_axis, p_elong = _axis(piece)
     d = pc - c
     n = float(np.linalg.norm(d))
     if elong >= cfg.min_elongation and n > 0 and abs(float(d @ axis)) / n >= np.cos(np.radians(cfg.max_axis_deg)):
         return True
     offset = abs(float(d[0] * p_axis[1] - d[1] * p_axis[0]))
-    return p_elong >= cfg.min_piece_elongation and offset <= cfg.max_axis_offset * _inscribed(mask)
+    return p_elong >= cfg.min_piece_elongation and offset <= cfg.max_axis_offset * r_mask
