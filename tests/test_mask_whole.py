@@ -138,3 +138,21 @@ def test_an_object_every_generator_found_is_not_a_part(shared_data):
     assert iou(before.mask, case.mask) < 0.6, "the case no longer shows the failure"
     res = grabcut_result(case.image, Prompt([case.click]))
     assert iou(res.mask, case.mask) > 0.9, res.details
+
+
+def test_an_unsure_face_of_a_cube_in_front_of_the_camera_gives_the_cube(shared_data):
+    """A benchmark case (``closeup``, seed 2) where the usual boxes found one face of a green cube, unsure (0.47):
+    the wide box is then tried too, and its cube replaces the face because the face's outline lies on the cube's
+    (a part meets its object's outline; a box lying on a scanning board, also unsure, lies inside the board's: the
+    scan tests keep that one). Without the rule the face stays (0.43)."""
+    from real2sim.demos.mask_cases import family_case
+
+    c = family_case(shared_data, "closeup", "open_drawer_a0", seed=2)
+    if c is None:
+        pytest.skip("the open_drawer_a0 plate or a benchmark mesh is missing from the shared data")
+    assert c.name == "closeup/open_drawer_a0/green_cube"
+    before = grabcut_result(c.image, Prompt([c.click]), config=GrabCutConfig(whole_shared_outline=0.0))
+    assert iou(before.mask, c.mask) < 0.5, "the case no longer shows the failure"
+    res = segment_result(c.image, Prompt([c.click]))
+    assert iou(res.mask, c.mask) > 0.95, res.details
+    assert res.details["picked"] == "whole around"

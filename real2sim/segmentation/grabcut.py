@@ -50,7 +50,8 @@ surface", confidence kept under the review threshold); a speck no larger cue rep
 size whose mask grew past the clicks' disks (``grown_over_speck``, "sizes, over a speck", unsure). A sure mask large in the image (``whole_min_frac``) may be a part
 of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
 (``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
-(``details["picked"]`` "whole around"). A mask of an object's top (a lid, a cube's top face) is continued down
+(``details["picked"]`` "whole around"); an unsure mask of any size is tried too, and replaced only when its
+outline lies on the wide box mask's (``whole_shared_outline``: a cube's face, not a box on a board). A mask of an object's top (a lid, a cube's top face) is continued down
 to the side the camera sees under it, or a mask of its side up to the top over it (:mod:`segmentation.below`;
 ``details["below_px"]``, ``details["above_px"]``). Then a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
@@ -241,9 +242,16 @@ class GrabCutConfig:
     not), has a clear outline (``large_min_edge``), is not along an image side and separates from its ring nearly
     as well as the mask does (``whole_min_separation``). Empty: never."""
     whole_min_frac: float = 0.02
-    """Fraction of the image the mask found must cover for ``whole_scales`` to be tried. Only a mask the method is
-    sure of (confidence at least ``large_below``) is tried: an unsure one may be a whole object on something compact
-    (a box on a calibration board, at 0.35, took the board)."""
+    """Fraction of the image a sure mask (confidence at least ``large_below``) must cover for ``whole_scales`` to be
+    tried. An unsure one may be a whole object on something compact (a box on a calibration board, at 0.35, took
+    the board): it is tried only under ``whole_shared_outline``."""
+    whole_shared_outline: float = 0.4
+    """An unsure mask (confidence under ``large_below``), of any size, is also tried against the
+    ``whole_scales`` boxes, and a box's mask then replaces it only when at least this fraction of the mask's outline
+    lies on the box mask's outline (within 1 % of the image's size): a part of an object meets the object's outline
+    (a cube's face: 0.57, a can's lid), a thing lying on a support lies inside the support's (the scan tests' box on
+    its board: 0.32, a can on it: 0; a small sure mask is not tried: a can beside a bag shares its outline). 0 =
+    sure, large masks only."""
     whole_min_growth: float = 1.3
     """See ``whole_scales``."""
     whole_min_solidity: float = 0.9
@@ -939,12 +947,30 @@ def _large_object(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) ->
 def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: GrabCutConfig) -> np.ndarray | None:
     """When ``mask`` (confidence ``conf``) is large in the image, the best mask of the ``whole_scales`` context boxes around ``click`` that
     holds it as a whole holds its part (see ``GrabCutConfig.whole_scales``); ``None`` if none does."""
-    if not cfg.whole_scales or conf < cfg.large_below or np.count_nonzero(mask) < cfg.whole_min_frac * mask.size:
+    sure = conf >= cfg.large_below
+    if sure and np.count_nonzero(mask) < cfg.whole_min_frac * mask.size:
+        return None
+    if not cfg.whole_scales or not (sure or cfg.whole_shared_outline > 0) or not mask.any():
         return None
     wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg.whole_min_solidity, cfg)
-              if _holds(frame.overlaps, m, mask, cfg.whole_min_growth)]
+              if _holds(frame.overlaps, m, mask, cfg.whole_min_growth)
+              and (sure or _shared_outline(mask, m) >= cfg.whole_shared_outline)]
     floor = cfg.whole_min_separation * _separation(frame.bins, mask) - 1e-9
     return _best_outlined(frame, wholes, floor, cfg.large_min_edge, cfg) if wholes else None
+
+
+def _shared_outline(part: np.ndarray, whole: np.ndarray) -> float:
+    """Fraction of the outline of ``part`` that lies within 1 % of the image's size (at least 2 px) of the
+    outline of ``whole`` (both ``(h, w) bool``)."""
+    import cv2
+
+    reach = max(2, int(round(0.01 * np.sqrt(part.size))))
+    box = mask_box(part | whole, reach + 1)
+    p8, w8 = part[box].astype(np.uint8), whole[box].astype(np.uint8)
+    outline_p = p8.view(bool) & ~(cv2.erode(p8, disk(1)) > 0)
+    outline_w = w8 & ~(cv2.erode(w8, disk(1)) > 0).view(np.uint8)
+    near = cv2.dilate(outline_w, disk(reach)) > 0
+    return float(np.count_nonzero(outline_p & near)) / max(1, int(np.count_nonzero(outline_p)))
 
 
 def _holds(ov: MaskOverlaps, big: np.ndarray, small: np.ndarray, growth: float, max_growth: float = np.inf) -> bool:
