@@ -108,3 +108,41 @@ def test_bad_prompts_file_names_the_entity_and_field_and_writes_nothing(tmp_path
     (tmp_path / "p.json").write_text(json.dumps({"cube": {"points": [[10, 10]], "frame": 5}}))
     assert main(args) == 2
     assert "the clip has frames 0..1" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path, capsys):
+    """``init --prompts`` with nothing but a box on the robot (no objects to click): the command used to do all the
+    work and then fail printing its summary (KeyError: the masks' picture, which only object prompts make). A
+    WidowX rendered over the procedural table, its camera known: exit 0, a robot mask in every frame, and the
+    robot fit's and the plate's pictures printed."""
+    import cv2
+
+    from real2sim.core.imaging import read_mask, write_rgb
+    from real2sim.demos.robot_clips import bridge_camera, make_robot_clip, procedural_plate
+
+    camera = bridge_camera(320, 240)
+    clip = make_robot_clip(cv2.resize(procedural_plate(), (320, 240), interpolation=cv2.INTER_AREA), camera,
+                           n_frames=5, seed=2)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i, f in enumerate(clip.frames):
+        write_rgb(frames / f"{i:06d}.png", f)
+    K = np.asarray(camera.K, float)
+    (tmp_path / "camera.json").write_text(json.dumps({
+        "width": 320, "height": 240, "fx": K[0, 0], "fy": K[1, 1], "cx": K[0, 2], "cy": K[1, 2],
+        "T_world_camera": np.asarray(camera.T_world_camera, float).tolist()}))
+    ys, xs = np.nonzero(clip.masks[0])
+    box = [int(xs.min()) - 8, int(ys.min()) - 8, int(xs.max()) + 8, int(ys.max()) + 8]
+    (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": box}}))
+    root = tmp_path / "scene"
+    capsys.readouterr()
+    assert main(["init", str(root), "--frames", str(frames), "--camera", str(tmp_path / "camera.json"),
+                 "--robot", "widowx", "--prompts", str(tmp_path / "prompts.json")]) == 0
+    out = "".join(capsys.readouterr().out.split())  # (the console wraps long paths)
+    b = Bundle.load(root)
+    summary = json.loads((root / "reports" / "capture_summary.json").read_text())
+    assert str(root / summary["masks"]["robot"]["picture"]) in out
+    assert str(root / summary["plate"]["picture"]) in out
+    for k, rel in enumerate(sorted(b.manifest.capture.masks)):
+        robot = read_mask(b.path(b.manifest.capture.masks[rel]["robot"]))
+        assert robot.any(), f"frame {k}: no robot mask"

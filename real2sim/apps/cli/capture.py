@@ -58,7 +58,9 @@ def _print_capture_summary(con, root: Path, s: dict) -> None:
                   f"{p['inpainted_fraction']:.1%} inpainted", highlight=False)
         for w in p.get("warnings", []):
             con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
-    pics = [f"{root / 'reports' / 'capture.png'}"] + [str(root / s[k]["picture"]) for k in ("masks", "plate") if k in s]
+    masks = s.get("masks", {})
+    found = [masks.get("picture"), masks.get("robot", {}).get("picture"), s.get("plate", {}).get("picture")]
+    pics = [f"{root / 'reports' / 'capture.png'}"] + [str(root / p) for p in found if p]
     con.print("pictures: " + ", ".join(pics), highlight=False)
     con.print(f"numbers: {root / s['report']}", highlight=False)
 
