@@ -894,14 +894,16 @@ def upsample_all(masks: np.ndarray, size: tuple[int, int], grow: np.ndarray | No
 
 
 def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, votes_fg: np.ndarray, tol: float,
-                 min_agree: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 min_agree: int = 2, shade: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``anchor`` with each pixel that frames show *behind* a ghost replaced by the median of those frames.
 
     ``votes_bg`` / ``votes_fg``: ``(n, h, w) bool`` frames called background behind a ghost / foreground at each
     pixel. A pixel is replaced when at least ``min_agree`` frames called background agree within ``tol`` (levels)
     with that median (the background is static; one frame could be anything) and, among all frames showing that
-    colour, more were called background than foreground. Returns (anchor, replaced ``(h, w) bool``, candidates
-    not replaced ``(h, w) bool``)."""
+    colour, more were called background than foreground. ``shade`` > 0: a median that is the anchor darkened alike
+    in every channel (each channel's ratio under 1 - ``shade``, the ratios within ``shade`` of each other) is a
+    shadow over the anchor, not what a ghost hid: the anchor is kept there (a candidate not replaced). Returns
+    (anchor, replaced ``(h, w) bool``, candidates not replaced ``(h, w) bool``)."""
     pix = votes_bg.any(0)
     none = np.zeros(pix.shape, bool)
     if not pix.any():
@@ -918,12 +920,39 @@ def ghost_anchor(frames: np.ndarray, anchor: np.ndarray, votes_bg: np.ndarray, v
     n_bg = (same & b).sum(0)
     n_fg = (same & np.take(votes_fg.reshape(n, h * w), at, axis=1)).sum(0)
     ok = (n_bg >= min_agree) & (n_bg > n_fg)
+    if shade > 0 and ok.any():
+        ok &= ~_shadow_parts(ys, xs, ok, med, anchor, shade)
     out = anchor.copy()
     out[ys[ok], xs[ok]] = np.clip(med[ok] + 0.5, 0, 255).astype(np.uint8)
     replaced, weak = none.copy(), none.copy()
     replaced[ys[ok], xs[ok]] = True
     weak[ys[~ok], xs[~ok]] = True
     return out, replaced, weak
+
+
+def _shadow_parts(ys: np.ndarray, xs: np.ndarray, ok: np.ndarray, med: np.ndarray, anchor: np.ndarray,
+                  shade: float) -> np.ndarray:
+    """``(k,) bool``: the candidates (at ``ys, xs``; ``ok`` the ones to replace, ``med`` ``(k, 3)`` their new
+    colours) in a connected part of the replaced pixels whose new colours are the anchor's darkened alike in every
+    channel: per channel the part's median ratio new / anchor under ``1 - shade``, the three within ``shade``."""
+    import cv2
+
+    h, w = anchor.shape[:2]
+    img = np.zeros((h, w), np.uint8)
+    img[ys[ok], xs[ok]] = 1
+    k, lab = cv2.connectedComponents(img, connectivity=8)
+    part = lab[ys, xs]
+    old = anchor[ys, xs].astype(np.float32)
+    ratio = (med + 1.0) / (old + 1.0)
+    shadow = np.zeros(k, bool)
+    for i in range(1, k):
+        at = ok & (part == i)
+        r = np.median(ratio[at], axis=0)
+        if r.max() < 1.0 - shade and r.max() - r.min() < shade and at.sum() >= 3:
+            # and the anchor's texture shows through (a shadow keeps it; an object that left had its own)
+            a, b = old[at].sum(1), med[at].sum(1)
+            shadow[i] = np.corrcoef(a, b)[0, 1] >= 0.5 if a.std() > 0 and b.std() > 0 else False
+    return shadow[part] & ok
 
 
 def _two_medians(keys: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -1046,7 +1075,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             if it > 0:  # later passes peel what is left of a ghost found before: only next to it
                 near = cv2.dilate(ghost.view(np.uint8), peel) > 0
                 behind &= near[None]  # (the candidates that stay weak are reported by the first pass)
-            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * s_ghost + cfg.fg_threshold * 255)
+            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * s_ghost + cfg.fg_threshold * 255,
+                                          shade=cfg.ghost_shade)
             if it > 0:
                 rep &= near
                 k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
