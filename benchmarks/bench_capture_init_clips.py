@@ -75,11 +75,10 @@ def robot_box(mask: np.ndarray, pad: float = 0.05) -> list[int]:
 
 
 def truth_at_frame0(clip) -> np.ndarray:
-    """The true background at frame 0's exposure: a per-channel gain fitted where frame 0 shows the plate."""
-    seen = ~clip.masks[0]
-    f, p = clip.frames[0].astype(np.float64), clip.plate.astype(np.float64)
-    gain = np.array([np.median(f[..., c][seen] / np.maximum(p[..., c][seen], 1.0)) for c in range(3)])
-    return np.clip(p * gain, 0, 255).round().astype(np.uint8)
+    """The true background at frame 0's exposure (per-channel gains fitted where the two agree)."""
+    from real2sim.demos.plate_cases import gain_to
+
+    return gain_to(clip.plate[None], clip.frames[0])[0]
 
 
 def run_one(clip, with_pose: bool) -> dict:
