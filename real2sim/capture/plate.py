@@ -96,9 +96,10 @@ class PlateConfig:
     """A region is background behind a ghost when the anchor's contrast across its outline is this many times the
     frame's (and foreground the other way round); between the two it is undecided."""
     ghost_shade: float = 0.05
-    """A ghost's replacement that is the anchor darkened alike in every channel (by more than this fraction, the
-    channels' ratios within it of each other) is a shadow cast over the background, not the background a ghost
-    hid: the anchor is kept there (:func:`~real2sim.capture.plate_background.ghost_anchor`). 0 = off."""
+    """A part of a ghost's replacement that is the anchor darkened alike in every channel (by more than this
+    fraction, the channels' ratios within it of each other), its texture kept, is a shadow cast over the background
+    (a robot's, over part of the clip), not the background a ghost hid: the anchor is kept there
+    (:func:`~real2sim.capture.plate_background.ghost_anchor`). 0 = off."""
     split_jaccard: float = 0.5
     """A frame's deviating region that is neither foreground nor background as a whole is split where the set of
     frames agreeing with it changes (neighbours whose sets overlap by less than this, intersection over union: a

@@ -934,7 +934,9 @@ def _shadow_parts(ys: np.ndarray, xs: np.ndarray, ok: np.ndarray, med: np.ndarra
                   shade: float) -> np.ndarray:
     """``(k,) bool``: the candidates (at ``ys, xs``; ``ok`` the ones to replace, ``med`` ``(k, 3)`` their new
     colours) in a connected part of the replaced pixels whose new colours are the anchor's darkened alike in every
-    channel: per channel the part's median ratio new / anchor under ``1 - shade``, the three within ``shade``."""
+    channel (per channel the part's median ratio new / anchor under ``1 - shade``, the three within ``shade``) with
+    the anchor's texture showing through (the grey levels of old and new correlate at 0.5 or more over the part: a
+    shadow keeps the texture, an object that left had its own; a flat part cannot tell and is not a shadow)."""
     import cv2
 
     h, w = anchor.shape[:2]
@@ -948,10 +950,11 @@ def _shadow_parts(ys: np.ndarray, xs: np.ndarray, ok: np.ndarray, med: np.ndarra
     for i in range(1, k):
         at = ok & (part == i)
         r = np.median(ratio[at], axis=0)
-        if r.max() < 1.0 - shade and r.max() - r.min() < shade and at.sum() >= 3:
-            # and the anchor's texture shows through (a shadow keeps it; an object that left had its own)
-            a, b = old[at].sum(1), med[at].sum(1)
-            shadow[i] = np.corrcoef(a, b)[0, 1] >= 0.5 if a.std() > 0 and b.std() > 0 else False
+        if not (r.max() < 1.0 - shade and r.max() - r.min() < shade and at.sum() >= 3):
+            continue
+        grey_old, grey_new = old[at].sum(1), med[at].sum(1)
+        if grey_old.std() > 0 and grey_new.std() > 0:
+            shadow[i] = np.corrcoef(grey_old, grey_new)[0, 1] >= 0.5
     return shadow[part] & ok
 
 

@@ -69,7 +69,9 @@ from real2sim.core.imaging import (
     MaskOverlaps,
     border_run,
     component_at,
+    dilate,
     disk,
+    erode,
     fill_holes,
     iou,
     mask_box,
@@ -945,12 +947,14 @@ def _large_object(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) ->
 
 
 def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: GrabCutConfig) -> np.ndarray | None:
-    """When ``mask`` (confidence ``conf``) is large in the image, the best mask of the ``whole_scales`` context boxes around ``click`` that
-    holds it as a whole holds its part (see ``GrabCutConfig.whole_scales``); ``None`` if none does."""
+    """When ``mask`` (confidence ``conf``) is sure and large in the image, or unsure, the best mask of the
+    ``whole_scales`` context boxes around ``click`` that holds it as a whole holds its part (see
+    ``GrabCutConfig.whole_scales``; an unsure mask's outline must also lie on the box mask's, see
+    ``whole_shared_outline``); ``None`` if none does."""
     sure = conf >= cfg.large_below
-    if sure and np.count_nonzero(mask) < cfg.whole_min_frac * mask.size:
+    if not cfg.whole_scales or not mask.any():
         return None
-    if not cfg.whole_scales or not (sure or cfg.whole_shared_outline > 0) or not mask.any():
+    if (np.count_nonzero(mask) < cfg.whole_min_frac * mask.size) if sure else cfg.whole_shared_outline <= 0:
         return None
     wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg.whole_min_solidity, cfg)
               if _holds(frame.overlaps, m, mask, cfg.whole_min_growth)
@@ -962,14 +966,11 @@ def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: Grab
 def _shared_outline(part: np.ndarray, whole: np.ndarray) -> float:
     """Fraction of the outline of ``part`` that lies within 1 % of the image's size (at least 2 px) of the
     outline of ``whole`` (both ``(h, w) bool``)."""
-    import cv2
-
     reach = max(2, int(round(0.01 * np.sqrt(part.size))))
     box = mask_box(part | whole, reach + 1)
-    p8, w8 = part[box].astype(np.uint8), whole[box].astype(np.uint8)
-    outline_p = p8.view(bool) & ~(cv2.erode(p8, disk(1)) > 0)
-    outline_w = w8 & ~(cv2.erode(w8, disk(1)) > 0).view(np.uint8)
-    near = cv2.dilate(outline_w, disk(reach)) > 0
+    p, w = part[box], whole[box]
+    outline_p = p & ~erode(p, 1)
+    near = dilate(w & ~erode(w, 1), reach)
     return float(np.count_nonzero(outline_p & near)) / max(1, int(np.count_nonzero(outline_p)))
 
 
