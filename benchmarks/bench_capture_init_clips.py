@@ -1,10 +1,11 @@
 """The one-command capture (``real2sim init --frames --camera --robot --prompts``, a box on the robot in frame 0) on
-synthetic WidowX clips whose background is known, against the plain per-pixel median of the same frames.
+synthetic robot clips whose background is known, against the plain per-pixel median of the same frames.
 
 The real Bridge clip has one person-made plate (``bench_capture_init.py``); here the WidowX is rendered moving over
 every real plate in ../shared/data (``real2sim.demos.robot_clips.make_robot_clip``: shading, its cast shadow,
 sensor noise, per-frame exposure changes), at other sizes, with heavier noise, and over the procedural table when
-the data is absent. The camera file holds the intrinsics and the pose the clip was rendered with (``pose``: the
+the data is absent; and the Google Robot seen from its own head camera over four of its scenes' plates (when its
+description is in the shared data). The camera file holds the intrinsics and the pose the clip was rendered with (``pose``: the
 robot is tracked with its model), or the intrinsics only (``none``: the robot is found by motion). Scored against
 the true background at frame 0's exposure (the exposure the plate takes): over every pixel, and over the pixels the
 robot covered in some frame. The issue's bar: the command's plate at least 1 dB above the median on every clip.
@@ -18,6 +19,7 @@ import contextlib
 import io
 import json
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data"
 BAR_DB = 1.0
+GOOGLE_PLATES = ("google_coke_can_real_eval_1", "open_drawer_a0", "open_drawer_b1", "open_drawer_c2")
 
 
 def psnr(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
@@ -49,12 +52,45 @@ def clips(quick: bool) -> list[tuple[str, dict]]:
     out = []
     for k, name in enumerate(names[:2] if quick else names):  # (each at its own size, the camera scaled to it)
         out.append((name, dict(plate=plates[name], seed=100 + k)))
+    if not quick and _google_robot_available():  # the other robot, seen from its own head camera
+        for k, name in enumerate(n for n in GOOGLE_PLATES if n in plates):
+            h, w = plates[name].shape[:2]
+            out.append((f"{name} (Google Robot)", dict(plate=plates[name], seed=140 + k, robot="google_robot",
+                                                       camera=head_camera("google_robot", w, h))))
     if not quick:
         base = cv2.resize(plates[names[0]], (640, 480), interpolation=cv2.INTER_AREA)
         out.append((f"{names[0]} noise 8", dict(plate=base, seed=120, noise=8.0, exposure=0.06)))
         small = cv2.resize(base, (320, 240), interpolation=cv2.INTER_AREA)
         out.append((f"{names[0]} 320x240", dict(plate=small, seed=121, camera=bridge_camera(320, 240))))
     return out
+
+
+def _google_robot_available() -> bool:
+    """The Google Robot's description is in the shared data (its definition reads it from REAL2SIM_GOOGLE_ROBOT)."""
+    desc = DATA / "google_robot" / "description"
+    if not desc.is_dir():
+        return False
+    os.environ.setdefault("REAL2SIM_GOOGLE_ROBOT", str(desc))
+    return True
+
+
+def head_camera(robot: str, width: int, height: int):
+    """The robot's mounted camera (its definition's first mount) at the default pose, scaled to ``width`` x ``height``."""
+    from real2sim.core.camera import Camera
+    from real2sim.core.geometry import make_pose
+    from real2sim.core.manifest import RobotSpec
+    from real2sim.render.robot import load_robot_model
+    from real2sim.robots import get_robot
+    from real2sim.robots.scene import link_poses
+
+    rdef = get_robot(robot)
+    mount = next(iter(rdef.camera_mounts.values()))
+    model = load_robot_model(RobotSpec(rdef.name))
+    poses = link_poses(model.joints, model.root, dict(zip(model.joint_names, model.default_q)))
+    T = model.base @ poses[mount["link"]] @ make_pose(mount["position"], mount["quaternion_wxyz"])
+    sx, sy = width / mount["width"], height / mount["height"]
+    K = np.array([[mount["fx"] * sx, 0, mount["cx"] * sx], [0, mount["fy"] * sy, mount["cy"] * sy], [0, 0, 1]])
+    return Camera(width, height, K, T)
 
 
 def camera_file(camera, with_pose: bool) -> dict:

@@ -82,7 +82,7 @@ def shade_robot(model: RobotModel, camera: Camera, q, rgba: dict, default=(0.08,
     """(``(h, w, 3) float`` shaded robot colours in [0, 1], ``(h, w) bool`` robot pixels) at joints ``q``.
 
     Flat-shaded faces: albedo x (ambient 0.6 + diffuse 1.2) plus a grey specular lobe seen from the camera."""
-    verts, faces, owner, names = posed_mesh(model, q)
+    verts, faces, owner, names = posed_mesh(model, q, camera.T_world_camera[:3, 3])  # (a head camera: not its head)
     fr = rasterize(camera, verts, faces)
     mask = fr.mask
     fid = np.maximum(fr.face_id, 0)
