@@ -43,7 +43,7 @@ def clips(quick: bool) -> list[tuple[str, dict]]:
     import cv2
 
     from real2sim.demos.plate_cases import real_plates
-    from real2sim.demos.robot_clips import bridge_camera, procedural_plate
+    from real2sim.demos.robot_clips import bridge_camera, mounted_camera, procedural_plate
 
     plates = real_plates(DATA) if DATA.is_dir() else {}
     names = sorted(plates)
@@ -56,7 +56,7 @@ def clips(quick: bool) -> list[tuple[str, dict]]:
         for k, name in enumerate(n for n in GOOGLE_PLATES if n in plates):
             h, w = plates[name].shape[:2]
             out.append((f"{name} (Google Robot)", dict(plate=plates[name], seed=140 + k, robot="google_robot",
-                                                       camera=head_camera("google_robot", w, h))))
+                                                       camera=mounted_camera("google_robot", w, h))))
     if not quick:
         base = cv2.resize(plates[names[0]], (640, 480), interpolation=cv2.INTER_AREA)
         out.append((f"{names[0]} noise 8", dict(plate=base, seed=120, noise=8.0, exposure=0.06)))
@@ -72,25 +72,6 @@ def _google_robot_available() -> bool:
         return False
     os.environ.setdefault("REAL2SIM_GOOGLE_ROBOT", str(desc))
     return True
-
-
-def head_camera(robot: str, width: int, height: int):
-    """The robot's mounted camera (its definition's first mount) at the default pose, scaled to ``width`` x ``height``."""
-    from real2sim.core.camera import Camera
-    from real2sim.core.geometry import make_pose
-    from real2sim.core.manifest import RobotSpec
-    from real2sim.render.robot import load_robot_model
-    from real2sim.robots import get_robot
-    from real2sim.robots.scene import link_poses
-
-    rdef = get_robot(robot)
-    mount = next(iter(rdef.camera_mounts.values()))
-    model = load_robot_model(RobotSpec(rdef.name))
-    poses = link_poses(model.joints, model.root, dict(zip(model.joint_names, model.default_q)))
-    T = model.base @ poses[mount["link"]] @ make_pose(mount["position"], mount["quaternion_wxyz"])
-    sx, sy = width / mount["width"], height / mount["height"]
-    K = np.array([[mount["fx"] * sx, 0, mount["cx"] * sx], [0, mount["fy"] * sy, mount["cy"] * sy], [0, 0, 1]])
-    return Camera(width, height, K, T)
 
 
 def camera_file(camera, with_pose: bool) -> dict:

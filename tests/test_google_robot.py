@@ -198,3 +198,15 @@ def test_head_joints_are_not_fitted_from_the_head_camera(google):
     outside = Camera(cam.width, cam.height, cam.K, np.linalg.inv(np.array(
         [[0, -1, 0, 0], [0, 0, -1, 1.0], [1, 0, 0, 2.5], [0, 0, 0, 1]], float)))
     assert not Fitter(model, outside, space, TrackConfig()).unseen_joints().any()
+
+
+def test_a_clip_rendered_from_the_head_camera_shows_the_arm_not_the_head(google_robot_description):
+    """The clip maker (``demos.robot_clips``) from the robot's own head camera: the head's links enclose the camera,
+    and a rasterizer that draws both sides of a face covered the whole image with them (every mask 1.0). They are
+    left out (``render.robot.links_around``): the arm covers a part of the image, as in SIMPLER's overlays."""
+    from real2sim.demos.robot_clips import make_robot_clip, mounted_camera, procedural_plate
+
+    plate = procedural_plate(320, 256)
+    clip = make_robot_clip(plate, mounted_camera("google_robot", 320, 256), n_frames=4, robot="google_robot", seed=5)
+    cover = clip.masks.mean((1, 2))
+    assert (cover > 0.01).all() and (cover < 0.4).all(), cover
