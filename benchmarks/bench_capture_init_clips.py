@@ -34,10 +34,6 @@ BAR_DB = 1.0
 GOOGLE_PLATES = ("google_coke_can_real_eval_1", "open_drawer_a0", "open_drawer_b1", "open_drawer_c2")
 
 
-def psnr(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
-    return float(10 * np.log10(255.0 ** 2 / max(np.mean((a[m].astype(float) - b[m]) ** 2), 1e-9)))
-
-
 def clips(quick: bool) -> list[tuple[str, dict]]:
     """(name, ``make_robot_clip`` keywords) over the real plates (the procedural table without them)."""
     import cv2
@@ -101,7 +97,7 @@ def truth_at_frame0(clip) -> np.ndarray:
 def run_one(clip, with_pose: bool) -> dict:
     from real2sim.apps.cli import main as cli
     from real2sim.core.bundle import Bundle
-    from real2sim.core.imaging import read_rgb, write_rgb
+    from real2sim.core.imaging import psnr, read_rgb, write_rgb
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
