@@ -42,18 +42,16 @@ def bridge_camera(width: int = 640, height: int = 480) -> Camera:
 
 
 def mounted_camera(robot: str, width: int = 640, height: int = 512) -> Camera:
-    """The robot's own camera (the first of its definition's ``camera_mounts``: the Google Robot's head camera) at
-    the robot's default pose, scaled to ``width`` x ``height``."""
+    """The robot's own camera (the first of its definition's mounted cameras: the Google Robot's head camera) at
+    the robot's default pose, its intrinsics scaled to ``width`` x ``height``."""
     from real2sim.robots.scene import link_poses
 
     rdef = get_robot(robot)
-    mount = next(iter(rdef.camera_mounts.values()))
+    link, cam = next(iter(rdef.mounted_cameras().values()))  # (cam's pose: in the link's frame)
     model = load_robot_model(RobotSpec(rdef.name))
     poses = link_poses(model.joints, model.root, dict(zip(model.joint_names, model.default_q)))
-    T = model.base @ poses[mount["link"]] @ make_pose(mount["position"], mount["quaternion_wxyz"])
-    sx, sy = width / mount["width"], height / mount["height"]
-    K = np.array([[mount["fx"] * sx, 0, mount["cx"] * sx], [0, mount["fy"] * sy, mount["cy"] * sy], [0, 0, 1]])
-    return Camera(width, height, K, T)
+    K = np.diag([width / cam.width, height / cam.height, 1.0]) @ np.asarray(cam.K, float)
+    return Camera(width, height, K, model.base @ poses[link] @ cam.T_world_camera)
 
 
 @dataclass
