@@ -947,14 +947,17 @@ def _shadow_parts(ys: np.ndarray, xs: np.ndarray, ok: np.ndarray, med: np.ndarra
     old = anchor[ys, xs].astype(np.float32)
     ratio = (med + 1.0) / (old + 1.0)
     shadow = np.zeros(k, bool)
-    for i in range(1, k):
-        at = ok & (part == i)
+    sel = np.flatnonzero(ok)
+    sel = sel[np.argsort(part[sel], kind="stable")]  # the candidates grouped by part: one pass over them all
+    for at in np.split(sel, np.flatnonzero(np.diff(part[sel])) + 1):
+        if len(at) < 3:
+            continue
         r = np.median(ratio[at], axis=0)
-        if not (r.max() < 1.0 - shade and r.max() - r.min() < shade and at.sum() >= 3):
+        if not (r.max() < 1.0 - shade and r.max() - r.min() < shade):
             continue
         grey_old, grey_new = old[at].sum(1), med[at].sum(1)
         if grey_old.std() > 0 and grey_new.std() > 0:
-            shadow[i] = np.corrcoef(grey_old, grey_new)[0, 1] >= 0.5
+            shadow[part[at[0]]] = np.corrcoef(grey_old, grey_new)[0, 1] >= 0.5
     return shadow[part] & ok
 
 
