@@ -71,11 +71,12 @@ def _google_robot_available() -> bool:
 
 
 def camera_file(camera, with_pose: bool) -> dict:
-    K = np.asarray(camera.K, float)
-    out = {"width": int(camera.width), "height": int(camera.height),
-           "fx": K[0, 0], "fy": K[1, 1], "cx": K[0, 2], "cy": K[1, 2]}
-    if with_pose:
-        out["T_world_camera"] = np.asarray(camera.T_world_camera, float).tolist()
+    """The camera file of the clip's camera, with its pose or the intrinsics only."""
+    from real2sim.capture.camera_file import camera_to_dict
+
+    out = camera_to_dict(camera)
+    if not with_pose:
+        del out["T_world_camera"]
     return out
 
 
@@ -96,6 +97,7 @@ def truth_at_frame0(clip) -> np.ndarray:
 
 def run_one(clip, with_pose: bool) -> dict:
     from real2sim.apps.cli import main as cli
+    from real2sim.capture.plate import plain_median
     from real2sim.core.bundle import Bundle
     from real2sim.core.imaging import psnr, read_rgb, write_rgb
 
@@ -117,7 +119,7 @@ def run_one(clip, with_pose: bool) -> dict:
         method = json.loads((tmp / "clip" / "reports" / "robot_fit.json").read_text()).get("method")
         plate = read_rgb(b.path(b.manifest.capture.plate))
     truth = truth_at_frame0(clip)
-    median = np.median(clip.frames, axis=0).round().astype(np.uint8)
+    median = plain_median(clip.frames)
     every = np.ones(truth.shape[:2], bool)
     covered = clip.masks.any(0)
     row = {"method": method, "seconds": round(seconds, 1)}

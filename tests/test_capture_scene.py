@@ -117,6 +117,7 @@ def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path,
     robot fit's and the plate's pictures printed."""
     import cv2
 
+    from real2sim.capture.camera_file import camera_to_dict
     from real2sim.core.imaging import read_mask, write_rgb
     from real2sim.demos.robot_clips import bridge_camera, make_robot_clip, procedural_plate
 
@@ -127,10 +128,7 @@ def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path,
     frames.mkdir()
     for i, f in enumerate(clip.frames):
         write_rgb(frames / f"{i:06d}.png", f)
-    K = np.asarray(camera.K, float)
-    (tmp_path / "camera.json").write_text(json.dumps({
-        "width": 320, "height": 240, "fx": K[0, 0], "fy": K[1, 1], "cx": K[0, 2], "cy": K[1, 2],
-        "T_world_camera": np.asarray(camera.T_world_camera, float).tolist()}))
+    (tmp_path / "camera.json").write_text(json.dumps(camera_to_dict(camera)))
     ys, xs = np.nonzero(clip.masks[0])
     box = [int(xs.min()) - 8, int(ys.min()) - 8, int(xs.max()) + 8, int(ys.max()) + 8]
     (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": box}}))
