@@ -210,3 +210,49 @@ def test_a_clip_rendered_from_the_head_camera_shows_the_arm_not_the_head(google_
     clip = make_robot_clip(plate, mounted_camera("google_robot", 320, 256), n_frames=4, robot="google_robot", seed=5)
     cover = clip.masks.mean((1, 2))
     assert (cover > 0.01).all() and (cover < 0.4).all(), cover
+
+
+@pytest.mark.slow
+def test_a_poor_fit_keeps_the_arm_out_of_the_plate_and_the_build_after_it_settles(google_robot_description,
+                                                                                   shared_data, tmp_path):
+    """The one command with a box on the arm, seen from the head camera over open_drawer_c2's plate (the clip of
+    ``benchmarks/bench_capture_init_clips.py``): the fit misses its gate (0.69 < 0.7), and its silhouettes in the
+    frames it fitted well keep the lingering arm out of the plate (+0.55 dB over the plain median before, +2.64
+    now). A build after it re-fits against that plate (applied) and settles: it never did in 4 rounds, the joints of
+    the redundant arm moving 0.01-0.09 rad a round with masks at mean IoU 0.97-0.98; the second build runs nothing."""
+    import json
+
+    from real2sim.capture.camera_file import camera_to_dict
+    from real2sim.capture.plate import plain_median
+    from real2sim.core.bundle import Bundle
+    from real2sim.core.imaging import psnr, read_rgb, write_rgb
+    from real2sim.demos.plate_cases import gain_to, real_plates
+    from real2sim.demos.robot_clips import make_robot_clip, mounted_camera
+    from real2sim.pipeline import build
+    from real2sim.pipeline.capture import capture_scene
+
+    plate = real_plates(shared_data).get("open_drawer_c2")
+    if plate is None:
+        pytest.skip("open_drawer_c2's plate is not in the shared data")
+    h, w = plate.shape[:2]
+    clip = make_robot_clip(plate, mounted_camera("google_robot", w, h), n_frames=16, robot="google_robot", seed=143)
+    (tmp_path / "frames").mkdir()
+    for i, f in enumerate(clip.frames):
+        write_rgb(tmp_path / "frames" / f"{i:06d}.png", f)
+    (tmp_path / "camera.json").write_text(json.dumps(camera_to_dict(clip.camera)))
+    ys, xs = np.nonzero(clip.masks[0])
+    pad = 0.05 * np.sqrt(h * w)
+    box = [int(max(0, xs.min() - pad)), int(max(0, ys.min() - pad)), int(min(w, xs.max() + pad)),
+           int(min(h, ys.max() + pad))]
+    (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": box}}))
+    capture_scene(tmp_path / "scene", tmp_path / "frames", camera=tmp_path / "camera.json",
+                  prompts=tmp_path / "prompts.json", robot="google_robot")
+    b = Bundle.load(tmp_path / "scene")
+    assert b.manifest.stages["robot_fit"].metrics["applied"] is False
+    truth = gain_to(clip.plate[None], clip.frames[0])[0]
+    gain = psnr(read_rgb(b.path(b.manifest.capture.plate)), truth) - psnr(plain_median(clip.frames), truth)
+    assert gain >= 1.0, gain
+    build(b)
+    assert b.manifest.stages["robot_fit"].metrics["applied"] is True
+    assert not [n for n, rec in b.manifest.stages.items() if rec.status in ("stale", "poor")], b.manifest.stages
+    assert not any(build(Bundle.load(tmp_path / "scene")).values())

@@ -215,6 +215,35 @@ def test_unknown_camera_pose_falls_back_to_motion(tmp_path):
     assert np.mean(ious) > 0.6, np.round(ious, 3)  # measured 0.8-0.9: motion finds the moving arm, not its still parts
 
 
+def test_a_fit_under_its_gate_still_keeps_the_robot_out_of_the_plate(tmp_path, monkeypatch):
+    """A fit that misses its quality gate applies neither joints nor masks, but its silhouettes (from its report)
+    in the frames it fitted well are the robot's extent for the plate: before, the plate was made as if there were
+    no robot (over the robot's pixels 19.2 dB on this clip, the plain median 17.2; with the silhouettes 41.6). The
+    gate's bar is raised past the fit's 0.90 to make this fit a poor one; the frames count from the default bar."""
+    from dataclasses import replace
+
+    import real2sim.core.gates as gates
+    from real2sim.capture.plate import PlateConfig, make_plate, plain_median, plate_stage
+    from real2sim.core.imaging import psnr, read_rgb
+    from real2sim.demos.plate_cases import gain_to
+
+    monkeypatch.setattr(gates, "GATES", tuple(replace(g, bar=0.999) if g.stage == "robot_fit" else g
+                                              for g in gates.GATES))
+    clip = _clip(n_frames=10, seed=1)
+    b = _capture(tmp_path, clip, {"robot": {"box": _box(clip.masks[0])}})
+    assert b.manifest.stages["robot_fit"].metrics["applied"] is False
+    assert all(f.joint_positions is None for f in b.manifest.capture.frames)  # the gate still holds the joints
+    assert not any("robot" in ents for ents in b.manifest.capture.masks.values())  # ... and the masks
+    plate_stage(b, PlateConfig(unapplied_fit_frame_iou=0.7))
+    rep = json.loads((b.root / "reports" / "plate.json").read_text())
+    assert "quality gate" in rep["fitted_robot_extent"]
+    truth = gain_to(clip.plate[None], clip.frames[0])[0]
+    robot = clip.masks.any(0)
+    plate = psnr(read_rgb(b.path(b.manifest.capture.plate)), truth, robot)
+    without = psnr(make_plate(clip.frames, None, PlateConfig())[0], truth, robot)
+    assert plate > without + 10 and plate > psnr(plain_median(clip.frames), truth, robot) + 10, (plate, without)
+
+
 def _capture_plate_case(tmp_path, shared_data, name: str, camera, prompts):
     """The one-command capture (robot: the WidowX) on the plate benchmark's clip ``name``; ``camera`` and
     ``prompts`` are functions of (case, w, h) giving the camera-file and prompts dicts. Returns (case, bundle

@@ -156,6 +156,10 @@ class PlateConfig:
     """Given masks are grown by ``dilate_px // 3`` pixels (their edges, motion blur)."""
     detect_with_masks: bool = False
     """With masks given, also tell regions apart in what the masks leave (the bundle stage sets this)."""
+    unapplied_fit_frame_iou: float | None = None
+    """The bundle stage, after a robot fit that missed its quality gate (not applied): the fit's silhouettes in the
+    frames it fitted at least this well (silhouette IoU) are the robot's extent all the same. None: the gate's own
+    bar (``core.gates``, ``robot_fit``), per frame."""
     many_frames: int = 5
     """Pixels seen in at least this many frames can get confidence 255."""
     inpaint: str = "auto"
@@ -541,17 +545,22 @@ def _robot_method(bundle) -> str | None:
     return None if rec is None else rec.metrics.get("method")
 
 
-def fitted_robot_extent(bundle, n: int, shape: tuple[int, int]) -> np.ndarray | None:
-    """``(n, h, w) bool`` the robot model rendered at each frame's fitted joints (``capture.frames[i].
-    joint_positions``), grown by a pixel, when ``robot_fit`` fitted them (``model``) in a clip; else None. The
-    stage's input hash holds the robot's mask files, which change with the fit, so the 'build' loop of plate and
-    robot fit still ends when the fit settles.
+def fitted_robot_extent(bundle, n: int, shape: tuple[int, int], frame_iou: float | None = None
+                        ) -> np.ndarray | None:
+    """``(n, h, w) bool`` the robot model rendered at each frame's fitted joints, grown by a pixel, when
+    ``robot_fit`` fitted them (``model``) in a clip; else None. The joints are ``capture.frames[i].joint_positions``,
+    or, for a fit that missed its quality gate and was not applied, the report's joints of the frames it fitted at
+    least ``frame_iou`` well (:func:`unapplied_fit_joints`). The stage's input hash holds the robot's mask files,
+    which change with the fit (and the report of a fit not applied), so the 'build' loop of plate and robot fit
+    still ends when the fit settles.
 
     The fitted robot's masks are the frame's foreground near its silhouette: where the robot barely differs from
     the background they miss it, and a plate that takes them as the robot's extent counts those robot pixels as
     background (a 60-frame Google Robot clip: 7.6 dB under the plate made without them, 1.4 dB under the plain
     median). The fit's silhouette covers them. Grown further (0.3-0.6 % of the diagonal) it cost a 1280x720 WidowX
-    clip 11-12 dB (docs/capture.md, *Fitted silhouettes and the plate*)."""
+    clip 11-12 dB (docs/capture.md, *Fitted silhouettes and the plate*). A fit under the gate is still near the
+    robot: its joints are not the scene's, but its silhouettes keep the robot out of the plate (docs/capture.md,
+    *A fit under its gate and the plate*)."""
     import cv2
 
     from real2sim.render.robot import link_id_image, load_robot_model
@@ -560,11 +569,12 @@ def fitted_robot_extent(bundle, n: int, shape: tuple[int, int]) -> np.ndarray | 
     frames = m.capture.frames
     if _robot_method(bundle) != "model" or m.robot is None or len(frames) != n or n < 2:
         return None  # one frame: the plate is that frame, nothing to tell apart; a silhouette only grows its hole
+    joints, _ = extent_joints(bundle, frame_iou)
     model = load_robot_model(m.robot, bundle.root)
     kernel = np.ones((3, 3), np.uint8)  # a pixel around the silhouette: its rasterized edge
     out = np.zeros((n,) + tuple(shape), bool)
     for i, f in enumerate(frames):
-        q = f.joint_positions
+        q = joints.get(i)
         if q is None or len(q) != len(model.joint_names) or f.camera not in m.cameras:
             continue
         cam = m.cameras[f.camera].camera()
@@ -573,6 +583,43 @@ def fitted_robot_extent(bundle, n: int, shape: tuple[int, int]) -> np.ndarray | 
         sil = (link_id_image(model, cam, np.asarray(q, float))[0] >= 0).astype(np.uint8)
         out[i] = cv2.dilate(sil, kernel) > 0
     return out if out.any() else None
+
+
+ROBOT_FIT_REPORT = "reports/robot_fit.json"
+UNAPPLIED_NOTE = (" (the fit missed its quality gate: its joints are not applied to the scene, its silhouettes keep "
+                  "the robot out of the plate)")
+
+
+def extent_joints(bundle, frame_iou: float | None = None) -> tuple[dict[int, list[float]], bool]:
+    """(``{frame index: joints}`` the robot's extent is rendered at, whether they come from the report of a fit
+    not applied): the bundle's fitted joints when it holds any (a fit applied before stays the bundle's result),
+    else those of :func:`unapplied_fit_joints`."""
+    applied = {i: f.joint_positions for i, f in enumerate(bundle.manifest.capture.frames) if f.joint_positions}
+    if applied:
+        return applied, False
+    unapplied = unapplied_fit_joints(bundle, frame_iou)
+    return (unapplied, True) if unapplied else ({}, False)
+
+
+def unapplied_fit_joints(bundle, frame_iou: float | None = None) -> dict[int, list[float]] | None:
+    """``{frame index: joints}`` of the frames a model fit tracked (state ``prompt``, ``tracked`` or ``recorded``:
+    not ``lost``) with a silhouette IoU of at least ``frame_iou`` (None: the ``robot_fit`` gate's bar), when
+    ``robot_fit`` missed its quality gate and was not applied (its joints are in its report only); else None.
+
+    Per frame, because a poor fit is poor in some frames: the silhouettes of every tracked frame cost a rendered
+    WidowX clip 3.3 dB (its first frames twice the robot's size), those at the bar's 0.7 gained it 1.2 dB."""
+    import json
+
+    from real2sim.core.gates import gate
+
+    rec = bundle.manifest.stages.get("robot_fit")
+    report = bundle.path(ROBOT_FIT_REPORT)
+    if rec is None or rec.metrics.get("applied", True) or not report.is_file():
+        return None
+    floor = gate("robot_fit", "iou_fitted").bar if frame_iou is None else frame_iou
+    per_frame = json.loads(report.read_text()).get("per_frame", [])
+    return {p["frame"]: p["joints"] for p in per_frame if p.get("state") in ("prompt", "tracked", "recorded")
+            and p.get("joints") and p.get("iou") is not None and p["iou"] >= floor} or None
 
 
 def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int], leave_out=()
@@ -621,6 +668,9 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     if not cap.frames:
         raise CaptureError(f"{bundle.root}: no frames in the bundle; run 'real2sim init DIR --frames PATH' first")
     rels = [f.image for f in cap.frames] + [p for d in cap.masks.values() for p in d.values()]
+    from_report = extent_joints(bundle, cfg.unapplied_fit_frame_iou)[1]
+    if from_report:
+        rels.append(ROBOT_FIT_REPORT)  # the silhouettes of a fit under its gate come from its report
     conf_dict = cfg.to_dict()
     if inpainter is not None:
         conf_dict["inpainter"] = getattr(inpainter, "__name__", "callable")
@@ -630,7 +680,7 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     def run():
         frames = load_frames(bundle)
         masks, used = bundle_foreground_masks(bundle, len(frames), frames.shape[1:3], skip)
-        extent = fitted_robot_extent(bundle, len(frames), frames.shape[1:3])
+        extent = fitted_robot_extent(bundle, len(frames), frames.shape[1:3], cfg.unapplied_fit_frame_iou)
         if extent is not None:
             masks = extent if masks is None else masks | extent
         run_cfg = cfg if masks is None else replace(cfg, detect_with_masks=True)
@@ -646,7 +696,8 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
                   **({"masks_left_out": {e: "motion segmentation (no camera pose): the plate tells moving things "
                                             "apart itself" for e in left_out}} if left_out else {}),
                   **({"fitted_robot_extent": "the robot model at each frame's fitted joints (grown by a pixel) is "
-                                             "foreground too"} if extent is not None else {}),
+                                             "foreground too" + (UNAPPLIED_NOTE if from_report else "")}
+                     if extent is not None else {}),
                   "plate": "background/plate.png",
                   "confidence": "background/plate_confidence.png", "picture": bundle.rel(pic)}
         rep = bundle.write_report("plate", report)

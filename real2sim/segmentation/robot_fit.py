@@ -98,9 +98,9 @@ def fit_robot_joints(model, camera, img: np.ndarray, plate: np.ndarray, exclude:
     return q, mask, rep
 
 
-SETTLED_RAD = 0.01
-"""A re-fit whose joints move less than this (and whose masks keep IoU > SETTLED_IOU) keeps the previous fit."""
 SETTLED_IOU = 0.98
+"""A re-fit whose masks keep this IoU with the written ones on average over the frames (or move less than half its
+own misfit) keeps the previous fit."""
 
 MASK_STATE = {"prompt": "prompt", "tracked": "moved", "recorded": "moved", "motion": "moved",
               "out_of_view": "occluded", "lost": "lost"}
@@ -226,8 +226,7 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
         if previous is not None and _settled(bundle, idx, track):
             # a re-fit (after the plate changed) that lands where the last fit did: keep it, so the
             # plate <-> robot loop of 'real2sim build' ends here
-            log.info("robot_fit: settled (joints moved < %.3f rad, masks IoU > %.2f); keeping the previous fit",
-                     SETTLED_RAD, SETTLED_IOU)
+            log.info("robot_fit: settled (the masks moved less than the fit's own misfit); keeping the previous fit")
             return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
                 previous.message
         metrics = {k: rep[k] for k in ("method", "frames", "iou_start", "iou_fitted", "iou_min", "lost_frames",
@@ -365,25 +364,24 @@ def _trust_model_where_plate_is_unsure(bundle: Bundle, track: RobotTrack, rep: d
 
 
 def _settled(bundle: Bundle, idx: list[int], track: RobotTrack) -> bool:
-    """Whether ``track`` repeats what the bundle holds: every frame's joints within ``SETTLED_RAD`` (model fits)
-    and every robot mask within IoU ``SETTLED_IOU`` of the written one."""
+    """Whether ``track`` repeats what the bundle holds: its robot masks' mean IoU with the written ones is at least
+    ``SETTLED_IOU``, or it moved them by less than half the fit's own misfit (1 - its mean silhouette IoU): a
+    re-fit after the plate changed that moves less than the fit is sure of is noise. The joints are not compared:
+    a redundant arm's can wander where its image does not (a Google Robot clip's 11 joints moved up to 0.09 rad a
+    round with its masks at mean IoU 0.97-0.98, its fit at 0.86, and 'build' never settled in 4 rounds)."""
     m = bundle.manifest
+    ious = []
     for k, i in enumerate(idx):
         rel = m.capture.masks.get(f"{i:06d}", {}).get("robot")
         if not rel or not bundle.path(rel).is_file():
             return False
-        if track.method == "model":
-            q = m.capture.frames[i].joint_positions
-            if q is None or len(q) != track.joints.shape[1]:
-                return False
-            log.debug("robot_fit: frame %d joints moved %.4f rad", i, np.abs(np.asarray(q) - track.joints[k]).max())
-            if np.abs(np.asarray(q) - track.joints[k]).max() >= SETTLED_RAD:
-                return False
-        v = iou(track.masks[k], read_mask(bundle.path(rel)))
-        log.debug("robot_fit: frame %d mask IoU with the last fit %.4f", i, v)
-        if v <= SETTLED_IOU:
+        if track.method == "model" and m.capture.frames[i].joint_positions is None:
             return False
-    return True
+        ious.append(iou(track.masks[k], read_mask(bundle.path(rel))))
+        log.debug("robot_fit: frame %d mask IoU with the last fit %.4f", i, ious[-1])
+    fitted = [v for v in track.iou if np.isfinite(v)]
+    misfit = 1.0 - float(np.mean(fitted)) if fitted else 0.0
+    return float(np.mean(ious)) >= min(SETTLED_IOU, 1.0 - 0.5 * misfit)
 
 
 def _message(rep: dict) -> str:
