@@ -216,10 +216,11 @@ def test_a_clip_rendered_from_the_head_camera_shows_the_arm_not_the_head(google_
 def test_a_poor_fit_keeps_the_arm_out_of_the_plate_and_the_build_after_it_settles(google_robot_description,
                                                                                    shared_data, tmp_path):
     """The one command with a box on the arm, seen from the head camera over open_drawer_c2's plate (the clip of
-    ``benchmarks/bench_capture_init_clips.py``): the fit misses its gate (0.69 < 0.7), and its silhouettes in the
-    frames it fitted well keep the lingering arm out of the plate (+0.55 dB over the plain median before, +2.64
-    now). A build after it re-fits against that plate (applied) and settles: it never did in 4 rounds, the joints of
-    the redundant arm moving 0.01-0.09 rad a round with masks at mean IoU 0.97-0.98; the second build runs nothing."""
+    ``benchmarks/bench_capture_init_clips.py``): the first fit, against the clip's median, misses its gate (0.69 <
+    0.7); its silhouettes in the frames it fitted well keep the lingering arm out of a first plate, the fit against
+    that plate passes (0.77) and the plate is made again from it: +0.55 dB over the plain median before, +6.67 now.
+    A build after it settles: it never did in 4 rounds, the joints of the redundant arm moving 0.01-0.09 rad a round
+    with masks at mean IoU 0.97-0.98; the second build runs nothing."""
     import json
 
     from real2sim.capture.camera_file import camera_to_dict
@@ -245,14 +246,14 @@ def test_a_poor_fit_keeps_the_arm_out_of_the_plate_and_the_build_after_it_settle
     box = [int(max(0, xs.min() - pad)), int(max(0, ys.min() - pad)), int(min(w, xs.max() + pad)),
            int(min(h, ys.max() + pad))]
     (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": box}}))
-    capture_scene(tmp_path / "scene", tmp_path / "frames", camera=tmp_path / "camera.json",
-                  prompts=tmp_path / "prompts.json", robot="google_robot")
+    summary = capture_scene(tmp_path / "scene", tmp_path / "frames", camera=tmp_path / "camera.json",
+                            prompts=tmp_path / "prompts.json", robot="google_robot")
     b = Bundle.load(tmp_path / "scene")
-    assert b.manifest.stages["robot_fit"].metrics["applied"] is False
+    assert b.manifest.stages["robot_fit"].metrics["applied"] is True
+    assert summary["masks"]["robot"]["iou_fitted"] >= 0.7
     truth = gain_to(clip.plate[None], clip.frames[0])[0]
     gain = psnr(read_rgb(b.path(b.manifest.capture.plate)), truth) - psnr(plain_median(clip.frames), truth)
-    assert gain >= 1.0, gain
+    assert gain >= 3.0, gain
     build(b)
-    assert b.manifest.stages["robot_fit"].metrics["applied"] is True
     assert not [n for n, rec in b.manifest.stages.items() if rec.status in ("stale", "poor")], b.manifest.stages
     assert not any(build(Bundle.load(tmp_path / "scene")).values())
