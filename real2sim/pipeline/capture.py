@@ -83,8 +83,8 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
     :func:`capture.init_bundle` (``stride``, ``max_frames``, ``episode``, ``name``).
 
     A robot fit under its quality gate (fitted against the clip's median, which holds the robot where it lingers)
-    is fitted once more against the plate its silhouettes made; when that fit passes, the plate is made again from
-    it (docs/capture.md, *A fit under its gate and the plate*).
+    is fitted once more against the plate its silhouettes made, and the plate made again from that fit (its masks
+    when it passes; docs/capture.md, *A fit under its gate and the plate*).
     """
 
     if points is not None:
@@ -116,8 +116,7 @@ def capture_scene(directory, frames, camera=None, points=None, prompts=None, rob
             summary.setdefault("masks", {})["robot"] = _robot_against_plate(bundle)
         elif unapplied_fit_joints(bundle):
             summary.setdefault("masks", {})["robot"] = _refit_against_plate(bundle)
-            if _fit_applied(bundle):  # its masks and joints are the bundle's now: the plate from them
-                summary["plate"] = _plate(bundle)
+            summary["plate"] = _plate(bundle)  # from the new fit: its masks, or its silhouettes if still under the gate
     rel = bundle.write_report("capture_summary", summary)
     summary["report"] = rel
     return summary
@@ -168,11 +167,6 @@ def _refit_against_plate(bundle) -> dict:
     first fitted against holds the robot where it lingers); as 'real2sim build' would."""
     robot_fit_stage(bundle)
     return _robot_summary(bundle)
-
-
-def _fit_applied(bundle) -> bool:
-    rec = bundle.manifest.stages.get("robot_fit")
-    return rec is not None and bool(rec.metrics.get("applied", False))
 
 
 def _plate(bundle) -> dict:
