@@ -156,10 +156,10 @@ class PlateConfig:
     """Given masks are grown by ``dilate_px // 3`` pixels (their edges, motion blur)."""
     detect_with_masks: bool = False
     """With masks given, also tell regions apart in what the masks leave (the bundle stage sets this)."""
-    unapplied_fit_frame_iou: float | None = None
+    unapplied_fit_frame_iou: float = 0.7
     """The bundle stage, after a robot fit that missed its quality gate (not applied): the fit's silhouettes in the
-    frames it fitted at least this well (silhouette IoU) are the robot's extent all the same. None: the gate's own
-    bar (``core.gates``, ``robot_fit``), per frame."""
+    frames it fitted at least this well (silhouette IoU) are the robot's extent all the same (the gate's bar on the
+    mean, ``core.gates`` ``robot_fit``, here per frame)."""
     many_frames: int = 5
     """Pixels seen in at least this many frames can get confidence 255."""
     inpaint: str = "auto"
@@ -545,13 +545,12 @@ def _robot_method(bundle) -> str | None:
     return None if rec is None else rec.metrics.get("method")
 
 
-def fitted_robot_extent(bundle, n: int, shape: tuple[int, int], frame_iou: float | None = None
-                        ) -> np.ndarray | None:
+def fitted_robot_extent(bundle, n: int, shape: tuple[int, int], frame_iou: float = 0.7) -> np.ndarray | None:
     """``(n, h, w) bool`` the robot model rendered at each frame's fitted joints, grown by a pixel, when
     ``robot_fit`` fitted them (``model``) in a clip; else None. The joints are ``capture.frames[i].joint_positions``,
     or, for a fit that missed its quality gate and was not applied, the report's joints of the frames it fitted at
     least ``frame_iou`` well (:func:`unapplied_fit_joints`). The stage's input hash holds the robot's mask files,
-    which change with the fit (and the report of a fit not applied), so the 'build' loop of plate and robot fit
+    which change with the fit (and the joints of a fit not applied), so the 'build' loop of plate and robot fit
     still ends when the fit settles.
 
     The fitted robot's masks are the frame's foreground near its silhouette: where the robot barely differs from
@@ -590,7 +589,7 @@ UNAPPLIED_NOTE = (" (the fit missed its quality gate: its joints are not applied
                   "the robot out of the plate)")
 
 
-def extent_joints(bundle, frame_iou: float | None = None) -> tuple[dict[int, list[float]], bool]:
+def extent_joints(bundle, frame_iou: float = 0.7) -> tuple[dict[int, list[float]], bool]:
     """(``{frame index: joints}`` the robot's extent is rendered at, whether they come from the report of a fit
     not applied): the bundle's fitted joints when it holds any (a fit applied before stays the bundle's result),
     else those of :func:`unapplied_fit_joints`."""
@@ -601,25 +600,22 @@ def extent_joints(bundle, frame_iou: float | None = None) -> tuple[dict[int, lis
     return (unapplied, True) if unapplied else ({}, False)
 
 
-def unapplied_fit_joints(bundle, frame_iou: float | None = None) -> dict[int, list[float]] | None:
+def unapplied_fit_joints(bundle, frame_iou: float = 0.7) -> dict[int, list[float]] | None:
     """``{frame index: joints}`` of the frames a model fit tracked (state ``prompt``, ``tracked`` or ``recorded``:
-    not ``lost``) with a silhouette IoU of at least ``frame_iou`` (None: the ``robot_fit`` gate's bar), when
+    not ``lost``) with a silhouette IoU of at least ``frame_iou``, when
     ``robot_fit`` missed its quality gate and was not applied (its joints are in its report only); else None.
 
     Per frame, because a poor fit is poor in some frames: the silhouettes of every tracked frame cost a rendered
     WidowX clip 3.3 dB (its first frames twice the robot's size), those at the bar's 0.7 gained it 1.2 dB."""
     import json
 
-    from real2sim.core.gates import gate
-
     rec = bundle.manifest.stages.get("robot_fit")
     report = bundle.path(ROBOT_FIT_REPORT)
     if rec is None or rec.metrics.get("applied", True) or not report.is_file():
         return None
-    floor = gate("robot_fit", "iou_fitted").bar if frame_iou is None else frame_iou
     per_frame = json.loads(report.read_text()).get("per_frame", [])
     return {p["frame"]: p["joints"] for p in per_frame if p.get("state") in ("prompt", "tracked", "recorded")
-            and p.get("joints") and p.get("iou") is not None and p["iou"] >= floor} or None
+            and p.get("joints") and p.get("iou") is not None and p["iou"] >= frame_iou} or None
 
 
 def bundle_foreground_masks(bundle, n: int, shape: tuple[int, int], leave_out=()
@@ -668,14 +664,14 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     if not cap.frames:
         raise CaptureError(f"{bundle.root}: no frames in the bundle; run 'real2sim init DIR --frames PATH' first")
     rels = [f.image for f in cap.frames] + [p for d in cap.masks.values() for p in d.values()]
-    from_report = extent_joints(bundle, cfg.unapplied_fit_frame_iou)[1]
-    if from_report:
-        rels.append(ROBOT_FIT_REPORT)  # the silhouettes of a fit under its gate come from its report
+    joints, from_report = extent_joints(bundle, cfg.unapplied_fit_frame_iou)
     conf_dict = cfg.to_dict()
     if inpainter is not None:
         conf_dict["inpainter"] = getattr(inpainter, "__name__", "callable")
     skip = sorted(motion_only_entities(bundle))
-    input_hash = hash_jsonable([files_hash(bundle, rels), conf_dict] + ([{"masks_left_out": skip}] if skip else []))
+    # the silhouettes of a fit under its gate come from its report: its joints (not the file, which holds timings)
+    input_hash = hash_jsonable([files_hash(bundle, rels), conf_dict] + ([{"masks_left_out": skip}] if skip else [])
+                               + ([{"unapplied_fit_joints": sorted(joints.items())}] if from_report else []))
 
     def run():
         frames = load_frames(bundle)

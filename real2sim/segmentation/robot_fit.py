@@ -232,6 +232,13 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
         metrics = {k: rep[k] for k in ("method", "frames", "iou_start", "iou_fitted", "iou_min", "lost_frames",
                                        "motion_explained", "seconds_per_frame")}
         apply = accept_poor or not failing("robot_fit", metrics)
+        if not apply and previous is not None and previous.metrics.get("applied") is False and \
+                _repeats_unapplied(bundle, idx, track, cam_name):
+            # under the gate again, where the last fit (also under it) was: the plate drew its silhouettes from
+            # that one's report; keeping it ends the plate <-> robot loop here too
+            log.info("robot_fit: settled under the gate (silhouettes as the last fit's); keeping the previous fit")
+            return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
+                previous.message
         outputs = _write_track(bundle, idx, track) if apply else []
         pic = bundle.reports_dir() / "robot_fit.png"
         write_rgb(pic, track_picture(frames, track, idx))
@@ -365,10 +372,9 @@ def _trust_model_where_plate_is_unsure(bundle: Bundle, track: RobotTrack, rep: d
 
 def _settled(bundle: Bundle, idx: list[int], track: RobotTrack) -> bool:
     """Whether ``track`` repeats what the bundle holds: its robot masks' mean IoU with the written ones is at least
-    ``SETTLED_IOU``, or it moved them by less than half the fit's own misfit (1 - its mean silhouette IoU): a
-    re-fit after the plate changed that moves less than the fit is sure of is noise. The joints are not compared:
-    a redundant arm's can wander where its image does not (a Google Robot clip's 11 joints moved up to 0.09 rad a
-    round with its masks at mean IoU 0.97-0.98, its fit at 0.86, and 'build' never settled in 4 rounds)."""
+    :func:`_settle_bar`. The joints are not compared: a redundant arm's can wander where its image does not (a
+    Google Robot clip's 11 joints moved up to 0.09 rad a round with its masks at mean IoU 0.97-0.98, its fit at
+    0.86, and 'build' never settled in 4 rounds)."""
     m = bundle.manifest
     ious = []
     for k, i in enumerate(idx):
@@ -379,9 +385,37 @@ def _settled(bundle: Bundle, idx: list[int], track: RobotTrack) -> bool:
             return False
         ious.append(iou(track.masks[k], read_mask(bundle.path(rel))))
         log.debug("robot_fit: frame %d mask IoU with the last fit %.4f", i, ious[-1])
+    return float(np.mean(ious)) >= _settle_bar(track)
+
+
+def _settle_bar(track: RobotTrack) -> float:
+    """The mean IoU with the last fit at which a re-fit counts as the same: ``SETTLED_IOU``, or less when the fit
+    itself is less sure: it moved less than half its own misfit (1 - its mean silhouette IoU)."""
     fitted = [v for v in track.iou if np.isfinite(v)]
     misfit = 1.0 - float(np.mean(fitted)) if fitted else 0.0
-    return float(np.mean(ious)) >= min(SETTLED_IOU, 1.0 - 0.5 * misfit)
+    return min(SETTLED_IOU, 1.0 - 0.5 * misfit)
+
+
+def _repeats_unapplied(bundle: Bundle, idx: list[int], track: RobotTrack, cam_name: str) -> bool:
+    """Whether a model fit repeats the last one, which was under the gate and not applied (its joints are in its
+    report only): the silhouettes at both joints agree as :func:`_settled` asks of masks."""
+    import json
+
+    report = bundle.path("reports/robot_fit.json")
+    m = bundle.manifest
+    if track.method != "model" or not report.is_file() or cam_name not in m.cameras:
+        return False
+    last = {p["frame"]: p.get("joints") for p in json.loads(report.read_text()).get("per_frame", [])}
+    model = load_robot_model(m.robot, bundle.root)
+    camera = m.cameras[cam_name].camera()
+    ious = []
+    for k, i in enumerate(idx):
+        q = last.get(i)
+        if q is None or len(q) != track.joints.shape[1]:
+            return False
+        ious.append(iou(link_id_image(model, camera, np.asarray(q, float))[0] >= 0,
+                        link_id_image(model, camera, track.joints[k])[0] >= 0))
+    return float(np.mean(ious)) >= _settle_bar(track)
 
 
 def _message(rep: dict) -> str:
