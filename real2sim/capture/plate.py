@@ -584,7 +584,6 @@ def fitted_robot_extent(bundle, n: int, shape: tuple[int, int], frame_iou: float
     return out if out.any() else None
 
 
-ROBOT_FIT_REPORT = "reports/robot_fit.json"
 UNAPPLIED_NOTE = (" (the fit missed its quality gate: its joints are not applied to the scene, its silhouettes keep "
                   "the robot out of the plate)")
 
@@ -610,7 +609,7 @@ def unapplied_fit_joints(bundle, frame_iou: float = 0.7) -> dict[int, list[float
     import json
 
     rec = bundle.manifest.stages.get("robot_fit")
-    report = bundle.path(ROBOT_FIT_REPORT)
+    report = bundle.reports_dir() / "robot_fit.json"
     if rec is None or rec.metrics.get("applied", True) or not report.is_file():
         return None
     per_frame = json.loads(report.read_text()).get("per_frame", [])

@@ -222,21 +222,14 @@ def robot_fit_stage(bundle: Bundle, frame: int | None = None, force: bool = Fals
         bg = read_rgb(bundle.path(plate)) if plate else None
         track, rep = _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg)
         _trust_model_where_plate_is_unsure(bundle, track, rep)
-        previous = m.stages.get("robot_fit")
-        if previous is not None and _settled(bundle, idx, track):
-            # a re-fit (after the plate changed) that lands where the last fit did: keep it, so the
-            # plate <-> robot loop of 'real2sim build' ends here
-            log.info("robot_fit: settled (the masks moved less than the fit's own misfit); keeping the previous fit")
-            return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
-                previous.message
         metrics = {k: rep[k] for k in ("method", "frames", "iou_start", "iou_fitted", "iou_min", "lost_frames",
                                        "motion_explained", "seconds_per_frame")}
         apply = accept_poor or not failing("robot_fit", metrics)
-        if not apply and previous is not None and previous.metrics.get("applied") is False and \
-                _repeats_unapplied(bundle, idx, track, cam_name):
-            # under the gate again, where the last fit (also under it) was: the plate drew its silhouettes from
-            # that one's report; keeping it ends the plate <-> robot loop here too
-            log.info("robot_fit: settled under the gate (silhouettes as the last fit's); keeping the previous fit")
+        previous = m.stages.get("robot_fit")
+        if previous is not None and _repeats_previous(bundle, idx, track, cam_name, previous.metrics, apply):
+            # a re-fit (after the plate changed) that lands where the last fit did: keep it, so the
+            # plate <-> robot loop of 'real2sim build' ends here
+            log.info("robot_fit: settled (moved less than the fit's own misfit); keeping the previous fit")
             return list(previous.outputs), {k: v for k, v in previous.metrics.items() if k != "seconds"}, \
                 previous.message
         outputs = _write_track(bundle, idx, track) if apply else []
@@ -370,6 +363,16 @@ def _trust_model_where_plate_is_unsure(bundle: Bundle, track: RobotTrack, rep: d
         "fitted silhouette is part of the robot mask there"]
 
 
+def _repeats_previous(bundle: Bundle, idx: list[int], track: RobotTrack, cam_name: str, previous: dict,
+                      apply: bool) -> bool:
+    """Whether ``track`` lands where the last fit (its record's ``previous`` metrics) did: an applied one by its
+    written masks (:func:`_settled`); one under the gate, not applied, by the silhouettes of its report's joints,
+    which the plate drew (:func:`_repeats_unapplied`), when this fit is not applied either."""
+    if previous.get("applied") is False:
+        return not apply and _repeats_unapplied(bundle, idx, track, cam_name)
+    return _settled(bundle, idx, track)
+
+
 def _settled(bundle: Bundle, idx: list[int], track: RobotTrack) -> bool:
     """Whether ``track`` repeats what the bundle holds: its robot masks' mean IoU with the written ones is at least
     :func:`_settle_bar`. The joints are not compared: a redundant arm's can wander where its image does not (a
@@ -401,7 +404,7 @@ def _repeats_unapplied(bundle: Bundle, idx: list[int], track: RobotTrack, cam_na
     report only): the silhouettes at both joints agree as :func:`_settled` asks of masks."""
     import json
 
-    report = bundle.path("reports/robot_fit.json")
+    report = bundle.reports_dir() / "robot_fit.json"
     m = bundle.manifest
     if track.method != "model" or not report.is_file() or cam_name not in m.cameras:
         return False
