@@ -113,8 +113,9 @@ def test_bad_prompts_file_names_the_entity_and_field_and_writes_nothing(tmp_path
 def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path, capsys):
     """``init --prompts`` with nothing but a box on the robot (no objects to click): the command used to do all the
     work and then fail printing its summary (KeyError: the masks' picture, which only object prompts make). A
-    WidowX rendered over the procedural table, its camera known: exit 0, a robot mask in every frame, and the
-    robot fit's and the plate's pictures printed."""
+    WidowX rendered over the procedural table, its camera known: exit 0, a robot mask in every frame, the robot
+    fit's number and the robot fit's and the plate's pictures printed. (Seed 2's clip, used before, fits at 0.63,
+    under the gate: no robot masks, and the loop over them checked nothing.)"""
     import cv2
 
     from real2sim.capture.camera_file import camera_to_dict
@@ -123,7 +124,7 @@ def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path,
 
     camera = bridge_camera(320, 240)
     clip = make_robot_clip(cv2.resize(procedural_plate(), (320, 240), interpolation=cv2.INTER_AREA), camera,
-                           n_frames=5, seed=2)
+                           n_frames=5, seed=0)
     frames = tmp_path / "frames"
     frames.mkdir()
     for i, f in enumerate(clip.frames):
@@ -141,6 +142,10 @@ def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path,
     summary = json.loads((root / "reports" / "capture_summary.json").read_text())
     assert str(root / summary["masks"]["robot"]["picture"]) in out
     assert str(root / summary["plate"]["picture"]) in out
+    fit = summary["masks"]["robot"]
+    assert fit["applied"], fit
+    assert f"robot:bymodel,silhouetteIoU{fit['iou_fitted']:.2f}" in out  # the fit's number
+    assert len(b.manifest.capture.masks) == 5
     for k, rel in enumerate(sorted(b.manifest.capture.masks)):
         robot = read_mask(b.path(b.manifest.capture.masks[rel]["robot"]))
         assert robot.any(), f"frame {k}: no robot mask"

@@ -151,8 +151,9 @@ def _segment(bundle, prompts: dict, backend: str, propagate: bool) -> dict:
 
 def _robot_summary(bundle) -> dict:
     rep = json.loads((bundle.reports_dir() / "robot_fit.json").read_text())
-    return {k: rep[k] for k in ("method", "camera_pose", "iou_fitted", "iou_min", "lost_frames", "out_of_view_frames",
-                                "motion_explained", "seconds_per_frame", "picture")}
+    return {**{k: rep[k] for k in ("method", "camera_pose", "iou_fitted", "iou_min", "lost_frames",
+                                   "out_of_view_frames", "motion_explained", "seconds_per_frame", "picture")},
+            "applied": rep.get("applied", True)}
 
 
 def _robot_against_plate(bundle) -> dict:
@@ -164,9 +165,11 @@ def _robot_against_plate(bundle) -> dict:
 
 def _refit_against_plate(bundle) -> dict:
     """A fit under its quality gate once more, against the plate its silhouettes made (the clip's median it was
-    first fitted against holds the robot where it lingers); as 'real2sim build' would."""
+    first fitted against holds the robot where it lingers); as 'real2sim build' would. Its summary keeps the first
+    fit's number (``first_fit_iou``)."""
+    first = bundle.manifest.stages["robot_fit"].metrics.get("iou_fitted")
     robot_fit_stage(bundle)
-    return _robot_summary(bundle)
+    return {**_robot_summary(bundle), "first_fit_iou": first}
 
 
 def _plate(bundle) -> dict:

@@ -52,6 +52,8 @@ def _print_capture_summary(con, root: Path, s: dict) -> None:
         con.print(f"mask '{ent}': {states} (frames); {e['area_px_min']}-{e['area_px_max']} px", highlight=False)
         if e["flagged_frames"]:
             con.print(f"[yellow]'{ent}' lost in frames {e['flagged_frames']}: prompt it again on one of them[/yellow]")
+    if "robot" in s.get("masks", {}):
+        con.print(_robot_line(s["masks"]["robot"]), highlight=False)
     if "plate" in s:
         p = s["plate"]
         con.print(f"plate: {p['coverage_many']:.1%} seen in many frames, {p['coverage_few']:.1%} in few, "
@@ -63,6 +65,19 @@ def _print_capture_summary(con, root: Path, s: dict) -> None:
     pics = [f"{root / 'reports' / 'capture.png'}"] + [str(root / p) for p in found if p]
     con.print("pictures: " + ", ".join(pics), highlight=False)
     con.print(f"numbers: {root / s['report']}", highlight=False)
+
+
+def _robot_line(r: dict) -> str:
+    """'robot: by its model, silhouette IoU 0.77 (the first fit, 0.69, missed the gate: fitted again against the
+    plate)' and the like."""
+    line = f"robot: by {r['method']}"
+    if r.get("iou_fitted") is not None:
+        line += f", silhouette IoU {r['iou_fitted']:.2f} (mean over frames)"
+        if not r.get("applied", True):
+            line += " [yellow]under the quality gate: joints and masks not applied[/yellow]"
+    if r.get("first_fit_iou") is not None:
+        line += f"; the first fit ({r['first_fit_iou']:.2f}) missed the gate: fitted again against the plate"
+    return line
 
 
 def _read_mask_dir(masks_dir: Path, n: int, shape, names: list[str]):
