@@ -80,14 +80,6 @@ def camera_file(camera, with_pose: bool) -> dict:
     return out
 
 
-def robot_box(mask: np.ndarray, pad: float = 0.05) -> list[int]:
-    """The robot's box in frame 0, as a person would draw it: its extent and a little more."""
-    ys, xs = np.nonzero(mask)
-    h, w = mask.shape
-    p = pad * np.sqrt(h * w)
-    return [int(max(0, xs.min() - p)), int(max(0, ys.min() - p)), int(min(w, xs.max() + p)), int(min(h, ys.max() + p))]
-
-
 def truth_at_frame0(clip) -> np.ndarray:
     """The true background at frame 0's exposure (per-channel gains fitted where the two agree)."""
     from real2sim.demos.plate_cases import gain_to
@@ -100,6 +92,7 @@ def run_one(clip, with_pose: bool) -> dict:
     from real2sim.capture.plate import plain_median
     from real2sim.core.bundle import Bundle
     from real2sim.core.imaging import psnr, read_rgb, write_rgb
+    from real2sim.demos.robot_clips import robot_box
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

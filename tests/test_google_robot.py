@@ -228,7 +228,7 @@ def test_a_poor_fit_keeps_the_arm_out_of_the_plate_and_the_build_after_it_settle
     from real2sim.core.bundle import Bundle
     from real2sim.core.imaging import psnr, read_rgb, write_rgb
     from real2sim.demos.plate_cases import gain_to, real_plates
-    from real2sim.demos.robot_clips import make_robot_clip, mounted_camera
+    from real2sim.demos.robot_clips import make_robot_clip, mounted_camera, robot_box
     from real2sim.pipeline import build
     from real2sim.pipeline.capture import capture_scene
 
@@ -241,11 +241,7 @@ def test_a_poor_fit_keeps_the_arm_out_of_the_plate_and_the_build_after_it_settle
     for i, f in enumerate(clip.frames):
         write_rgb(tmp_path / "frames" / f"{i:06d}.png", f)
     (tmp_path / "camera.json").write_text(json.dumps(camera_to_dict(clip.camera)))
-    ys, xs = np.nonzero(clip.masks[0])
-    pad = 0.05 * np.sqrt(h * w)
-    box = [int(max(0, xs.min() - pad)), int(max(0, ys.min() - pad)), int(min(w, xs.max() + pad)),
-           int(min(h, ys.max() + pad))]
-    (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": box}}))
+    (tmp_path / "prompts.json").write_text(json.dumps({"robot": {"box": robot_box(clip.masks[0])}}))
     summary = capture_scene(tmp_path / "scene", tmp_path / "frames", camera=tmp_path / "camera.json",
                             prompts=tmp_path / "prompts.json", robot="google_robot")
     b = Bundle.load(tmp_path / "scene")

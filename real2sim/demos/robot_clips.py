@@ -90,6 +90,15 @@ def procedural_plate(width: int = 640, height: int = 480, seed: int = 0) -> np.n
     return np.clip(img + rng.normal(0, 2, img.shape), 0, 255).astype(np.uint8)
 
 
+def robot_box(mask: np.ndarray, pad: float = 0.05) -> list[int]:
+    """``[x0, y0, x1, y1]`` the box a person would draw around the robot's ``(h, w) bool`` mask: its extent and
+    ``pad`` times the image's size (sqrt of its area) more on each side, clipped to the image."""
+    ys, xs = np.nonzero(mask)
+    h, w = mask.shape
+    p = pad * np.sqrt(h * w)
+    return [int(max(0, xs.min() - p)), int(max(0, ys.min() - p)), int(min(w, xs.max() + p)), int(min(h, ys.max() + p))]
+
+
 def shade_robot(model: RobotModel, camera: Camera, q, rgba: dict, default=(0.08, 0.08, 0.08, 1.0),
                 light=LIGHT) -> tuple[np.ndarray, np.ndarray]:
     """(``(h, w, 3) float`` shaded robot colours in [0, 1], ``(h, w) bool`` robot pixels) at joints ``q``.
