@@ -545,13 +545,15 @@ def _robot_method(bundle) -> str | None:
     return None if rec is None else rec.metrics.get("method")
 
 
-def fitted_robot_extent(bundle, n: int, shape: tuple[int, int], frame_iou: float = 0.7) -> np.ndarray | None:
+def fitted_robot_extent(bundle, n: int, shape: tuple[int, int],
+                        frame_iou: float = PlateConfig.unapplied_fit_frame_iou,
+                        joints: dict[int, list[float]] | None = None) -> np.ndarray | None:
     """``(n, h, w) bool`` the robot model rendered at each frame's fitted joints, grown by a pixel, when
     ``robot_fit`` fitted them (``model``) in a clip; else None. The joints are ``capture.frames[i].joint_positions``,
     or, for a fit that missed its quality gate and was not applied, the report's joints of the frames it fitted at
-    least ``frame_iou`` well (:func:`unapplied_fit_joints`). The stage's input hash holds the robot's mask files,
-    which change with the fit (and the joints of a fit not applied), so the 'build' loop of plate and robot fit
-    still ends when the fit settles.
+    least ``frame_iou`` well (:func:`unapplied_fit_joints`; ``joints``: those of :func:`extent_joints`, when the
+    caller has them). The stage's input hash holds the robot's mask files, which change with the fit (and the
+    joints of a fit not applied), so the 'build' loop of plate and robot fit still ends when the fit settles.
 
     The fitted robot's masks are the frame's foreground near its silhouette: where the robot barely differs from
     the background they miss it, and a plate that takes them as the robot's extent counts those robot pixels as
@@ -568,7 +570,8 @@ def fitted_robot_extent(bundle, n: int, shape: tuple[int, int], frame_iou: float
     frames = m.capture.frames
     if _robot_method(bundle) != "model" or m.robot is None or len(frames) != n or n < 2:
         return None  # one frame: the plate is that frame, nothing to tell apart; a silhouette only grows its hole
-    joints, _ = extent_joints(bundle, frame_iou)
+    if joints is None:
+        joints, _ = extent_joints(bundle, frame_iou)
     model = load_robot_model(m.robot, bundle.root)
     kernel = np.ones((3, 3), np.uint8)  # a pixel around the silhouette: its rasterized edge
     out = np.zeros((n,) + tuple(shape), bool)
@@ -588,7 +591,8 @@ UNAPPLIED_NOTE = (" (the fit missed its quality gate: its joints are not applied
                   "the robot out of the plate)")
 
 
-def extent_joints(bundle, frame_iou: float = 0.7) -> tuple[dict[int, list[float]], bool]:
+def extent_joints(bundle, frame_iou: float = PlateConfig.unapplied_fit_frame_iou
+                  ) -> tuple[dict[int, list[float]], bool]:
     """(``{frame index: joints}`` the robot's extent is rendered at, whether they come from the report of a fit
     not applied): the bundle's fitted joints when it holds any (a fit applied before stays the bundle's result),
     else those of :func:`unapplied_fit_joints`."""
@@ -599,7 +603,8 @@ def extent_joints(bundle, frame_iou: float = 0.7) -> tuple[dict[int, list[float]
     return (unapplied, True) if unapplied else ({}, False)
 
 
-def unapplied_fit_joints(bundle, frame_iou: float = 0.7) -> dict[int, list[float]] | None:
+def unapplied_fit_joints(bundle, frame_iou: float = PlateConfig.unapplied_fit_frame_iou
+                         ) -> dict[int, list[float]] | None:
     """``{frame index: joints}`` of the frames a model fit tracked (state ``prompt``, ``tracked`` or ``recorded``:
     not ``lost``) with a silhouette IoU of at least ``frame_iou``, when
     ``robot_fit`` missed its quality gate and was not applied (its joints are in its report only); else None.
@@ -675,7 +680,7 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
     def run():
         frames = load_frames(bundle)
         masks, used = bundle_foreground_masks(bundle, len(frames), frames.shape[1:3], skip)
-        extent = fitted_robot_extent(bundle, len(frames), frames.shape[1:3], cfg.unapplied_fit_frame_iou)
+        extent = fitted_robot_extent(bundle, len(frames), frames.shape[1:3], joints=joints)
         if extent is not None:
             masks = extent if masks is None else masks | extent
         run_cfg = cfg if masks is None else replace(cfg, detect_with_masks=True)
