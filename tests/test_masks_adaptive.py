@@ -70,6 +70,47 @@ def test_shadow_goes_to_the_shadow_mask_not_the_object():
         assert not (res.shadow & res.mask).any()
 
 
+def _can_lit_from_the_left(seed: int):
+    """A red can on a brown table lit from the left: its right half in the table's own colour, darker (it reads
+    as shadow pixel by pixel), its shadow cast to the right. ``(image, plate, can mask)``."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    h, w = 256, 320
+    yy, xx = np.mgrid[0:h, 0:w]
+    plate = np.array([150, 112, 84], float) * (1 + 0.06 * np.sin(xx / 9.0 + 0.3 * np.sin(yy / 13.0))
+                                               + 0.03 * np.sin(yy / 5.0))[..., None]
+    can = np.zeros((h, w), np.uint8)
+    cv2.ellipse(can, (160, 100), (22, 8), 0, 0, 360, 1, -1)
+    cv2.ellipse(can, (160, 190), (22, 8), 0, 0, 360, 1, -1)
+    can[100:190, 138:183] = 1
+    can = can > 0
+    cast = np.zeros((h, w), np.uint8)
+    cv2.fillConvexPoly(cast, np.array([[160, 196], [182, 196], [240, 225], [205, 225]], np.int32), 1)
+    img = plate.copy()
+    img[(cast > 0) & ~can] *= 0.6
+    lit = np.array([140.0, 60.0, 50.0]) * (0.5 + 0.5 * np.clip((183 - xx) / 45.0, 0, 1))[..., None]
+    turn = np.clip((xx - 150) / 15.0, 0, 1)[..., None]  # past the middle: the table's colour at 55 %
+    img[can] = (lit * (1 - 0.9 * turn) + 0.9 * turn * 0.55 * plate)[can]
+    img = cv2.GaussianBlur(img, (0, 0), 0.7) + rng.normal(0, 3.0, img.shape)
+    noisy_plate = plate + rng.normal(0, 3.0, plate.shape)
+    return (np.clip(img, 0, 255).astype(np.uint8), np.clip(noisy_plate, 0, 255).astype(np.uint8), can)
+
+
+def test_the_dark_side_of_an_object_joins_by_its_colour():
+    from real2sim.segmentation.difference import DifferenceConfig
+
+    ious, without = [], []
+    for seed in range(3):
+        img, plate, can = _can_lit_from_the_left(seed)
+        click = Prompt([(148, 150)])  # on the lit half
+        ious.append(iou(difference_layers(img, click, plate).mask, can))
+        without.append(iou(difference_layers(img, click, plate, DifferenceConfig(colour_iterations=0)).mask, can))
+    # the change maps alone take the lit half (the dark half is darkening at the table's colour, as a shadow is)
+    assert max(without) < 0.6, without
+    assert np.mean(ious) > 0.9 and min(ious) > 0.8, ious
+
+
 def test_one_click_without_plate_small_synthetic_set():
     scores = []
     for seed, size in ((0, (240, 320)), (1, (256, 320)), (2, (480, 640)), (4, (720, 1280))):

@@ -128,6 +128,9 @@ class DifferenceConfig:
     """Gaussian window over which the texture test's residual energy is averaged (fraction of ``sqrt(h * w)``)."""
     exposure: bool = True
     """Match the plate to the frame's exposure first (robust per-channel gain and offset)."""
+    colour_iterations: int = 4
+    """GrabCut iterations of :func:`_colour_completion` (the object's parts that read as shadow or no change,
+    found by their colour in the frame); 0 = off."""
     split_iterations: int = 3
     """GrabCut iterations of :func:`segmentation.touching.split_at_negatives` (a negative click on the change the positive one is on: two
     objects touching, both absent from the plate); 0 = remove that change whole, as a negative click off it does."""
@@ -761,6 +764,7 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         mask = _refine_outline(mask, ch, cfg, pos)
         if cfg.unmix:
             mask = _refine_unmix(mask, ch, cfg, pos)
+    mask = _colour_completion(image, mask, ch, cfg, pos, area)
     before = mask
     mask = split_at_negatives(image, mask, pos, prompt.negatives, rad, cfg.split_iterations)
     # shadow: darkening explained by shading, touching the object, outside it
@@ -777,6 +781,43 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     if prompt.negatives:  # cut here, on the change region (segment_result leaves it)
         details.update(negatives_handled=True, negatives_cut=not np.array_equal(mask, before))
     return MaskResult(mask, conf, shadow=sh, details=details)
+
+
+def _colour_completion(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points,
+                       area: np.ndarray) -> np.ndarray:
+    """``mask`` plus what GrabCut over the frame calls the object, with the change maps as its priors: the parts of
+    an object that read as shadow pixel by pixel (its dark side, a dark can on a brown table, a blurred edge) or
+    as no change (a low-contrast half) join when their colours are the object's, not the table's under a shadow.
+    Priors: the mask's interior on strong change is object, the mask probably object, every pixel more than 1 px
+    from any change (object or shadow evidence over ``k_low``) background, the rest (shadows, other change)
+    probably background. In a crop around the mask and the darkening that touches it; the result is added to
+    ``mask`` (never taken from it: the outline the refinements placed stays), holes filled, the component at the
+    clicks kept. ``(h, w) bool`` in and out; outside ``area`` (a box prompt) nothing is added."""
+    import cv2
+
+    if cfg.colour_iterations <= 0 or not mask.any() or not points:
+        return mask
+    dark = ch.shadow > cfg.k_low
+    touching = _hysteresis(dark & ~mask, dilate(mask, 1) & dark)
+    ys, xs = np.nonzero(mask | touching)
+    h, w = mask.shape
+    pad = int(0.25 * max(np.ptp(ys), np.ptp(xs))) + 4
+    y0, y1, x0, x1 = max(0, ys.min() - pad), min(h, ys.max() + pad + 1), max(0, xs.min() - pad), min(w, xs.max() + pad + 1)
+    crop = (slice(y0, y1), slice(x0, x1))
+    m = mask[crop]
+    changed = ((ch.object[crop] > cfg.k_low) | dark[crop]) & area[crop]
+    labels = np.full(m.shape, cv2.GC_PR_BGD, np.uint8)
+    labels[~dilate(changed, 1)] = cv2.GC_BGD
+    labels[m] = cv2.GC_PR_FGD
+    labels[erode(m, 1) & (ch.object[crop] > cfg.k_high)] = cv2.GC_FGD
+    if not (labels == cv2.GC_FGD).any() or not (labels == cv2.GC_BGD).any():
+        return mask
+    cv2.setRNGSeed(0)
+    cv2.grabCut(np.ascontiguousarray(image[crop]), labels, None, np.zeros((1, 65)), np.zeros((1, 65)),
+                cfg.colour_iterations, cv2.GC_INIT_WITH_MASK)
+    out = mask.copy()
+    out[crop] |= ((labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)) & area[crop]
+    return component_at(fill_holes(out), points, radius=3)
 
 
 def _layers_at_work_size(image: np.ndarray, prompt: Prompt, plate: np.ndarray, cfg: DifferenceConfig) -> MaskResult:
