@@ -56,13 +56,13 @@ from pathlib import Path
 import numpy as np
 
 from real2sim.core.camera import Camera
-from real2sim.core.imaging import component_at, fill_holes, inside_distance, read_rgb
+from real2sim.core.imaging import component_at, dilate, fill_holes, inside_distance, read_rgb
 from real2sim.render.raster import rasterize
 
 log = logging.getLogger(__name__)
 
 FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg", "textured",
-            "support", "closeup", "thin")
+            "support", "closeup", "thin", "edited")
 """Synthetic case families (see the module docstring)."""
 
 OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
@@ -342,6 +342,25 @@ def camera_effect(img: np.ndarray, family: str, rng: np.random.Generator) -> np.
     if family == "jpeg":
         ok, enc = cv2.imencode(".jpg", out[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(25, 46))])
         out = np.ascontiguousarray(cv2.imdecode(enc, cv2.IMREAD_COLOR)[..., ::-1])
+    return out
+
+
+def edited_plate(image: np.ndarray, plate: np.ndarray, covered: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The frame ``image`` with ``covered`` (``(h, w) bool``: an object and its shadow) removed as a person removes
+    it from a photo (``edited`` family): over it and a margin of 10-30 % of its size, in half of the cases the frame
+    cloned from beside it (a clone stamp), in the others the true ``plate`` smoothed by 1 px and offset by up to
+    2 levels (a healing brush or an inpainting that got the table right). ``(h, w, 3) uint8``."""
+    import cv2
+
+    edit = dilate(covered, max(2, int(round(rng.uniform(0.1, 0.3) * np.sqrt(covered.sum())))))
+    if rng.uniform() < 0.5:
+        xs = np.nonzero(edit)[1]
+        span = int(xs.max() - xs.min()) + 8
+        fill = np.roll(image, -span if xs.max() + span < image.shape[1] else span, axis=1).astype(np.float32)
+    else:
+        fill = cv2.GaussianBlur(plate.astype(np.float32), (0, 0), 1.0) + rng.uniform(-2, 2, 3)
+    out = image.copy()
+    out[edit] = np.clip(np.rint(fill[edit]), 0, 255).astype(np.uint8)
     return out
 
 
@@ -657,6 +676,8 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
     click, box = sample_click(mask, rng), sample_box(mask, rng)
     if family == "misreg":
         plate = misregister(plate, rng)
+    if family == "edited":
+        plate = edited_plate(image, plate, mask | shadow, rng)
     return MaskCase(f"{family}/{plate_name}/{obj}", family, image, plate, mask, shadow, click, box)
 
 

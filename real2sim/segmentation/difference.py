@@ -100,6 +100,10 @@ class DifferenceConfig:
     """Closing radius as a fraction of the object's size."""
     noise_floor: float = 0.6
     """Lowest noise sigma (8-bit levels): a synthetic noise-free frame must not make every quantisation step an object."""
+    copied_share: float = 0.2
+    """When at least this share of the pixels is identical in frame and plate, the plate is the frame itself with the
+    object removed by hand (retouched, inpainted): the difference is zero there and says nothing about its noise
+    where the plate was edited, so the frame's own sensor noise (measured on the frame alone) is the noise floor."""
     refine: bool = True
     """Put the outline at half contrast between the object's and the plate's colours (:func:`_refine_outline`)."""
     unmix: bool = True
@@ -131,6 +135,9 @@ class DifferenceConfig:
     colour_iterations: int = 4
     """GrabCut iterations of :func:`_colour_completion` (the object's parts that read as shadow or no change,
     found by their colour in the frame); 0 = off."""
+    edit_iterations: int = 5
+    """GrabCut iterations of :func:`_within_the_edit` (a plate that is the frame with the object removed by hand: the
+    object is found inside the edited region by its colours against the table's around it); 0 = off."""
     split_iterations: int = 3
     """GrabCut iterations of :func:`segmentation.touching.split_at_negatives` (a negative click on the change the positive one is on: two
     objects touching, both absent from the plate); 0 = remove that change whole, as a negative click off it does."""
@@ -205,6 +212,29 @@ def _raw_noise(I: np.ndarray, P: np.ndarray) -> float:
     dd = d[:, 1:] - d[:, :-1]
     mad = np.median(np.abs(dd - np.median(dd, axis=(0, 1))), axis=(0, 1))
     return float(np.median(1.4826 * mad / np.sqrt(2)))
+
+
+def _copied(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig) -> np.ndarray | None:
+    """``(h, w) bool`` where frame and plate (``(h, w, 3) uint8``) are identical, when that is at least
+    ``copied_share`` of the image (the plate is the frame with the object removed by hand); else None."""
+    same = (image == plate).all(-1)
+    return same if same.mean() >= cfg.copied_share else None
+
+
+def _noise_floor(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig) -> float:
+    """The least noise sigma (8-bit levels, per channel) of frame minus plate (both ``(h, w, 3) uint8``):
+    ``noise_floor``, or, when the plate is a copy of the frame outside an edited region (:func:`_copied`), the
+    frame's own sensor noise."""
+    if _copied(image, plate, cfg) is None:
+        return cfg.noise_floor
+    from real2sim.segmentation.grabcut import noise_sigma
+
+    return max(cfg.noise_floor, noise_sigma(image) / 0.67)  # grey noise reads as 0.67 x the per-channel noise
+
+
+def _blur_gain(sigma: float) -> float:
+    """How much a Gaussian blur of ``sigma`` px leaves of white noise's sigma (1 / (2 sqrt(pi) sigma), at most 1)."""
+    return float(min(1.0, 1.0 / (2 * np.sqrt(np.pi) * sigma))) if sigma > 0 else 1.0
 
 
 def _binned_sigma(values: np.ndarray, key: np.ndarray, floor: float, factor: float, bins: int = 12) -> np.ndarray:
@@ -358,10 +388,12 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
 
     cfg = cfg or DifferenceConfig()
     S = _scale(image.shape)
+    floor = _noise_floor(image, plate, cfg)
     I = image.astype(np.float32)
     P = plate.astype(np.float32)
     I, P, sharp = match_sharpness(I, P, S)
-    sb = max(cfg.blur_frac * S, min(_raw_noise(I, P) / (2 * np.sqrt(np.pi) * cfg.target_noise), cfg.max_blur_frac * S))
+    raw = max(_raw_noise(I, P), floor)
+    sb = max(cfg.blur_frac * S, min(raw / (2 * np.sqrt(np.pi) * cfg.target_noise), cfg.max_blur_frac * S))
     I, P = _blur_both(I, P, sb)
     gains = exposure_fit(I, P) if cfg.exposure else np.tile([1.0, 0.0], (3, 1))
     P = _at_exposure(P, gains)
@@ -375,8 +407,9 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     gray = channel_mean(P)
     gx, gy = cv2.Sobel(gray, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(gray, cv2.CV_32F, 0, 1, ksize=3)
     grad = cv2.GaussianBlur(np.sqrt(gx * gx + gy * gy), (0, 0), 1.0)
-    sig_c = _binned_sigma(chroma, grad, cfg.noise_floor, 1.1774)  # |2-d gaussian| has median 1.18 sigma
-    sig_l = _binned_sigma(lum_change, grad, cfg.noise_floor, 0.6745)
+    floor = floor * _blur_gain(sb)  # the frame's own noise after the blur both are given
+    sig_c = _binned_sigma(chroma, grad, max(cfg.noise_floor, floor), 1.1774)  # |2-d gaussian| has median 1.18 sigma
+    sig_l = _binned_sigma(lum_change, grad, max(cfg.noise_floor, floor), 0.6745)
     darkening = np.maximum(-lum_change, 0)
     allowed = cfg.shadow_hue_shift * np.minimum(channel_norm(I), darkening)
     colour = np.maximum(chroma - allowed, 0) / sig_c
@@ -765,6 +798,10 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         if cfg.unmix:
             mask = _refine_unmix(mask, ch, cfg, pos)
     mask = _colour_completion(image, mask, ch, cfg, pos, area)
+    copied = _copied(image, plate, cfg)
+    if copied is not None:
+        mask = _within_the_edit(image, mask, ~copied, cfg, pos, area)
+        note = note or "the plate is the frame with the object removed by hand: the object found inside the edit"
     before = mask
     mask = split_at_negatives(image, mask, pos, prompt.negatives, rad, cfg.split_iterations)
     # shadow: darkening explained by shading, touching the object, outside it
@@ -818,6 +855,39 @@ def _colour_completion(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg:
     out = mask.copy()
     out[crop] |= ((labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)) & area[crop]
     return component_at(fill_holes(out), points, radius=3)
+
+
+def _within_the_edit(image: np.ndarray, mask: np.ndarray, edit: np.ndarray, cfg: DifferenceConfig, points,
+                     area: np.ndarray) -> np.ndarray:
+    """The object inside a hand-edited plate's edit (``edit``: ``(h, w) bool``, where the plate differs from the
+    frame). A person removing an object paints or clones over it and a margin around it, so all of the edit
+    differs from the frame, the margin by the table's texture against its copy, and the change maps take the
+    margin too. There the frame shows the table as it is all around the edit, so GrabCut over the frame tells the
+    object from it by colour: outside the edit background, the difference ``mask`` probably object, the rest of the
+    edit probably background, the clicks object. ``(h, w) bool``; ``mask`` when GrabCut finds nothing at the clicks."""
+    import cv2
+
+    if cfg.edit_iterations <= 0 or not points or not edit.any():
+        return mask
+    ys, xs = np.nonzero(edit | mask)
+    h, w = mask.shape
+    pad = int(0.25 * max(np.ptp(ys), np.ptp(xs))) + 6
+    y0, y1, x0, x1 = max(0, ys.min() - pad), min(h, ys.max() + pad + 1), max(0, xs.min() - pad), min(w, xs.max() + pad + 1)
+    crop = (slice(y0, y1), slice(x0, x1))
+    labels = np.full((y1 - y0, x1 - x0), cv2.GC_PR_BGD, np.uint8)
+    labels[~dilate(edit, 1)[crop] | ~area[crop]] = cv2.GC_BGD
+    labels[(mask & edit & area)[crop]] = cv2.GC_PR_FGD
+    for x, y in points:
+        cv2.circle(labels, (int(round(x)) - x0, int(round(y)) - y0), 2, cv2.GC_FGD, -1)
+    if not (labels == cv2.GC_BGD).any():
+        return mask
+    cv2.setRNGSeed(0)
+    cv2.grabCut(np.ascontiguousarray(image[crop]), labels, None, np.zeros((1, 65)), np.zeros((1, 65)),
+                cfg.edit_iterations, cv2.GC_INIT_WITH_MASK)
+    out = np.zeros_like(mask)
+    out[crop] = (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)
+    out = component_at(fill_holes(out), points, radius=3)
+    return out if out.any() else mask
 
 
 def _layers_at_work_size(image: np.ndarray, prompt: Prompt, plate: np.ndarray, cfg: DifferenceConfig) -> MaskResult:
