@@ -167,6 +167,9 @@ class ChangeMaps:
     sig_c: np.ndarray | None = None
     """``(h, w) float32`` chroma noise sigma per pixel."""
     shadow_pooled: np.ndarray | None = None
+    copied: np.ndarray | None = None
+    """``(h, w) bool`` where frame and plate are identical, when the plate is the frame with the object removed by
+    hand (:func:`_copied`); None for a plate of its own."""
     """``(h, w) float32`` shadow evidence pooled over a window (local median; z-scores), 0 on object evidence."""
 
 
@@ -221,11 +224,11 @@ def _copied(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig) -> np.n
     return same if same.mean() >= cfg.copied_share else None
 
 
-def _noise_floor(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig) -> float:
-    """The least noise sigma (8-bit levels, per channel) of frame minus plate (both ``(h, w, 3) uint8``):
-    ``noise_floor``, or, when the plate is a copy of the frame outside an edited region (:func:`_copied`), the
-    frame's own sensor noise."""
-    if _copied(image, plate, cfg) is None:
+def _noise_floor(image: np.ndarray, copied: np.ndarray | None, cfg: DifferenceConfig) -> float:
+    """The least noise sigma (8-bit levels, per channel) of frame (``(h, w, 3) uint8``) minus plate:
+    ``noise_floor``, or, when the plate is a copy of the frame outside an edited region (``copied``, from
+    :func:`_copied`), the frame's own sensor noise."""
+    if copied is None:
         return cfg.noise_floor
     from real2sim.segmentation.grabcut import noise_sigma
 
@@ -388,7 +391,8 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
 
     cfg = cfg or DifferenceConfig()
     S = _scale(image.shape)
-    floor = _noise_floor(image, plate, cfg)
+    copied = _copied(image, plate, cfg)
+    floor = _noise_floor(image, copied, cfg)
     I = image.astype(np.float32)
     P = plate.astype(np.float32)
     I, P, sharp = match_sharpness(I, P, S)
@@ -430,7 +434,7 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
         pooled = np.where(obj < cfg.k_low, np.maximum((X - med) / spread, 0), 0).astype(np.float32)
     return ChangeMaps(obj, shadow, s_px.astype(np.float32), float(np.median(sig_c)), gains,
                       {"blur_px": round(float(sb), 2), "sharpness_px": round(sharp, 2)},
-                      frame=I, plate=P, sig_c=sig_c, shadow_pooled=pooled)
+                      frame=I, plate=P, sig_c=sig_c, shadow_pooled=pooled, copied=copied)
 
 
 def _hysteresis(weak: np.ndarray, strong: np.ndarray) -> np.ndarray:
@@ -798,9 +802,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         if cfg.unmix:
             mask = _refine_unmix(mask, ch, cfg, pos)
     mask = _colour_completion(image, mask, ch, cfg, pos, area)
-    copied = _copied(image, plate, cfg)
-    if copied is not None:
-        mask = _within_the_edit(image, mask, ~copied, cfg, pos, area)
+    if ch.copied is not None:
+        mask = _within_the_edit(image, mask, ~ch.copied, cfg, pos, area)
         note = note or "the plate is the frame with the object removed by hand: the object found inside the edit"
     before = mask
     mask = split_at_negatives(image, mask, pos, prompt.negatives, rad, cfg.split_iterations)
