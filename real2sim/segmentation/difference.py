@@ -421,14 +421,17 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     deep = np.maximum(cfg.min_shade - s_px, 0) * norm_p / sig_l
     obj = np.maximum(np.maximum(colour, bright), deep).astype(np.float32)
     dark_z = darkening / sig_l
-    if cfg.texture:
+    # the texture tests weigh change against the same statistics over the image: on a copied plate the image is
+    # unchanged but for the edit, and those statistics are zero
+    texture = cfg.texture and copied is None
+    if texture:
         # darkening whose texture or pooled colour is not a shadow's is an object (the strong change is neutral in
         # the pooling: it must not spill into the shadow beside it)
         tex, col = _texture_evidence(I, P, (chroma - allowed) / sig_c, grad, S, cfg, obj < cfg.k_high)
         obj = np.where(dark_z > cfg.k_low, np.maximum(obj, np.maximum(tex, col)), obj).astype(np.float32)
     shadow = np.where(obj < cfg.k_low, dark_z, 0).astype(np.float32)
     pooled = None
-    if cfg.texture:  # a faint shadow on a dark table in a noisy frame: a window sees it where a pixel cannot
+    if texture:  # a faint shadow on a dark table in a noisy frame: a window sees it where a pixel cannot
         kw = max(3, 2 * int(round(cfg.tex_window_frac * S)) + 1)
         X, med, spread = _pooled(np.clip(dark_z, -16, 48), obj < cfg.k_low, grad, kw, -16.0, 48.0)
         pooled = np.where(obj < cfg.k_low, np.maximum((X - med) / spread, 0), 0).astype(np.float32)
