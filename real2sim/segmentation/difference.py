@@ -167,10 +167,10 @@ class ChangeMaps:
     sig_c: np.ndarray | None = None
     """``(h, w) float32`` chroma noise sigma per pixel."""
     shadow_pooled: np.ndarray | None = None
+    """``(h, w) float32`` shadow evidence pooled over a window (local median; z-scores), 0 on object evidence."""
     copied: np.ndarray | None = None
     """``(h, w) bool`` where frame and plate are identical, when the plate is the frame with the object removed by
     hand (:func:`_copied`); None for a plate of its own."""
-    """``(h, w) float32`` shadow evidence pooled over a window (local median; z-scores), 0 on object evidence."""
 
 
 def _scale(shape) -> float:
@@ -841,12 +841,7 @@ def _colour_completion(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg:
     if cfg.colour_iterations <= 0 or not mask.any() or not points:
         return mask
     dark = ch.shadow > cfg.k_low
-    touching = _hysteresis(dark & ~mask, dilate(mask, 1) & dark)
-    ys, xs = np.nonzero(mask | touching)
-    h, w = mask.shape
-    pad = int(0.25 * max(np.ptp(ys), np.ptp(xs))) + 4
-    y0, y1, x0, x1 = max(0, ys.min() - pad), min(h, ys.max() + pad + 1), max(0, xs.min() - pad), min(w, xs.max() + pad + 1)
-    crop = (slice(y0, y1), slice(x0, x1))
+    crop = _crop_around(mask | _hysteresis(dark & ~mask, dilate(mask, 1) & dark), 4)
     m = mask[crop]
     changed = ((ch.object[crop] > cfg.k_low) | dark[crop]) & area[crop]
     labels = np.full(m.shape, cv2.GC_PR_BGD, np.uint8)
@@ -855,12 +850,31 @@ def _colour_completion(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg:
     labels[erode(m, 1) & (ch.object[crop] > cfg.k_high)] = cv2.GC_FGD
     if not (labels == cv2.GC_FGD).any() or not (labels == cv2.GC_BGD).any():
         return mask
-    cv2.setRNGSeed(0)
-    cv2.grabCut(np.ascontiguousarray(image[crop]), labels, None, np.zeros((1, 65)), np.zeros((1, 65)),
-                cfg.colour_iterations, cv2.GC_INIT_WITH_MASK)
     out = mask.copy()
-    out[crop] |= ((labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)) & area[crop]
+    out[crop] |= _grabcut_object(image[crop], labels, cfg.colour_iterations) & area[crop]
     return component_at(fill_holes(out), points, radius=3)
+
+
+def _crop_around(region: np.ndarray, extra: int) -> tuple[slice, slice]:
+    """Slices of a box around ``region`` (``(h, w) bool``, not empty), padded by a quarter of its larger side plus
+    ``extra`` px and clipped to the image: room for GrabCut's background model."""
+    ys, xs = np.nonzero(region)
+    h, w = region.shape
+    pad = int(0.25 * max(np.ptp(ys), np.ptp(xs))) + extra
+    return (slice(max(0, ys.min() - pad), min(h, ys.max() + pad + 1)),
+            slice(max(0, xs.min() - pad), min(w, xs.max() + pad + 1)))
+
+
+def _grabcut_object(image: np.ndarray, labels: np.ndarray, iterations: int) -> np.ndarray:
+    """GrabCut (seeded: the same inputs give the same mask) of ``image`` (``(h, w, 3) uint8``) from ``labels``
+    (``(h, w) uint8`` of ``cv2.GC_*``); ``(h, w) bool`` object (sure or probable)."""
+    import cv2
+
+    labels = labels.copy()
+    cv2.setRNGSeed(0)
+    cv2.grabCut(np.ascontiguousarray(image), labels, None, np.zeros((1, 65)), np.zeros((1, 65)), iterations,
+                cv2.GC_INIT_WITH_MASK)
+    return (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)
 
 
 def _within_the_edit(image: np.ndarray, mask: np.ndarray, edit: np.ndarray, cfg: DifferenceConfig, points,
@@ -875,23 +889,16 @@ def _within_the_edit(image: np.ndarray, mask: np.ndarray, edit: np.ndarray, cfg:
 
     if cfg.edit_iterations <= 0 or not points or not edit.any():
         return mask
-    ys, xs = np.nonzero(edit | mask)
-    h, w = mask.shape
-    pad = int(0.25 * max(np.ptp(ys), np.ptp(xs))) + 6
-    y0, y1, x0, x1 = max(0, ys.min() - pad), min(h, ys.max() + pad + 1), max(0, xs.min() - pad), min(w, xs.max() + pad + 1)
-    crop = (slice(y0, y1), slice(x0, x1))
-    labels = np.full((y1 - y0, x1 - x0), cv2.GC_PR_BGD, np.uint8)
+    crop = _crop_around(edit | mask, 6)
+    labels = np.full(mask[crop].shape, cv2.GC_PR_BGD, np.uint8)
     labels[~dilate(edit, 1)[crop] | ~area[crop]] = cv2.GC_BGD
     labels[(mask & edit & area)[crop]] = cv2.GC_PR_FGD
     for x, y in points:
-        cv2.circle(labels, (int(round(x)) - x0, int(round(y)) - y0), 2, cv2.GC_FGD, -1)
+        cv2.circle(labels, (int(round(x)) - crop[1].start, int(round(y)) - crop[0].start), 2, cv2.GC_FGD, -1)
     if not (labels == cv2.GC_BGD).any():
         return mask
-    cv2.setRNGSeed(0)
-    cv2.grabCut(np.ascontiguousarray(image[crop]), labels, None, np.zeros((1, 65)), np.zeros((1, 65)),
-                cfg.edit_iterations, cv2.GC_INIT_WITH_MASK)
     out = np.zeros_like(mask)
-    out[crop] = (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)
+    out[crop] = _grabcut_object(image[crop], labels, cfg.edit_iterations)
     out = component_at(fill_holes(out), points, radius=3)
     return out if out.any() else mask
 
