@@ -884,10 +884,15 @@ def _within_the_edit(image: np.ndarray, mask: np.ndarray, edit: np.ndarray, cfg:
     differs from the frame, the margin by the table's texture against its copy, and the change maps take the
     margin too. There the frame shows the table as it is all around the edit, so GrabCut over the frame tells the
     object from it by colour: outside the edit background, the difference ``mask`` probably object, the rest of the
-    edit probably background, the clicks object. ``(h, w) bool``; ``mask`` when GrabCut finds nothing at the clicks."""
+    edit probably background, the clicks object. ``(h, w) bool``; ``mask`` when GrabCut finds nothing at the clicks,
+    and when the mask has no pixel in the edit or a click lies off it."""
     import cv2
 
-    if cfg.edit_iterations <= 0 or not points or not edit.any():
+    h, w = mask.shape
+    if cfg.edit_iterations <= 0 or not points or not (mask & edit).any() or not all(
+            dilate(edit, 2)[min(max(int(round(y)), 0), h - 1), min(max(int(round(x)), 0), w - 1)] for x, y in points):
+        # no change at the clicks, or a click where the plate shows what the frame does: the object is in the plate
+        # (a clip's own median plate of noise-free frames), not edited out of it
         return mask
     crop = _crop_around(edit | mask, 6)
     labels = np.full(mask[crop].shape, cv2.GC_PR_BGD, np.uint8)
