@@ -889,8 +889,9 @@ def _within_the_edit(image: np.ndarray, mask: np.ndarray, edit: np.ndarray, cfg:
     import cv2
 
     h, w = mask.shape
+    near = dilate(edit, 2)
     if cfg.edit_iterations <= 0 or not points or not (mask & edit).any() or not all(
-            dilate(edit, 2)[min(max(int(round(y)), 0), h - 1), min(max(int(round(x)), 0), w - 1)] for x, y in points):
+            near[min(max(int(round(y)), 0), h - 1), min(max(int(round(x)), 0), w - 1)] for x, y in points):
         # no change at the clicks, or a click where the plate shows what the frame does: the object is in the plate
         # (a clip's own median plate of noise-free frames), not edited out of it
         return mask
