@@ -611,13 +611,11 @@ def unapplied_fit_joints(bundle, frame_iou: float = PlateConfig.unapplied_fit_fr
 
     Per frame, because a poor fit is poor in some frames: the silhouettes of every tracked frame cost a rendered
     WidowX clip 3.3 dB (its first frames twice the robot's size), those at the bar's 0.7 gained it 1.2 dB."""
-    import json
-
     rec = bundle.manifest.stages.get("robot_fit")
-    report = bundle.reports_dir() / "robot_fit.json"
-    if rec is None or rec.metrics.get("applied", True) or not report.is_file():
+    report = bundle.read_report("robot_fit") if rec is not None and rec.metrics.get("applied", True) is False else None
+    if report is None:
         return None
-    per_frame = json.loads(report.read_text()).get("per_frame", [])
+    per_frame = report.get("per_frame", [])
     return {p["frame"]: p["joints"] for p in per_frame if p.get("state") in ("prompt", "tracked", "recorded")
             and p.get("joints") and p.get("iou") is not None and p["iou"] >= frame_iou} or None
 

@@ -250,6 +250,11 @@ class Bundle:
         atomic_write_json(path, data)
         return self.rel(path)
 
+    def read_report(self, stage: str) -> dict | None:
+        """The report :meth:`write_report` wrote for ``stage`` (``reports/<stage>.json``), or None when there is none."""
+        path = self.path(f"reports/{stage}.json")
+        return json.loads(path.read_text()) if path.is_file() else None
+
 
 # Diagnostic fields that legitimately differ between runs (wall time, cache state);
 # they are left out of :func:`bundle_digest`. Every key named ``seconds``, ``*_seconds`` or ``seconds_*`` is a timing and volatile

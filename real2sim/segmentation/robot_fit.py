@@ -402,13 +402,11 @@ def _settle_bar(track: RobotTrack) -> float:
 def _repeats_unapplied(bundle: Bundle, idx: list[int], track: RobotTrack, cam_name: str) -> bool:
     """Whether a model fit repeats the last one, which was under the gate and not applied (its joints are in its
     report only): the silhouettes at both joints agree as :func:`_settled` asks of masks."""
-    import json
-
-    report = bundle.reports_dir() / "robot_fit.json"
+    report = bundle.read_report("robot_fit")
     m = bundle.manifest
-    if track.method != "model" or not report.is_file() or cam_name not in m.cameras:
+    if track.method != "model" or report is None or cam_name not in m.cameras:
         return False
-    last = {p["frame"]: p.get("joints") for p in json.loads(report.read_text()).get("per_frame", [])}
+    last = {p["frame"]: p.get("joints") for p in report.get("per_frame", [])}
     model = load_robot_model(m.robot, bundle.root)
     camera = m.cameras[cam_name].camera()
     ious = []
