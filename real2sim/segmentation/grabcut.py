@@ -51,7 +51,9 @@ size whose mask grew past the clicks' disks (``grown_over_speck``, "sizes, over 
 of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
 (``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
 (``details["picked"]`` "whole around"); an unsure mask of any size is tried too, and replaced only when its
-outline lies on the wide box mask's (``whole_shared_outline``: a cube's face, not a box on a board). A mask of an object's top (a lid, a cube's top face) is continued down
+outline lies on the wide box mask's (``whole_shared_outline``: a cube's face, not a box on a board), or when it has
+no outline of its own and the region around it reaches the wide box mask's outline (``whole_plain_edge``,
+``whole_plain_reach``: an apple's lit half, not a speck of a can standing on a board). A mask of an object's top (a lid, a cube's top face) is continued down
 to the side the camera sees under it, or a mask of its side up to the top over it (:mod:`segmentation.below`;
 ``details["below_px"]``, ``details["above_px"]``). Then a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
@@ -254,6 +256,21 @@ class GrabCutConfig:
     (a cube's face: 0.57, a can's lid), a thing lying on a support lies inside the support's (the scan tests' box on
     its board: 0.32, a can on it: 0; a small sure mask is not tried: a can beside a bag shares its outline). 0 =
     sure, large masks only."""
+    whole_scales_unsure: tuple[float, ...] = (0.4, 0.6)
+    """The ``whole_scales`` an unsure mask is tried against: an object in front of the camera whose part the usual
+    boxes found unsure (a close-up pepsi can's lid) may fit the 0.4 box when the 0.6 box's cut finds nothing."""
+    whole_plain_edge: float = 0.5
+    """An unsure mask whose own outline edge (:func:`_outline_edge`) is under this has no outline of its own (a
+    highlight on an apple, a speck of a can's label): it is a part wherever it lies in the whole, so the box's mask
+    may replace it without ``whole_shared_outline`` (an object on a support has an outline: the scan tests' box on
+    its board, 0.85). The same bar as the whole's own outline (``large_min_edge``). Such a mask is replaced only
+    when the region it lies in reaches the whole's outline (``whole_plain_reach``)."""
+    whole_plain_reach: float = 0.4
+    """Share of the box mask's outline that the region around an unsure mask without an outline must reach
+    (:func:`_reach`: the mask and the box mask's pixels joined to it without crossing an edge half as strong as the
+    box mask's outline): a highlight spreads over its apple to the apple's outline (0.99), a speck of a label over
+    its can to half of it (0.54), while a speck on a can standing on a scanning board meets the can's outline first
+    (0.20 of the board's)."""
     whole_min_growth: float = 1.3
     """See ``whole_scales``."""
     whole_min_solidity: float = 0.9
@@ -949,18 +966,42 @@ def _large_object(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) ->
 def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: GrabCutConfig) -> np.ndarray | None:
     """When ``mask`` (confidence ``conf``) is sure and large in the image, or unsure, the best mask of the
     ``whole_scales`` context boxes around ``click`` that holds it as a whole holds its part (see
-    ``GrabCutConfig.whole_scales``; an unsure mask's outline must also lie on the box mask's, see
-    ``whole_shared_outline``); ``None`` if none does."""
+    ``GrabCutConfig.whole_scales``; an unsure mask is tried against ``whole_scales_unsure``, and its outline must
+    also lie on the box mask's, see ``whole_shared_outline``, unless it has none, see ``whole_plain_edge``);
+    ``None`` if none does."""
     sure = conf >= cfg.large_below
     if not cfg.whole_scales or not mask.any():
         return None
     if (np.count_nonzero(mask) < cfg.whole_min_frac * mask.size) if sure else cfg.whole_shared_outline <= 0:
         return None
-    wholes = [m for m in _large_masks(frame.image, click, cfg.whole_scales, cfg.whole_min_solidity, cfg)
+    grad, typical = frame.gradient
+    plain = not sure and _outline_edge(grad, typical, mask, cfg) < cfg.whole_plain_edge
+    scales = cfg.whole_scales if sure else cfg.whole_scales_unsure
+    wholes = [m for m in _large_masks(frame.image, click, scales, cfg.whole_min_solidity, cfg)
               if _holds(frame.overlaps, m, mask, cfg.whole_min_growth)
-              and (sure or _shared_outline(mask, m) >= cfg.whole_shared_outline)]
+              and (sure or _shared_outline(mask, m) >= cfg.whole_shared_outline
+                   or (plain and _reach(grad, mask, m) >= cfg.whole_plain_reach))]
     floor = cfg.whole_min_separation * _separation(frame.bins, mask) - 1e-9
     return _best_outlined(frame, wholes, floor, cfg.large_min_edge, cfg) if wholes else None
+
+
+def _reach(grad: np.ndarray, part: np.ndarray, whole: np.ndarray) -> float:
+    """Fraction of the outline of ``whole`` within 1 % of the image's size (at least 2 px) of the region around
+    ``part``: ``part`` and the pixels of ``whole`` 4-connected to it whose colour gradient ``grad`` is at most half
+    the median on the outline of ``whole`` (``(h, w) bool`` masks; the region stops at an edge inside ``whole``)."""
+    import cv2
+
+    reach = max(2, int(round(0.01 * np.sqrt(part.size))))
+    box = mask_box(part | whole, reach + 1)
+    p, w, g = part[box], whole[box], grad[box]
+    outline = w & ~erode(w, 1)
+    if not outline.any():
+        return 0.0
+    free = w & (g <= 0.5 * float(np.median(g[outline])))
+    _, labels = cv2.connectedComponents(free.astype(np.uint8), connectivity=4)
+    touched = np.unique(labels[p & free])
+    region = p | np.isin(labels, touched[touched > 0])
+    return float(np.count_nonzero(outline & dilate(region, reach))) / float(np.count_nonzero(outline))
 
 
 def _shared_outline(part: np.ndarray, whole: np.ndarray) -> float:
