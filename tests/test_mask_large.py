@@ -29,11 +29,12 @@ def _cabinet_scene(seed: int, h: int = 256, w: int = 320):
 
 
 def test_one_click_on_a_large_plain_surface_gives_the_surface_flagged():
-    """Without the large boxes every scene gives a speck (IoU < 0.05); with them the surface (> 0.95), marked as found
-    by one cue (picked "large surface") with a confidence under the review threshold."""
+    """Without the large boxes (and the unsure part's whole around it, which finds the surface too) every scene gives
+    a speck (IoU < 0.05); with them the surface (> 0.95), marked as found by one cue (picked "large surface") with a
+    confidence under the review threshold."""
     for seed in range(4):
         image, truth, click = _cabinet_scene(seed)
-        speck = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), grown_over_speck=False))
+        speck = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), grown_over_speck=False, whole_plain_edge=0.0))
         assert iou(speck.mask, truth) < 0.05, seed
         res = segment_result(image, Prompt([click]))
         assert iou(res.mask, truth) > 0.95, (seed, res.details)
@@ -47,8 +48,8 @@ def test_a_speck_gives_way_to_a_size_that_grew():
     grew past the clicks' disks (scene 1) the speck stays: there is nothing better to give."""
     for seed, grows in ((0, True), (5, True), (1, False)):
         image, truth, click = _cabinet_scene(seed)
-        off = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), grown_over_speck=False))
-        res = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=()))
+        off = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), grown_over_speck=False, whole_plain_edge=0.0))
+        res = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), whole_plain_edge=0.0))
         assert off.mask.sum() < 20, seed
         if grows:
             assert iou(res.mask, truth) > 0.95, (seed, res.details)
@@ -72,13 +73,13 @@ def test_a_close_object_is_more_than_a_speck(shared_data):
 
 
 def test_an_object_with_an_outline_never_takes_the_large_boxes():
-    """A click on a small object, at full and at half contrast: the mask is the one found without the large boxes,
-    pixel for pixel, even where its confidence is low."""
+    """A click on a small object, at full and at half contrast: the mask is the one found without the large boxes
+    and without the whole around an outline-less part, pixel for pixel, even where its confidence is low."""
     for seed in range(3):
         for contrast in (1.0, 0.5):
             case = procedural_case(seed, contrast=contrast)
             res = grabcut_result(case.image, Prompt([case.click]))
-            plain = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(large_scales=()))
+            plain = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(large_scales=(), whole_plain_edge=0.0))
             assert res.details["picked"] != "large surface", (seed, contrast, res.details)
             assert np.array_equal(res.mask, plain.mask), (seed, contrast)
 
