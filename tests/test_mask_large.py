@@ -13,6 +13,10 @@ from real2sim.segmentation import Prompt, segment_result
 from real2sim.segmentation.core import LOW_CONFIDENCE
 from real2sim.segmentation.grabcut import GrabCutConfig, grabcut_result
 
+# without the large boxes, nor the whole around an outline-less part (which finds the surface from the speck too)
+NO_LARGE = GrabCutConfig(large_scales=(), whole_plain_edge=0.0)
+SPECK = GrabCutConfig(large_scales=(), grown_over_speck=False, whole_plain_edge=0.0)  # nor the grown size
+
 
 def _cabinet_scene(seed: int, h: int = 256, w: int = 320):
     """A plain, slightly shaded quadrilateral over 40-50 % of a mottled floor; the click near its middle."""
@@ -34,7 +38,7 @@ def test_one_click_on_a_large_plain_surface_gives_the_surface_flagged():
     confidence under the review threshold."""
     for seed in range(4):
         image, truth, click = _cabinet_scene(seed)
-        speck = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), grown_over_speck=False, whole_plain_edge=0.0))
+        speck = grabcut_result(image, Prompt([click]), config=SPECK)
         assert iou(speck.mask, truth) < 0.05, seed
         res = segment_result(image, Prompt([click]))
         assert iou(res.mask, truth) > 0.95, (seed, res.details)
@@ -48,8 +52,8 @@ def test_a_speck_gives_way_to_a_size_that_grew():
     grew past the clicks' disks (scene 1) the speck stays: there is nothing better to give."""
     for seed, grows in ((0, True), (5, True), (1, False)):
         image, truth, click = _cabinet_scene(seed)
-        off = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), grown_over_speck=False, whole_plain_edge=0.0))
-        res = grabcut_result(image, Prompt([click]), config=GrabCutConfig(large_scales=(), whole_plain_edge=0.0))
+        off = grabcut_result(image, Prompt([click]), config=SPECK)
+        res = grabcut_result(image, Prompt([click]), config=NO_LARGE)
         assert off.mask.sum() < 20, seed
         if grows:
             assert iou(res.mask, truth) > 0.95, (seed, res.details)
@@ -79,7 +83,7 @@ def test_an_object_with_an_outline_never_takes_the_large_boxes():
         for contrast in (1.0, 0.5):
             case = procedural_case(seed, contrast=contrast)
             res = grabcut_result(case.image, Prompt([case.click]))
-            plain = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(large_scales=(), whole_plain_edge=0.0))
+            plain = grabcut_result(case.image, Prompt([case.click]), config=NO_LARGE)
             assert res.details["picked"] != "large surface", (seed, contrast, res.details)
             assert np.array_equal(res.mask, plain.mask), (seed, contrast)
 
