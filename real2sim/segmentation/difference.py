@@ -132,6 +132,11 @@ class DifferenceConfig:
     """Gaussian window over which the texture test's residual energy is averaged (fraction of ``sqrt(h * w)``)."""
     exposure: bool = True
     """Match the plate to the frame's exposure first (robust per-channel gain and offset)."""
+    dark_click_share: float = 0.25
+    """A click on strong darkening at the plate's own colour (shadow evidence over ``k_high``: a brown spoon on a
+    brown floor, a dark can's side on a dark drawer) whose object evidence is under this share of that darkening's
+    component is on the darkening, not a speck of object beside it: the darkening joins the region (as it does when
+    there is no object evidence at the click at all). 0 = only then."""
     colour_iterations: int = 4
     """GrabCut iterations of :func:`_colour_completion` (the object's parts that read as shadow or no change,
     found by their colour in the frame); 0 = off."""
@@ -790,7 +795,12 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
 
     def region(k_low: float, k_high: float) -> np.ndarray:
         weak, strong = (ch.object > k_low) & area, (ch.object > k_high) & area
-        return _grow_from_prompt(weak, strong, prompt, rad, cfg, ch)
+        grown = _grow_from_prompt(weak, strong, prompt, rad, cfg, ch)
+        if grown.any() and pos and cfg.dark_click_share > 0:
+            dark = component_at((ch.shadow > k_high) & area, pos, radius=rad)
+            if np.count_nonzero(grown) < cfg.dark_click_share * np.count_nonzero(dark):
+                grown = _with_darkening(grown | dark, ch, k_low, area)
+        return grown
 
     raw = region(cfg.k_low, cfg.k_high)
     note = ""
@@ -798,7 +808,7 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         sh_at = component_at((ch.shadow > cfg.k_high) & area, pos, radius=rad)
         if sh_at.any():  # a dark object of the table's own colour, or a click on a shadow
             note = "the click is on darkening at the plate's own colour (a shadow, or a dark object of that colour)"
-            raw = _hysteresis(((ch.object > cfg.k_low) | (ch.shadow > cfg.k_low)) & area, sh_at)
+            raw = _with_darkening(sh_at, ch, cfg.k_low, area)
     mask = _clean(raw, cfg, pos, ch.shadow > cfg.k_low)
     if cfg.refine:
         mask = _refine_outline(mask, ch, cfg, pos)
@@ -824,6 +834,12 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     if prompt.negatives:  # cut here, on the change region (segment_result leaves it)
         details.update(negatives_handled=True, negatives_cut=not np.array_equal(mask, before))
     return MaskResult(mask, conf, shadow=sh, details=details)
+
+
+def _with_darkening(seed: np.ndarray, ch: ChangeMaps, k_low: float, area: np.ndarray) -> np.ndarray:
+    """The change (object or shadow evidence over ``k_low``, inside ``area``) connected to ``seed``: a region that
+    takes the darkening at the plate's own colour along (``(h, w) bool`` in and out)."""
+    return _hysteresis(((ch.object > k_low) | (ch.shadow > k_low)) & area, seed)
 
 
 def _colour_completion(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points,
