@@ -597,3 +597,4 @@ def test_a_click_on_an_object_that_reads_as_shadow_takes_the_darkening_it_is_on(
     assert iou(before.mask, c.mask) < 0.3, "the case no longer shows the failure"
     res = difference_layers(c.image, Prompt([c.click]), c.plate)
     assert iou(res.mask, c.mask) > 0.8, res.details
+    assert res.details["note"].startswith("the click is on darkening at the plate's own colour")

@@ -793,21 +793,21 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     pos = prompt.positives
     rad = max(2, int(round(cfg.click_radius_frac * _scale((h, w)))))
 
+    joined: list[bool] = []  # per region grown: the darkening at the click joined it
+
     def region(k_low: float, k_high: float) -> np.ndarray:
         weak, strong = (ch.object > k_low) & area, (ch.object > k_high) & area
         grown = _grow_from_prompt(weak, strong, prompt, rad, cfg, ch)
-        if grown.any() and pos and cfg.dark_click_share > 0:
-            dark = component_at((ch.shadow > k_high) & area, pos, radius=rad)
-            if np.count_nonzero(grown) < cfg.dark_click_share * np.count_nonzero(dark):
-                grown = _with_darkening(grown | dark, ch, k_low, area)
-        return grown
+        dark = component_at((ch.shadow > k_high) & area, pos, radius=rad) if grown.any() and pos else None
+        joined.append(dark is not None and np.count_nonzero(grown) < cfg.dark_click_share * np.count_nonzero(dark))
+        return _with_darkening(grown | dark, ch, k_low, area) if joined[-1] else grown
 
     raw = region(cfg.k_low, cfg.k_high)
-    note = ""
+    note = DARK_CLICK_NOTE if joined[0] else ""
     if pos and not raw.any():
         sh_at = component_at((ch.shadow > cfg.k_high) & area, pos, radius=rad)
         if sh_at.any():  # a dark object of the table's own colour, or a click on a shadow
-            note = "the click is on darkening at the plate's own colour (a shadow, or a dark object of that colour)"
+            note = DARK_CLICK_NOTE
             raw = _with_darkening(sh_at, ch, cfg.k_low, area)
     mask = _clean(raw, cfg, pos, ch.shadow > cfg.k_low)
     if cfg.refine:
@@ -834,6 +834,9 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     if prompt.negatives:  # cut here, on the change region (segment_result leaves it)
         details.update(negatives_handled=True, negatives_cut=not np.array_equal(mask, before))
     return MaskResult(mask, conf, shadow=sh, details=details)
+
+
+DARK_CLICK_NOTE = "the click is on darkening at the plate's own colour (a shadow, or a dark object of that colour)"
 
 
 def _with_darkening(seed: np.ndarray, ch: ChangeMaps, k_low: float, area: np.ndarray) -> np.ndarray:
