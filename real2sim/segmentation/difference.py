@@ -54,6 +54,7 @@ from real2sim.core.imaging import (
     iou,
 )
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError, upsample_mask, work_size_prompt
+from real2sim.segmentation.grabcut import noise_sigma
 from real2sim.segmentation.touching import split_at_negatives
 
 log = logging.getLogger(__name__)
@@ -235,8 +236,6 @@ def _noise_floor(image: np.ndarray, copied: np.ndarray | None, cfg: DifferenceCo
     :func:`_copied`), the frame's own sensor noise."""
     if copied is None:
         return cfg.noise_floor
-    from real2sim.segmentation.grabcut import noise_sigma
-
     return max(cfg.noise_floor, noise_sigma(image) / 0.67)  # grey noise reads as 0.67 x the per-channel noise
 
 
