@@ -476,3 +476,94 @@ def test_a_robot_shadow_over_part_of_the_clip_is_not_taken_for_the_background(sh
     now = psnr(make_plate(clip.frames, masks, PlateConfig(detect_with_masks=True))[0], truth)
     assert before < median + 0.5, "the case no longer shows the failure"
     assert now > median + 3.0, (now, median, before)
+
+
+def _table(rng, h: int = 96, w: int = 128) -> np.ndarray:
+    """A brown table with grain: ``(h, w, 3) float32`` levels."""
+    import cv2
+
+    grain = cv2.GaussianBlur(rng.normal(0, 1, (h, w)).astype(np.float32), (0, 0), 1.5)
+    grain *= 18 / grain.std()
+    return np.clip(np.array([170, 130, 95], np.float32) + grain[..., None], 0, 255)
+
+
+def _soft_ellipse(h: int, w: int, centre, axes) -> np.ndarray:
+    """``(h, w) float32`` in [0, 1]: an ellipse with a blurred (penumbra) edge."""
+    import cv2
+
+    m = np.zeros((h, w), np.uint8)
+    cv2.ellipse(m, centre, axes, 20, 0, 360, 1, -1)
+    return cv2.GaussianBlur(m.astype(np.float32), (0, 0), 1.5)
+
+
+def _clip(rng, table: np.ndarray, over: np.ndarray, n: int = 12, covered: int = 9) -> np.ndarray:
+    """``n`` noisy frames of ``table``; ``over`` ``(h, w, 3)`` (what lingers) in the first ``covered`` of them, and a
+    bright square passing elsewhere in every frame."""
+    frames = np.repeat(table[None], n, 0)
+    frames[:covered] = over
+    for t in range(n):
+        frames[t, 70:84, 4 + 9 * t:18 + 9 * t] = [235, 235, 230]
+    return np.clip(frames + rng.normal(0, 2, frames.shape), 0, 255).round().astype(np.uint8)
+
+
+def test_a_cast_shadow_in_most_frames_is_lifted_from_the_plate():
+    """A shadow over the table (60 % of the light, alike in every channel, a soft edge) in 9 of 12 frames, as a
+    robot's where its arm stays; in the other 3 it lies next to that place (the arm moved on). The frames showing
+    the place lit differ from the median there and where the shadow went, one region whose side the plate could
+    not tell: it kept the shadow (within 3 dB of the median there). Those frames show the place brighter alike in
+    every channel with the table's grain, continuing the table around it: the plate takes them
+    (``PlateConfig.shadow_lift``) and marks the pixels for review."""
+    rng = np.random.default_rng(5)
+    table = _table(rng)
+    shades = [1.0 - 0.4 * _soft_ellipse(96, 128, (50 if t < 9 else 95, 35), (30, 14)) for t in range(12)]
+    frames = np.clip(table[None] * np.stack(shades)[..., None] + rng.normal(0, 2, (12, 96, 128, 3)), 0, 255)
+    frames = frames.round().astype(np.uint8)
+    truth = table.round().astype(np.uint8)
+    region = shades[0] < 0.95
+    median = psnr(plain_median(frames), truth, region)
+    before = psnr(make_plate(frames, None, PlateConfig(shadow_lift=0))[0], truth, region)
+    plate, conf, report = make_plate(frames)
+    assert before < median + 3.0, "the case no longer shows the failure"
+    assert psnr(plate, truth, region) > before + 8.0, (psnr(plate, truth, region), median, before)
+    assert report["shadow_lifted_fraction"] > 0.5 * (region & (shades[-1] > 0.95)).mean()
+    lifted = (shades[0] < 0.7) & (shades[-1] > 0.99)
+    assert (conf[lifted] == 128).mean() > 0.9  # decided by a minority of the frames: reported
+
+
+def test_a_lighter_thing_over_a_lingering_one_is_not_a_lifted_shadow():
+    """A dark grey thing with its own shading lingers in 9 of 12 frames; in the other 3 a lighter grey thing with
+    the same shading covers the same place (one robot link after another). Brighter alike in every channel,
+    textured alike, but with its own outline: it does not continue the table around it, so it is no shadow taken
+    off, and the plate stays the one made without the lift."""
+    rng = np.random.default_rng(6)
+    table = _table(rng)
+    inside = (_soft_ellipse(96, 128, (60, 35), (30, 14)) > 0.5)[..., None]
+    ramp = np.linspace(0.8, 1.2, 128, dtype=np.float32)[None, :, None]
+    dark = table * (1 - inside) + inside * 70 * ramp
+    light = table * (1 - inside) + inside * 95 * ramp
+    frames = _clip(rng, table, dark)
+    frames[9:] = np.clip(light + rng.normal(0, 2, light.shape), 0, 255).round().astype(np.uint8)
+    frames[9:, 70:84] = _clip(rng, table, dark)[9:, 70:84]
+    off = make_plate(frames, None, PlateConfig(shadow_lift=0))[0]
+    plate, conf, report = make_plate(frames)
+    assert report["shadow_lifted_fraction"] == 0.0
+    assert np.array_equal(plate, off)
+
+
+def test_a_widowx_shadow_lingering_over_the_floor_is_lifted(shared_data):
+    """The one-command benchmark's WidowX clip over open_drawer_b2 (16 frames; made as with a calibrated camera
+    whose pose is unknown: no robot masks): the arm's cast shadow lies on the floor in 12 of the frames, and the
+    plate held it (+0.86 dB over the median, under the +1 dB bar); lifted, it is well over the bar."""
+    from real2sim.demos.plate_cases import real_plates
+    from real2sim.demos.robot_clips import make_robot_clip
+
+    plates = real_plates(shared_data)
+    if "open_drawer_b2" not in plates:
+        pytest.skip("the open_drawer_b2 plate is not in the shared data")
+    clip = make_robot_clip(plates["open_drawer_b2"], seed=100 + sorted(plates).index("open_drawer_b2"))
+    truth = gain_to(clip.plate[None], clip.frames[0])[0]
+    median = psnr(plain_median(clip.frames), truth)
+    before = psnr(make_plate(clip.frames, None, PlateConfig(shadow_lift=0))[0], truth)
+    now = psnr(make_plate(clip.frames)[0], truth)
+    assert before < median + 1.0, "the case no longer shows the failure"
+    assert now > median + 2.5, (now, median, before)

@@ -138,6 +138,13 @@ class PlateConfig:
     the largest set of frames that agree with each other replaces the median when that set has at least this many
     frames more, and its colour is less like the things seen in front elsewhere in the clip (a colour histogram of
     the samples the plate rejected, against one of the plate) than the median's. 0: off."""
+    shadow_lift: float = 2.5
+    """A cast shadow in most frames (a robot's, where the arm lingers) is lifted: a connected part of the plate that
+    at least 2 frames show brighter alike in every channel (the plate their colour darkened by more than
+    ``ghost_shade``, the channels within it of each other), by at most this factor (a shadow at 40 % of the light),
+    with the plate's texture (grey levels correlating at 0.5) and continuing the surroundings across its outline
+    (at most half the plate's step there) takes the mean of those frames; marked like ``mixed_mode``'s pixels
+    (:func:`~real2sim.capture.plate_background.lift_shadows`). 0: off."""
     undecided_fraction: float = 0.15
     """Pixels covered by undecided regions in at least this fraction of the frames (and 2) get confidence 128."""
     average_sigmas: float = 3.0

@@ -1136,9 +1136,103 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         moded = mixed_mode(frames, plate, mixed & ~spatial, count, used, valid, tol, cfg.mixed_mode)
         undecided |= moded  # a plurality decided them, not a majority: reported
         report["mixed_mode_fraction"] = round(float(moded.mean()), 6)
+    if detect and n >= 2 and cfg.shadow_lift > 1:
+        plate, lifted = lift_shadows(frames, small, plate, valid, valid_s, tol, min_area, cfg.ghost_shade,
+                                     cfg.shadow_lift)
+        undecided |= lifted  # a minority of the frames decided them: reported
+        report["shadow_lifted_fraction"] = round(float(lifted.mean()), 6)
     if curves is not None:  # back to the reference frame's tone
         plate = invert_tone(plate, curves[ref])
     return BackgroundEstimate(plate, count, used, ghost, undecided, sigma, report)
+
+
+def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid: np.ndarray | None,
+                 valid_s: np.ndarray | None, tol: np.ndarray, min_area: int, shade: float, max_lift: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``plate`` with the cast shadows that lingered in most frames lifted, and the pixels lifted ``(h, w) bool``.
+
+    The median keeps a shadow that covers a place in most frames (a robot's, where its arm stays); the frames
+    that show the place lit show it brighter alike in every channel with the same texture. Found on ``small``
+    (the frames shrunk, ``(n, hs, ws, 3) float32``; ``valid_s`` their valid samples): parts of at least ``min_area`` pixels that 2 or more frames show lit (:func:`_lit`), taken when
+    the part as a whole is the plate lifted alike in every channel by at most ``max_lift``, its grey levels
+    correlate with the plate's at 0.5 or more (a flat part cannot tell a shadow from an object) and its lit colours
+    continue the surroundings across its outline (a step at most half the plate's there: a shadow's edge is in the
+    plate, a lighter thing's own outline would be in the frames). Then at full size, in the parts grown by 2 px
+    (the penumbra), each pixel takes the mean of its lit samples. ``frames``: ``(n, h, w, 3) uint8`` in the
+    plate's tone; ``tol``: ``(h, w)`` the noise tolerance (levels); ``valid``: optional ``(n, h, w) bool``."""
+    import cv2
+
+    n, h, w, _ = frames.shape
+    size = (small.shape[2], small.shape[1])
+    plate_s = shrink(plate[None], size)[0]
+    tol_s = cv2.resize(tol.astype(np.float32), size, interpolation=cv2.INTER_AREA)
+    lit = _lit(small, plate_s, tol_s, shade, max_lift)
+    if valid_s is not None:
+        lit &= valid_s
+    k, lab, st, _ = cv2.connectedComponentsWithStats((lit.sum(0) >= 2).view(np.uint8), connectivity=8)
+    keep = np.zeros(k, bool)
+    for i in np.flatnonzero(st[1:, cv2.CC_STAT_AREA] >= min_area) + 1:
+        part = lab == i
+        on = lit[:, part]
+        mean = (small[:, part] * on[..., None]).sum(0) / on.sum(0)[:, None]
+        keep[i] = _lifts_a_shadow(part, mean, plate_s, shade, max_lift)
+    lifted = np.zeros((h, w), bool)
+    if not keep.any():
+        return plate, lifted
+    region = cv2.resize(keep[lab].view(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST)
+    ys, xs = _nonzero(cv2.dilate(region, np.ones((5, 5), np.uint8)) > 0)
+    vals = frames[:, ys, xs].astype(np.float32)
+    on = _lit(vals, plate[ys, xs].astype(np.float32), tol[ys, xs], shade, max_lift)
+    if valid is not None:
+        on &= valid[:, ys, xs]
+    c = on.sum(0)
+    ok = c > 0
+    out = plate.copy()
+    out[ys[ok], xs[ok]] = ((vals[:, ok] * on[:, ok, None]).sum(0) / c[ok, None] + 0.5).astype(np.uint8)
+    lifted[ys[ok], xs[ok]] = True
+    return out, lifted
+
+
+def _lit(vals: np.ndarray, old: np.ndarray, tol: np.ndarray, shade: float, max_lift: float) -> np.ndarray:
+    """``(n, ...) bool``: samples ``vals`` ``(n, ..., 3)`` that show ``old`` ``(..., 3)`` lit: brighter by more
+    than ``tol`` (mean over channels), ``old`` their colour darkened by more than ``shade`` and at most ``max_lift``
+    times, alike in every channel (the darkenings within ``2 shade``: one sample is noisy)."""
+    out = vals.sum(-1) - old.sum(-1)[None] > 3 * tol[None]  # the cheap test first: few samples pass it
+    at = np.nonzero(out)
+    dark = (np.broadcast_to(old[None], vals.shape)[at] + 1.0) / (vals[at] + 1.0)
+    lo, hi = dark.min(-1), dark.max(-1)
+    out[at] = (hi < 1.0 - shade) & (lo >= 1.0 / max_lift) & (hi - lo < 2 * shade)
+    return out
+
+
+def _lifts_a_shadow(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, shade: float, max_lift: float) -> bool:
+    """The lit colours ``mean`` ``(k, 3)`` of ``part`` ``(hs, ws) bool`` are ``plate_s`` there with a shadow taken
+    off (see :func:`lift_shadows`): darkened alike (the part's median per channel within ``shade``), textured alike,
+    and continuing the surroundings."""
+    import cv2
+
+    old = plate_s[part]
+    dark = np.median((old + 1.0) / (mean + 1.0), axis=0)
+    if not (dark.max() < 1.0 - shade and dark.min() >= 1.0 / max_lift and dark.max() - dark.min() < shade):
+        return False
+    g_old, g_new = old.sum(1), mean.sum(1)
+    if g_old.std() <= 0.5 or g_new.std() <= 0.5 or np.corrcoef(g_old, g_new)[0, 1] < 0.5:
+        return False
+    p8 = part.view(np.uint8)
+    outside = (cv2.dilate(p8, np.ones((3, 3), np.uint8)) > 0) & ~part
+    ring = part & ~(cv2.erode(p8, np.ones((3, 3), np.uint8)) > 0)
+    k = np.ones((5, 5), np.float32)
+    weight = cv2.filter2D(outside.astype(np.float32), -1, k, borderType=cv2.BORDER_CONSTANT)
+    around = cv2.filter2D(plate_s * outside[..., None], -1, k, borderType=cv2.BORDER_CONSTANT)
+    at = ring & (weight > 0)
+    if np.count_nonzero(at) < 3:
+        return False
+    around = around[at] / weight[at][:, None]
+    lit = plate_s.copy()
+    lit[part] = mean
+    step_lit = np.median(np.abs(lit[at] - around).mean(-1))
+    step_plate = np.median(np.abs(plate_s[at] - around).mean(-1))
+    return bool(step_lit < 0.5 * step_plate)
 
 
 def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, mixed: np.ndarray,
