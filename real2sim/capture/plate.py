@@ -100,6 +100,11 @@ class PlateConfig:
     fraction, the channels' ratios within it of each other), its texture kept, is a shadow cast over the background
     (a robot's, over part of the clip), not the background a ghost hid: the anchor is kept there
     (:func:`~real2sim.capture.plate_background.ghost_anchor`). 0 = off."""
+    ghost_foreign: float = 1.0
+    """A ghost's replacement (a connected part) whose new colours are on average more than this (natural log of a
+    likelihood ratio: colour histograms of the things seen in front and of the plate) more like the things in front
+    than the median's colours it replaced is put back to the median and marked undecided: its frames showed a thing
+    passing, not what a lingering thing hid (:func:`~real2sim.capture.plate_background.foreign_ghosts`). 0: off."""
     split_jaccard: float = 0.5
     """A frame's deviating region that is neither foreground nor background as a whole is split where the set of
     frames agreeing with it changes (neighbours whose sets overlap by less than this, intersection over union: a

@@ -1040,6 +1040,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     if luts is not None and curves is None:
         frames = apply_tone(frames, None, luts)  # the exposure gains alone
     anchor = temporal_median(frames, valid)
+    median = anchor
     sigma, s_ghost = noise_sigmas(frames, anchor, valid)
     # the trimmed mean's tolerance takes the interpolated quartile; the tolerance that groups the frames behind a
     # ghost and the arbiter's margin keep the whole-level one they were tuned with (the interpolated one there:
@@ -1121,6 +1122,14 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     grad = gradient_magnitude(anchor)
     tol = np.maximum(cfg.average_sigmas * np.sqrt(sigma ** 2 + (cfg.jitter_px * grad) ** 2), cfg.average_tolerance * 255)
     plate, count, used = trimmed_mean(frames, anchor, tol, valid)
+    if detect and cfg.ghost_foreign > 0 and ghost.any():
+        back = foreign_ghosts(frames, plate, used, ghost, valid, median, anchor, cfg.ghost_foreign)
+        if back.any():  # the median back there, reported
+            anchor = np.where(back[..., None], median, anchor)
+            ghost &= ~back
+            undecided |= back
+            plate, count, used = trimmed_mean(frames, anchor, tol, valid)
+        report["ghost_foreign_fraction"] = round(float(back.mean()), 6)
     # where the frames agreeing with the median are no majority (and no ghost was resolved) the samples are a mix:
     # the median itself hedges better than any subset's mean
     n_avail = n if valid is None else valid.sum(0)
@@ -1233,6 +1242,29 @@ def _lifts_a_shadow(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, sha
     step_lit = np.median(np.abs(lit[at] - around).mean(-1))
     step_plate = np.median(np.abs(plate_s[at] - around).mean(-1))
     return bool(step_lit < 0.5 * step_plate)
+
+
+def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghost: np.ndarray,
+                   valid: np.ndarray | None, median: np.ndarray, anchor: np.ndarray, margin: float) -> np.ndarray:
+    """``(h, w) bool``: the connected parts of ``ghost`` whose new colours (``anchor``) are on average more than
+    ``margin`` (natural log of the likelihood ratio) more like the things seen in front than the ``median``'s
+    colours they replaced (:func:`foreground_likelihood`, the ghosts left out of both its histograms).
+
+    A ghost's frames show what a lingering thing hid: the background, whose colours the well-decided plate has. A
+    region merged from the place a lingering arm left and the place it moved to can be called a ghost as a whole;
+    its frames then show the arm over background the median had right, and that part's new colours are the arm's,
+    seen in front all over the clip."""
+    import cv2
+
+    like = foreground_likelihood(frames, plate, used, ghost, valid)
+    k, lab = cv2.connectedComponents(ghost.view(np.uint8), connectivity=8)
+    ys, xs = _nonzero(ghost)
+    part = lab[ys, xs]
+    shift = like(anchor[ys, xs]) - like(median[ys, xs])
+    mean = np.bincount(part, shift, minlength=k) / np.maximum(np.bincount(part, minlength=k), 1)
+    foreign = mean > margin
+    foreign[0] = False
+    return foreign[lab]
 
 
 def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, mixed: np.ndarray,
