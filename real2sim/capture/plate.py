@@ -138,6 +138,12 @@ class PlateConfig:
     """... and (each connected part) when the frames that back its new colour show the part's well-decided
     surroundings as the plate has them at least this times as often as the frames that back the plate there: frames
     whose surroundings are covered show the thing in front, not the background. 0: no check."""
+    arbiter_foreign: float = 2.0
+    """... and (each connected part) unless its new colours are on average more than this (natural log of a
+    likelihood ratio) more like the things seen in front than the plate's: colour histograms of the samples the
+    plate rejected and of the plate where every frame agrees with it (a lingering arm, which some frames do not
+    show, drops out of the latter). Around a lingering arm the well-decided surroundings are the arm, and the frames
+    that show it again continue them best (:func:`~real2sim.capture.plate_background.arbitrate`). 0: no check."""
     mixed_mode: int = 1
     """Where the frames agreeing with the median are no majority and the spatial arbiter left the pixel, the mean of
     the largest set of frames that agree with each other replaces the median when that set has at least this many

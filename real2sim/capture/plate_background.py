@@ -1254,13 +1254,21 @@ def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghos
     region merged from the place a lingering arm left and the place it moved to can be called a ghost as a whole;
     its frames then show the arm over background the median had right, and that part's new colours are the arm's,
     seen in front all over the clip."""
+    like = foreground_likelihood(frames, plate, used, ghost, valid)
+    ys, xs = _nonzero(ghost)
+    return parts_more_foreign(ghost, like, anchor[ys, xs], median[ys, xs], margin)
+
+
+def parts_more_foreign(mask: np.ndarray, like, new: np.ndarray, old: np.ndarray, margin: float) -> np.ndarray:
+    """``(h, w) bool``: the connected parts (8-connected) of ``mask`` whose colours ``new`` are on average more than
+    ``margin`` more like the things in front than ``old`` by ``like`` (:func:`foreground_likelihood`). ``new``,
+    ``old``: ``(k, 3)`` the colours at ``mask``'s pixels in row-major order."""
     import cv2
 
-    like = foreground_likelihood(frames, plate, used, ghost, valid)
-    k, lab = cv2.connectedComponents(ghost.view(np.uint8), connectivity=8)
-    ys, xs = _nonzero(ghost)
+    k, lab = cv2.connectedComponents(mask.view(np.uint8), connectivity=8)
+    ys, xs = _nonzero(mask)
     part = lab[ys, xs]
-    shift = like(anchor[ys, xs]) - like(median[ys, xs])
+    shift = like(new) - like(old)
     mean = np.bincount(part, shift, minlength=k) / np.maximum(np.bincount(part, minlength=k), 1)
     foreign = mean > margin
     foreign[0] = False
@@ -1268,11 +1276,12 @@ def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghos
 
 
 def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, mixed: np.ndarray,
-                          valid: np.ndarray | None, bins: int = 16, samples: int = 200000):
+                          valid: np.ndarray | None, bins: int = 16, samples: int = 200000,
+                          background: np.ndarray | None = None):
     """A function colour ``(k, 3)`` -> ``(k,)`` log(p_fg / p_bg): colour histograms of the samples in front of the
-    well-decided plate (not used there) and of the well-decided plate itself. The things in front (a robot, a
-    hand) have their own colours; a colour that is common in front and rare in the background is more likely a
-    thing that stayed than the background."""
+    well-decided plate (not used there) and of the well-decided plate itself (only where ``background``, optional
+    ``(h, w) bool``, holds). The things in front (a robot, a hand) have their own colours; a colour that is common
+    in front and rare in the background is more likely a thing that stayed than the background."""
     n, h, w, _ = frames.shape
     step = max(1, int(np.sqrt(n * h * w / samples)))
     dec = ~mixed[::step, ::step]
@@ -1282,6 +1291,8 @@ def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarra
     if valid is not None:
         fg &= valid[:, ::step, ::step][:, dec]
     h_fg = np.bincount(_colour_bin(sub, bins)[fg], minlength=bins ** 3).astype(np.float64) + 1.0
+    if background is not None:
+        dec &= background[::step, ::step]
     h_bg = np.bincount(_colour_bin(plate[::step, ::step][dec] // q, bins), minlength=bins ** 3) + 1.0
     lr = np.log(h_fg / h_fg.sum()) - np.log(h_bg / h_bg.sum())
     return lambda c: lr[_colour_bin(np.clip(c, 0, 255).astype(np.int64) // q, bins)]
@@ -1469,6 +1480,14 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     fy, fx = _nonzero(take)
     k = at[fy, fx]
     mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
+    if cfg.arbiter_foreign > 0:
+        n_all = n if valid is None else valid.sum(0)
+        like = foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_all)
+        foreign = parts_more_foreign(take, like, mean, plate[box][fy, fx], cfg.arbiter_foreign)[fy, fx]
+        if foreign.all():
+            return none
+        take[fy[foreign], fx[foreign]] = False
+        fy, fx, k, mean = fy[~foreign], fx[~foreign], k[~foreign], mean[~foreign]
     plate[box][fy, fx] = mean
     count[box][fy, fx] = cnt[k]
     used[:, box[0], box[1]][:, fy, fx] = agree_k[:, k]
