@@ -525,7 +525,9 @@ def test_a_cast_shadow_in_most_frames_is_lifted_from_the_plate():
     plate, conf, report = make_plate(frames)
     assert before < median + 3.0, "the case no longer shows the failure"
     assert psnr(plate, truth, region) > before + 8.0, (psnr(plate, truth, region), median, before)
-    assert report["shadow_lifted_fraction"] > 0.5 * (region & (shades[-1] > 0.95)).mean()
+    # (a few of those pixels, where one frame alone showed them lit, the one-frame ghost step takes first)
+    taken = report["shadow_lifted_fraction"] + report.get("ghost_one_frame_fraction", 0.0)
+    assert taken > 0.5 * (region & (shades[-1] > 0.95)).mean()
     lifted = (shades[0] < 0.7) & (shades[-1] > 0.99)
     assert (conf[lifted] == 128).mean() > 0.9  # decided by a minority of the frames: reported
 
@@ -615,3 +617,22 @@ def test_the_arbiter_does_not_continue_a_lingering_arm(shared_data, google_robot
     plate = make_plate(clip.frames)[0]
     assert before < median + 1.0, "the case no longer shows the failure"
     assert psnr(plate, truth) > median + 1.2, (psnr(plate, truth), median, before)
+
+
+def test_what_one_frame_shows_behind_an_arm_still_in_the_others_is_taken(shared_data):
+    """held2_arm_top_few_7 (the plate benchmark's second held-out list, never tuned on): an arm from the top
+    border still in 6 of 7 frames is the median; only frame 0 shows the wall behind it, and a ghost needed 2
+    frames: +0.34 dB over the median. The median's colours there are far more like the things seen in front than
+    frame 0's (``PlateConfig.ghost_one_frame``): frame 0's are taken, and reported as undecided."""
+    from real2sim.demos.plate_cases import plate_cases
+
+    cases = plate_cases(shared_data, ["held2_arm_top_few_7"], held_out=2)
+    if not cases:
+        pytest.skip("the open_drawer_a0 plate is not in the shared data")
+    c = cases[0]
+    median = psnr(plain_median(c.frames), c.truth, c.valid)
+    before = psnr(make_plate(c.frames, None, PlateConfig(ghost_one_frame=0))[0], c.truth, c.valid)
+    plate, conf, report = make_plate(c.frames)
+    assert before < median + 1.0, "the case no longer shows the failure"
+    assert psnr(plate, c.truth, c.valid) > median + 1.3, (psnr(plate, c.truth, c.valid), median, before)
+    assert report["ghost_one_frame_fraction"] > 0.005

@@ -105,6 +105,12 @@ class PlateConfig:
     likelihood ratio: colour histograms of the things seen in front and of the plate) more like the things in front
     than the median's colours it replaced is put back to the median and marked undecided: its frames showed a thing
     passing, not what a lingering thing hid (:func:`~real2sim.capture.plate_background.foreign_ghosts`). 0: off."""
+    ghost_one_frame: float = 2.0
+    """Where only one frame shows what a ghost hides (an arm still in 6 of 7 frames is the median) and the median
+    agrees with a majority of the frames, that frame's colours replace the median's in a connected part whose
+    median colours are on average more than this (natural log of a likelihood ratio, the histograms of
+    ``arbiter_foreign``) more like the things seen in front than the frame's; marked undecided
+    (:func:`~real2sim.capture.plate_background.one_frame_ghosts`). 0: off (a ghost needs 2 frames)."""
     split_jaccard: float = 0.5
     """A frame's deviating region that is neither foreground nor background as a whole is split where the set of
     frames agreeing with it changes (neighbours whose sets overlap by less than this, intersection over union: a

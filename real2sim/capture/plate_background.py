@@ -1013,6 +1013,18 @@ def trimmed_mean(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid:
     return plate, count, used
 
 
+def retrim(frames: np.ndarray, anchor: np.ndarray, tol: np.ndarray, valid: np.ndarray | None, where: np.ndarray,
+           plate: np.ndarray, count: np.ndarray, used: np.ndarray) -> None:
+    """:func:`trimmed_mean` again where the anchor changed (``where``, ``(h, w) bool``), over that box only:
+    ``plate``, ``count`` and ``used`` updated in place there."""
+    box = mask_box(where)
+    sub = (slice(None),) + box
+    p, c, u = trimmed_mean(frames[sub], anchor[box], tol[box], None if valid is None else valid[sub])
+    at = where[box]
+    plate[box][at], count[box][at] = p[at], c[at]
+    used[sub][:, at] = u[:, at]
+
+
 def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detect: bool = True, ref: int = 0,
                         luts: np.ndarray | None = None) -> BackgroundEstimate:
     """The background of ``(n, h, w, 3) uint8`` exposure-compensated frames (see the module docstring).
@@ -1052,6 +1064,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     min_area = max(4, int(cfg.min_blob_frac * size[0] * size[1]))
     ghost = np.zeros((h, w), bool)
     undecided = np.zeros((h, w), bool)
+    one = None
     report = {"noise_sigma": round(sigma, 3), "detect_size": list(size), "threshold_levels": round(tau_s, 2)}
     if n >= 3 and detect and cfg.mode_anchor:
         members, moded = mode_members(small, anchor_s, tau_t, valid_s)
@@ -1084,6 +1097,9 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
                 behind &= near[None]  # (the candidates that stay weak are reported by the first pass)
             new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * s_ghost + cfg.fg_threshold * 255,
                                           shade=cfg.ghost_shade)
+            if it == 0 and cfg.ghost_one_frame > 0 and weak.any():  # what one frame alone shows: judged below
+                one_new, one = ghost_anchor(frames, anchor, behind & weak, front, 3 * s_ghost + cfg.fg_threshold * 255,
+                                            min_agree=1, shade=cfg.ghost_shade)[:2]
             if it > 0:
                 rep &= near
                 k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
@@ -1130,6 +1146,14 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             undecided |= back
             plate, count, used = trimmed_mean(frames, anchor, tol, valid)
         report["ghost_foreign_fraction"] = round(float(back.mean()), 6)
+    if one is not None and (one & ~ghost).any():
+        taken = one_frame_ghosts(frames, plate, count, used, valid, anchor, one_new, one & ~ghost, cfg.ghost_one_frame)
+        if taken.any():  # one frame decided them: reported
+            anchor = np.where(taken[..., None], one_new, anchor)
+            ghost |= taken
+            undecided |= taken
+            retrim(frames, anchor, tol, valid, taken, plate, count, used)
+        report["ghost_one_frame_fraction"] = round(float(taken.mean()), 6)
     # where the frames agreeing with the median are no majority (and no ghost was resolved) the samples are a mix:
     # the median itself hedges better than any subset's mean
     n_avail = n if valid is None else valid.sum(0)
@@ -1257,6 +1281,27 @@ def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghos
     like = foreground_likelihood(frames, plate, used, ghost, valid)
     ys, xs = _nonzero(ghost)
     return parts_more_foreign(ghost, like, anchor[ys, xs], median[ys, xs], margin)
+
+
+def one_frame_ghosts(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, used: np.ndarray,
+                     valid: np.ndarray | None, anchor: np.ndarray, new: np.ndarray, candidates: np.ndarray,
+                     margin: float) -> np.ndarray:
+    """``(h, w) bool``: the connected parts of ``candidates`` (pixels that only one frame showed behind a ghost;
+    ``new`` ``(h, w, 3)`` that frame's colours there) where the ``anchor`` agrees with a majority of the frames
+    and its colours are on average more than ``margin`` more like the things seen in front than the new ones
+    (:func:`foreground_likelihood`, the background histogram taken where every usable frame agrees with the plate).
+
+    An arm still in 6 of 7 frames is the median, and the one frame that shows the wall behind it is outvoted; one
+    frame could be anything, so it is trusted only where what it would remove has the colours of the things that
+    move. Where the median is no majority the arbiter and the mixed mode decide."""
+    n = frames.shape[0]
+    n_all = n if valid is None else valid.sum(0)
+    cand = candidates & (count >= 0.5 * n_all)
+    if not cand.any():
+        return cand
+    like = foreground_likelihood(frames, plate, used, np.zeros(cand.shape, bool), valid, background=count >= n_all)
+    ys, xs = _nonzero(cand)
+    return parts_more_foreign(cand, like, anchor[ys, xs], new[ys, xs], margin)
 
 
 def parts_more_foreign(mask: np.ndarray, like, new: np.ndarray, old: np.ndarray, margin: float) -> np.ndarray:
