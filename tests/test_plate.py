@@ -571,22 +571,27 @@ def test_a_widowx_shadow_lingering_over_the_floor_is_lifted(shared_data):
     assert now > median + 2.5, (now, median, before)
 
 
+def _google_head_clip(shared_data, plate: str, seed: int):
+    """The one-command benchmark's clip of the Google Robot seen from its head camera over ``plate`` (16 frames)
+    and the true background at frame 0's exposure; skips when the plate is not in the shared data."""
+    from real2sim.demos.plate_cases import real_plates
+    from real2sim.demos.robot_clips import make_robot_clip, mounted_camera
+
+    plates = real_plates(shared_data)
+    if plate not in plates:
+        pytest.skip(f"the {plate} plate is not in the shared data")
+    h, w = plates[plate].shape[:2]
+    clip = make_robot_clip(plates[plate], seed=seed, robot="google_robot", camera=mounted_camera("google_robot", w, h))
+    return clip, gain_to(clip.plate[None], clip.frames[0])[0]
+
+
 def test_a_ghost_whose_frames_show_the_arm_passing_is_put_back(shared_data, google_robot_description):
     """The Google Robot from its head camera over open_drawer_c2 (the one-command benchmark's clip, 16 frames, made
     without masks as with a camera whose pose is unknown): the arm lingers at the image's top right. The place it
     left and the place it moved to were one region called a ghost, and 1050 pixels the median had right (the
     laptop) took the arm's white from the frames that showed it there: +0.55 dB over the median. Those new colours
     are far more like the things seen in front than the median's (``PlateConfig.ghost_foreign``): put back."""
-    from real2sim.demos.plate_cases import real_plates
-    from real2sim.demos.robot_clips import make_robot_clip, mounted_camera
-
-    plates = real_plates(shared_data)
-    if "open_drawer_c2" not in plates:
-        pytest.skip("the open_drawer_c2 plate is not in the shared data")
-    h, w = plates["open_drawer_c2"].shape[:2]
-    clip = make_robot_clip(plates["open_drawer_c2"], seed=143, robot="google_robot",
-                           camera=mounted_camera("google_robot", w, h))
-    truth = gain_to(clip.plate[None], clip.frames[0])[0]
+    clip, truth = _google_head_clip(shared_data, "open_drawer_c2", 143)
     median = psnr(plain_median(clip.frames), truth)
     before = psnr(make_plate(clip.frames, None, PlateConfig(ghost_foreign=0))[0], truth)
     plate, conf, report = make_plate(clip.frames)
@@ -602,16 +607,7 @@ def test_the_arbiter_does_not_continue_a_lingering_arm(shared_data, google_robot
     frames that continue the surroundings, took the grey arm there (7 frames) over the edge (6 frames): +0.90 dB
     over the median, under the bar of 1. Those colours are far more like the things seen in front than the plate
     where every frame agrees with it (``PlateConfig.arbiter_foreign``): not taken."""
-    from real2sim.demos.plate_cases import real_plates
-    from real2sim.demos.robot_clips import make_robot_clip, mounted_camera
-
-    plates = real_plates(shared_data)
-    if "open_drawer_a0" not in plates:
-        pytest.skip("the open_drawer_a0 plate is not in the shared data")
-    h, w = plates["open_drawer_a0"].shape[:2]
-    clip = make_robot_clip(plates["open_drawer_a0"], seed=141, robot="google_robot",
-                           camera=mounted_camera("google_robot", w, h))
-    truth = gain_to(clip.plate[None], clip.frames[0])[0]
+    clip, truth = _google_head_clip(shared_data, "open_drawer_a0", 141)
     median = psnr(plain_median(clip.frames), truth)
     before = psnr(make_plate(clip.frames, None, PlateConfig(arbiter_foreign=0))[0], truth)
     plate = make_plate(clip.frames)[0]
@@ -628,7 +624,7 @@ def test_what_one_frame_shows_behind_an_arm_still_in_the_others_is_taken(shared_
 
     cases = plate_cases(shared_data, ["held2_arm_top_few_7"], held_out=2)
     if not cases:
-        pytest.skip("the open_drawer_a0 plate is not in the shared data")
+        pytest.skip("the open_drawer_a0 plate (held2_arm_top_few_7's) is not in the shared data")
     c = cases[0]
     median = psnr(plain_median(c.frames), c.truth, c.valid)
     before = psnr(make_plate(c.frames, None, PlateConfig(ghost_one_frame=0))[0], c.truth, c.valid)

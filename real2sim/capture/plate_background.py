@@ -1054,6 +1054,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     anchor = temporal_median(frames, valid)
     median = anchor
     sigma, s_ghost = noise_sigmas(frames, anchor, valid)
+    tol_ghost = 3 * s_ghost + cfg.fg_threshold * 255  # frames behind a ghost within this of each other agree
     # the trimmed mean's tolerance takes the interpolated quartile; the tolerance that groups the frames behind a
     # ghost and the arbiter's margin keep the whole-level one they were tuned with (the interpolated one there:
     # google_c2 -2.8 dB, its lingering robot's frames fall into more groups; docs/capture.md)
@@ -1071,7 +1072,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         if moded.any():
             mem = np.stack([upsample(m, (w, h)) for m in members])
             anchor, _, _ = ghost_anchor(frames, anchor, mem & (True if valid is None else valid),
-                                        np.zeros_like(mem), 3 * s_ghost + cfg.fg_threshold * 255)
+                                        np.zeros_like(mem), tol_ghost)
             anchor_s = shrink(anchor[None], size)[0]
         report["mode_fraction"] = round(float(moded.mean()), 6)
     if n >= 2 and detect:
@@ -1095,11 +1096,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             if it > 0:  # later passes peel what is left of a ghost found before: only next to it
                 near = cv2.dilate(ghost.view(np.uint8), peel) > 0
                 behind &= near[None]  # (the candidates that stay weak are reported by the first pass)
-            new, rep, weak = ghost_anchor(frames, anchor, behind, front, 3 * s_ghost + cfg.fg_threshold * 255,
-                                          shade=cfg.ghost_shade)
+            new, rep, weak = ghost_anchor(frames, anchor, behind, front, tol_ghost, shade=cfg.ghost_shade)
             if it == 0 and cfg.ghost_one_frame > 0 and weak.any():  # what one frame alone shows: judged below
-                one_new, one = ghost_anchor(frames, anchor, behind & weak, front, 3 * s_ghost + cfg.fg_threshold * 255,
-                                            min_agree=1, shade=cfg.ghost_shade)[:2]
+                one_new, one = ghost_anchor(frames, anchor, behind & weak, front, tol_ghost, min_agree=1,
+                                            shade=cfg.ghost_shade)[:2]
             if it > 0:
                 rep &= near
                 k2, lab2 = cv2.connectedComponents(rep.view(np.uint8), connectivity=8)
@@ -1121,7 +1121,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         if peeled is not None and peeled.any() and cfg.peel_support > 0:
             # what the later passes peeled, kept only where enough frames show it (not a cascade into a thing passing)
             back = peeled & ~peel_supported(frames, valid, anchor_1, anchor, peeled,
-                                            3 * s_ghost + cfg.fg_threshold * 255, cfg.peel_support, cfg.peel_majority)
+                                            tol_ghost, cfg.peel_support, cfg.peel_majority)
             anchor = np.where(back[..., None], anchor_1, anchor)
             ghost &= ~back
             undecided |= back
@@ -1295,11 +1295,10 @@ def one_frame_ghosts(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, u
     frame could be anything, so it is trusted only where what it would remove has the colours of the things that
     move. Where the median is no majority the arbiter and the mixed mode decide."""
     n = frames.shape[0]
-    n_all = n if valid is None else valid.sum(0)
-    cand = candidates & (count >= 0.5 * n_all)
+    cand = candidates & (count >= 0.5 * (n if valid is None else valid.sum(0)))
     if not cand.any():
         return cand
-    like = foreground_likelihood(frames, plate, used, np.zeros(cand.shape, bool), valid, background=count >= n_all)
+    like = agreed_likelihood(frames, plate, count, used, np.zeros(cand.shape, bool), valid)
     ys, xs = _nonzero(cand)
     return parts_more_foreign(cand, like, anchor[ys, xs], new[ys, xs], margin)
 
@@ -1341,6 +1340,15 @@ def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarra
     h_bg = np.bincount(_colour_bin(plate[::step, ::step][dec] // q, bins), minlength=bins ** 3) + 1.0
     lr = np.log(h_fg / h_fg.sum()) - np.log(h_bg / h_bg.sum())
     return lambda c: lr[_colour_bin(np.clip(c, 0, 255).astype(np.int64) // q, bins)]
+
+
+def agreed_likelihood(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, used: np.ndarray,
+                      mixed: np.ndarray, valid: np.ndarray | None):
+    """:func:`foreground_likelihood` with the background histogram taken where every usable frame agrees with the
+    plate (``count`` ``(h, w)`` the frames that do): a thing that lingers in most frames, which some frames do not
+    show, drops out of it, so its colours read as the things in front."""
+    n_all = frames.shape[0] if valid is None else valid.sum(0)
+    return foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_all)
 
 
 def _colour_bin(c: np.ndarray, bins: int) -> np.ndarray:
@@ -1526,8 +1534,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     k = at[fy, fx]
     mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
     if cfg.arbiter_foreign > 0:
-        n_all = n if valid is None else valid.sum(0)
-        like = foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_all)
+        like = agreed_likelihood(frames, plate, count, used, mixed, valid)
         foreign = parts_more_foreign(take, like, mean, plate[box][fy, fx], cfg.arbiter_foreign)[fy, fx]
         if foreign.all():
             return none
