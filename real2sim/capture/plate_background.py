@@ -945,20 +945,26 @@ def _shadow_parts(ys: np.ndarray, xs: np.ndarray, ok: np.ndarray, med: np.ndarra
     k, lab = cv2.connectedComponents(img, connectivity=8)
     part = lab[ys, xs]
     old = anchor[ys, xs].astype(np.float32)
-    ratio = (med + 1.0) / (old + 1.0)
     shadow = np.zeros(k, bool)
     sel = np.flatnonzero(ok)
     sel = sel[np.argsort(part[sel], kind="stable")]  # the candidates grouped by part: one pass over them all
     for at in np.split(sel, np.flatnonzero(np.diff(part[sel])) + 1):
-        if len(at) < 3:
-            continue
-        r = np.median(ratio[at], axis=0)
-        if not (r.max() < 1.0 - shade and r.max() - r.min() < shade):
-            continue
-        grey_old, grey_new = old[at].sum(1), med[at].sum(1)
-        if grey_old.std() > 0 and grey_new.std() > 0:
-            shadow[part[at[0]]] = np.corrcoef(grey_old, grey_new)[0, 1] >= 0.5
+        if len(at) >= 3:
+            shadow[part[at[0]]] = _shaded_alike(med[at], old[at], shade)
     return shadow[part] & ok
+
+
+def _shaded_alike(dark: np.ndarray, lit: np.ndarray, shade: float, max_lift: float = np.inf,
+                  flat: float = 0.0) -> bool:
+    """Whether the colours ``dark`` ``(k, 3)`` are ``lit`` ``(k, 3)`` under a shadow: per channel the median ratio
+    dark / lit under ``1 - shade``, the three within ``shade`` of each other and none under ``1 / max_lift``, and
+    the grey levels correlating at 0.5 or more (each varying by more than ``flat``, standard deviation: a shadow
+    keeps the texture, an object has its own; a flat part cannot tell)."""
+    r = np.median((dark + 1.0) / (lit + 1.0), axis=0)
+    if not (r.max() < 1.0 - shade and r.max() - r.min() < shade and r.min() >= 1.0 / max_lift):
+        return False
+    g_dark, g_lit = dark.sum(1), lit.sum(1)
+    return bool(g_dark.std() > flat and g_lit.std() > flat and np.corrcoef(g_dark, g_lit)[0, 1] >= 0.5)
 
 
 def _two_medians(keys: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -1138,16 +1144,18 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     grad = gradient_magnitude(anchor)
     tol = np.maximum(cfg.average_sigmas * np.sqrt(sigma ** 2 + (cfg.jitter_px * grad) ** 2), cfg.average_tolerance * 255)
     plate, count, used = trimmed_mean(frames, anchor, tol, valid)
+    n_avail = n if valid is None else valid.sum(0)
     if detect and cfg.ghost_foreign > 0 and ghost.any():
         back = foreign_ghosts(frames, plate, used, ghost, valid, median, anchor, cfg.ghost_foreign)
         if back.any():  # the median back there, reported
             anchor = np.where(back[..., None], median, anchor)
             ghost &= ~back
             undecided |= back
-            plate, count, used = trimmed_mean(frames, anchor, tol, valid)
+            retrim(frames, anchor, tol, valid, back, plate, count, used)
         report["ghost_foreign_fraction"] = round(float(back.mean()), 6)
     if one is not None and (one & ~ghost).any():
-        taken = one_frame_ghosts(frames, plate, count, used, valid, anchor, one_new, one & ~ghost, cfg.ghost_one_frame)
+        taken = one_frame_ghosts(frames, plate, count, used, valid, n_avail, anchor, one_new, one & ~ghost,
+                                 cfg.ghost_one_frame)
         if taken.any():  # one frame decided them: reported
             anchor = np.where(taken[..., None], one_new, anchor)
             ghost |= taken
@@ -1156,7 +1164,6 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         report["ghost_one_frame_fraction"] = round(float(taken.mean()), 6)
     # where the frames agreeing with the median are no majority (and no ghost was resolved) the samples are a mix:
     # the median itself hedges better than any subset's mean
-    n_avail = n if valid is None else valid.sum(0)
     mixed = ~ghost & (count < 0.5 * n_avail)
     np.copyto(plate, anchor, where=mixed[..., None])  # (plate[mixed] = anchor[mixed], cheaper)
     spatial = np.zeros((h, w), bool)
@@ -1244,12 +1251,7 @@ def _lifts_a_shadow(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, sha
     and continuing the surroundings."""
     import cv2
 
-    old = plate_s[part]
-    dark = np.median((old + 1.0) / (mean + 1.0), axis=0)
-    if not (dark.max() < 1.0 - shade and dark.min() >= 1.0 / max_lift and dark.max() - dark.min() < shade):
-        return False
-    g_old, g_new = old.sum(1), mean.sum(1)
-    if g_old.std() <= 0.5 or g_new.std() <= 0.5 or np.corrcoef(g_old, g_new)[0, 1] < 0.5:
+    if not _shaded_alike(plate_s[part], mean, shade, max_lift, flat=0.5):
         return False
     p8 = part.view(np.uint8)
     outside = (cv2.dilate(p8, np.ones((3, 3), np.uint8)) > 0) & ~part
@@ -1284,21 +1286,20 @@ def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghos
 
 
 def one_frame_ghosts(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, used: np.ndarray,
-                     valid: np.ndarray | None, anchor: np.ndarray, new: np.ndarray, candidates: np.ndarray,
+                     valid: np.ndarray | None, n_avail, anchor: np.ndarray, new: np.ndarray, candidates: np.ndarray,
                      margin: float) -> np.ndarray:
     """``(h, w) bool``: the connected parts of ``candidates`` (pixels that only one frame showed behind a ghost;
     ``new`` ``(h, w, 3)`` that frame's colours there) where the ``anchor`` agrees with a majority of the frames
     and its colours are on average more than ``margin`` more like the things seen in front than the new ones
-    (:func:`foreground_likelihood`, the background histogram taken where every usable frame agrees with the plate).
+    (:func:`agreed_likelihood`). ``n_avail``: ``(h, w)`` the usable frames (or their number).
 
     An arm still in 6 of 7 frames is the median, and the one frame that shows the wall behind it is outvoted; one
     frame could be anything, so it is trusted only where what it would remove has the colours of the things that
     move. Where the median is no majority the arbiter and the mixed mode decide."""
-    n = frames.shape[0]
-    cand = candidates & (count >= 0.5 * (n if valid is None else valid.sum(0)))
+    cand = candidates & (count >= 0.5 * n_avail)
     if not cand.any():
         return cand
-    like = agreed_likelihood(frames, plate, count, used, np.zeros(cand.shape, bool), valid)
+    like = agreed_likelihood(frames, plate, count, used, np.zeros(cand.shape, bool), valid, n_avail)
     ys, xs = _nonzero(cand)
     return parts_more_foreign(cand, like, anchor[ys, xs], new[ys, xs], margin)
 
@@ -1343,12 +1344,11 @@ def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarra
 
 
 def agreed_likelihood(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, used: np.ndarray,
-                      mixed: np.ndarray, valid: np.ndarray | None):
-    """:func:`foreground_likelihood` with the background histogram taken where every usable frame agrees with the
-    plate (``count`` ``(h, w)`` the frames that do): a thing that lingers in most frames, which some frames do not
-    show, drops out of it, so its colours read as the things in front."""
-    n_all = frames.shape[0] if valid is None else valid.sum(0)
-    return foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_all)
+                      mixed: np.ndarray, valid: np.ndarray | None, n_avail):
+    """:func:`foreground_likelihood` with the background histogram taken where every usable frame (``n_avail``,
+    ``(h, w)`` or a number) agrees with the plate (``count`` ``(h, w)`` the frames that do): a thing that lingers in
+    most frames, which some frames do not show, drops out of it, so its colours read as the things in front."""
+    return foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_avail)
 
 
 def _colour_bin(c: np.ndarray, bins: int) -> np.ndarray:
@@ -1534,7 +1534,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     k = at[fy, fx]
     mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
     if cfg.arbiter_foreign > 0:
-        like = agreed_likelihood(frames, plate, count, used, mixed, valid)
+        like = agreed_likelihood(frames, plate, count, used, mixed, valid, n if valid is None else valid.sum(0))
         foreign = parts_more_foreign(take, like, mean, plate[box][fy, fx], cfg.arbiter_foreign)[fy, fx]
         if foreign.all():
             return none
