@@ -52,6 +52,7 @@ from real2sim.core.imaging import (
     fill_holes,
     inside_distance,
     iou,
+    mask_box,
 )
 from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError, upsample_mask, work_size_prompt
 from real2sim.segmentation.grabcut import noise_sigma
@@ -144,6 +145,17 @@ class DifferenceConfig:
     edit_iterations: int = 5
     """GrabCut iterations of :func:`_within_the_edit` (a plate that is the frame with the object removed by hand: the
     object is found inside the edited region by its colours against the table's around it); 0 = off."""
+    handles: bool = True
+    """Add the handles the cleanup and the outline refinements cut off (:func:`_with_handles`: a spoon's handle
+    1-3 px wide at 320x256 is an appendage to them)."""
+    handle_strong_share: float = 0.5
+    """A handle is kept when at least this share of its pixels is strong change (``k_high``; a misregistered edge's
+    strip or a neighbour's sliver reached through weak change is mostly weak)."""
+    handle_min_elongation: float = 3.0
+    """... and its longer principal spread is at least this many times the shorter."""
+    handle_max_radius: float = 0.7
+    """... its inscribed radius at most this many times the mask's, its mean width (area / length) at most the
+    mask's inscribed radius."""
     split_iterations: int = 3
     """GrabCut iterations of :func:`segmentation.touching.split_at_negatives` (a negative click on the change the positive one is on: two
     objects touching, both absent from the plate); 0 = remove that change whole, as a negative click off it does."""
@@ -814,6 +826,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         if cfg.unmix:
             mask = _refine_unmix(mask, ch, cfg, pos)
     mask = _colour_completion(image, mask, ch, cfg, pos, area)
+    if cfg.handles:
+        mask = _with_handles(image, plate, mask, ch, cfg, area)
     if ch.copied is not None:
         mask = _within_the_edit(image, mask, ~ch.copied, cfg, pos, area)
         note = note or "the plate is the frame with the object removed by hand: the object found inside the edit"
@@ -871,6 +885,76 @@ def _colour_completion(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg:
     out = mask.copy()
     out[crop] |= _grabcut_object(image[crop], labels, cfg.colour_iterations) & area[crop]
     return component_at(fill_holes(out), points, radius=3)
+
+
+def _with_handles(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig,
+                  area: np.ndarray) -> np.ndarray:
+    """``mask`` plus each piece of change connected to it that is a handle. The cleanup's appendage cut and the
+    outline's per-pixel decisions at a 1 px neck take a spoon's handle off its bowl; the hysteresis had found it.
+    Candidates: the weak change (``object > k_low``, inside ``area``) connected to the mask, each pixel kept where it
+    is at least half covered by the line (:func:`_line_coverage`: blur widens the change around a 1 px handle).
+    A piece is a handle when it touches the mask, is off the image's border, is a line (:func:`handle.is_long_line`,
+    elongated by ``handle_min_elongation``) reaching at least the mask's inscribed diameter away, narrower than the
+    mask (``handle_max_radius``; its mean width at most the mask's inscribed radius) and mostly strong change
+    (``handle_strong_share``). ``(h, w) bool`` in and out."""
+    import cv2
+
+    from real2sim.segmentation.handle import is_long_line, principal_axis
+
+    if not mask.any():
+        return mask
+    cand = _hysteresis((ch.object > cfg.k_low) & area, mask) & ~mask
+    box = mask_box(mask | cand, pad=1)
+    if not cand[box].any():
+        return mask
+    m = mask[box]
+    r_blur = 1 + int(round(ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    c = cand[box] & _line_coverage(image[box], _at_exposure(plate[box].astype(np.float32), ch.gains), m, r_blur)
+    strong = ch.object[box] > cfg.k_high
+    r_mask = float(inside_distance(m, precise=False).max())
+    far = cv2.distanceTransform((~m).view(np.uint8), cv2.DIST_L2, 3)
+    _, lab, stats, _ = cv2.connectedComponentsWithStats(c.view(np.uint8), connectivity=8)
+    h, w = mask.shape
+    out = mask.copy()
+    near, c_all = dilate(m, 1), cand[box]
+    for i in np.unique(lab[dilate(m, 2) & (lab > 0)]):
+        x, y, bw, bh, n_px = stats[i]
+        y, x = y + box[0].start, x + box[1].start
+        if n_px < 2 * r_mask or y == 0 or x == 0 or y + bh == h or x + bw == w:
+            continue
+        piece = lab == i
+        r_piece = float(inside_distance(piece, precise=False).max())
+        length = float(far[piece].max())
+        if (r_piece <= cfg.handle_max_radius * r_mask and n_px <= r_mask * length
+                and is_long_line(int(n_px), r_piece, length, r_mask)
+                and principal_axis(piece)[2] >= cfg.handle_min_elongation
+                and np.count_nonzero(strong & piece) >= cfg.handle_strong_share * n_px):
+            out[box] |= piece | (c_all & near & dilate(piece, 1))  # and the pixel that joins it to the mask
+    return out
+
+
+def _line_coverage(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, r: int) -> np.ndarray:
+    """``(h, w) bool``: the pixels at least half covered by the most different pixel within ``r`` px off ``mask``
+    (``(h, w) bool``): each pixel of ``image`` (``(h, w, 3)``, as taken: the comparison's blur spreads a 1 px line
+    over 3) unmixed as ``a * F + (1 - a) * B``, ``F`` the colour of the pixel within ``r`` farthest from the plate's
+    (the line's own colour), ``B`` the ``plate``'s (``(h, w, 3) float``, at the image's exposure); ``a >= 0.5``."""
+    I, P = image.astype(np.float32), plate
+    ev = np.where(mask, -1.0, channel_norm(I - P)).astype(np.float32)
+    bh, bw = ev.shape
+    pad = lambda a, v: np.pad(a, ((r, r), (r, r)) + ((0, 0),) * (a.ndim - 2), constant_values=v)  # noqa: E731
+    evp, Ip = pad(ev, -1.0), pad(I, 0.0)
+    best, F = ev.copy(), I.copy()
+    for dy in range(-r, r + 1):
+        for dx in range(-r, r + 1):
+            if dx * dx + dy * dy > r * r:
+                continue
+            e = evp[r + dy:r + dy + bh, r + dx:r + dx + bw]
+            better = e > best
+            best[better] = e[better]
+            F[better] = Ip[r + dy:r + dy + bh, r + dx:r + dx + bw][better]
+    d = F - P
+    a = channel_sum((I - P) * d) / np.maximum(channel_sum(d * d), 1e-6)
+    return a >= 0.5
 
 
 def _crop_around(region: np.ndarray, extra: int) -> tuple[slice, slice]:

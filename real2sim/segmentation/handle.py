@@ -73,7 +73,7 @@ def with_handle(image: np.ndarray, mask: np.ndarray, cfg: HandleConfig = HandleC
     if cut is None:
         return None
     r_mask = _inscribed(mask)
-    mask_axis = _axis(mask)
+    mask_axis = principal_axis(mask)
     rim = np.zeros((h, w), bool)
     rim[max(0, grown[0]):min(h, grown[1] + 1), max(0, grown[2]):min(w, grown[3] + 1)] = True
     rim &= ~cv2.erode(rim.view(np.uint8), np.ones((3, 3), np.uint8)).view(bool)
@@ -90,17 +90,22 @@ def with_handle(image: np.ndarray, mask: np.ndarray, cfg: HandleConfig = HandleC
             continue
         area = int(piece.sum())
         r_piece = _inscribed(piece)
-        length = float(far[piece].max())
-        width = 2 * r_piece + 1
         narrow = r_piece <= cfg.max_width * r_mask or (
             r_piece <= cfg.max_width_along * r_mask and _continues(mask_axis, r_mask, piece, cfg))
-        if (narrow and length >= cfg.min_length * 2 * r_mask
-                and area <= cfg.max_fill * length * width and (piece & rim).sum() <= cfg.max_touch * area):
+        if narrow and is_long_line(area, r_piece, float(far[piece].max()), r_mask, cfg) and (
+                piece & rim).sum() <= cfg.max_touch * area:
             out |= piece
             added += area
     if not added or added > cfg.max_growth * mask.sum():
         return None
     return out
+
+
+def is_long_line(area: int, radius: float, length: float, r_mask: float, cfg: HandleConfig = HandleConfig()) -> bool:
+    """A piece of ``area`` px and inscribed ``radius`` whose farthest pixel is ``length`` px from a mask of inscribed
+    radius ``r_mask`` reaches ``min_length`` times that mask's inscribed diameter away and is a line, not a blob
+    (its area at most ``max_fill`` times its length times its width)."""
+    return length >= cfg.min_length * 2 * r_mask and area <= cfg.max_fill * length * (2 * radius + 1)
 
 
 def _looks_like(lab: np.ndarray, piece: np.ndarray, mask: np.ndarray, mask_colour: np.ndarray) -> bool:
@@ -118,7 +123,7 @@ def _inscribed(m: np.ndarray) -> float:
     return float(inside_distance(m, precise=False).max())
 
 
-def _axis(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def principal_axis(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """The centre ``(2,) float`` (x, y), the unit long axis ``(2,) float`` and the elongation (the ratio of the
     principal spreads, inf for a line) of the ``(h, w) bool`` mask ``m``."""
     ys, xs = np.nonzero(m)
@@ -131,13 +136,13 @@ def _axis(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
 
 def _continues(mask_axis: tuple[np.ndarray, np.ndarray, float], r_mask: float, piece: np.ndarray,
                cfg: HandleConfig) -> bool:
-    """The piece continues the mask (``mask_axis``: its :func:`_axis`; ``r_mask``: its inscribed radius): the mask
+    """The piece continues the mask (``mask_axis``: its :func:`principal_axis`; ``r_mask``: its inscribed radius): the mask
     is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies along its long axis, within
     ``max_axis_deg`` of it seen from the mask's centre; or the piece is a line (``min_piece_elongation``) that points
     at the mask's centre (its axis passes within ``max_axis_offset`` times ``r_mask`` of it: a handle leaving a bowl
     the image's side cut)."""
     c, axis, elong = mask_axis
-    pc, p_axis, p_elong = _axis(piece)
+    pc, p_axis, p_elong = principal_axis(piece)
     d = pc - c
     n = float(np.linalg.norm(d))
     if elong >= cfg.min_elongation and n > 0 and abs(float(d @ axis)) / n >= np.cos(np.radians(cfg.max_axis_deg)):
