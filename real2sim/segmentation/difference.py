@@ -156,6 +156,10 @@ class DifferenceConfig:
     handle_max_radius: float = 0.7
     """... its inscribed radius at most this many times the mask's, its mean width (area / length) at most the
     mask's inscribed radius."""
+    whole_share: float = 0.8
+    """The object under (or over) the mask that one click's :func:`segmentation.below.whole_below` and
+    :func:`~segmentation.below.whole_above` cut finds is taken when at least this share of what it adds is change
+    (:func:`_whole_along`: a dark can's body under its lit top reads as shadow pixel by pixel); 0 = off."""
     split_iterations: int = 3
     """GrabCut iterations of :func:`segmentation.touching.split_at_negatives` (a negative click on the change the positive one is on: two
     objects touching, both absent from the plate); 0 = remove that change whole, as a negative click off it does."""
@@ -828,6 +832,9 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     mask = _colour_completion(image, mask, ch, cfg, pos, area)
     if cfg.handles:
         mask = _with_handles(image, plate, mask, ch, cfg, area)
+    whole_px = 0
+    if cfg.whole_share > 0:
+        mask, whole_px = _whole_along(image, mask, ch, cfg, pos, area)
     if ch.copied is not None:
         mask = _within_the_edit(image, mask, ~ch.copied, cfg, pos, area)
         note = note or "the plate is the frame with the object removed by hand: the object found inside the edit"
@@ -844,6 +851,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
     if note:
         details["note"] = note
+    if whole_px:
+        details["whole_px"] = whole_px
     if prompt.negatives:  # cut here, on the change region (segment_result leaves it)
         details.update(negatives_handled=True, negatives_cut=not np.array_equal(mask, before))
     return MaskResult(mask, conf, shadow=sh, details=details)
@@ -931,6 +940,31 @@ def _with_handles(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, ch: Ch
                 and np.count_nonzero(strong & piece) >= cfg.handle_strong_share * n_px):
             out[box] |= piece | (c_all & near & dilate(piece, 1))  # and the pixel that joins it to the mask
     return out
+
+
+def _whole_along(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points,
+                 area: np.ndarray) -> tuple[np.ndarray, int]:
+    """``mask`` with the object's side under it and its top over it, as one click finds them
+    (:func:`segmentation.below.whole_below`, then :func:`~segmentation.below.whole_above`: GrabCut in a box grown down or
+    up, kept when the whole looks like one object standing under its top), each taken when at least ``whole_share``
+    of what it adds is change (object or shadow evidence over ``k_low``; a cut that ran into the unchanged table is
+    not), and then only its changed pixels, holes filled. The mask of a dark can whose body reads as shadow pixel by
+    pixel (JPEG's chroma, a brown floor) is its lit top; its body is under it. Assumes the image's rows run along
+    gravity, as one click's steps do. Returns the mask and the pixels added."""
+    from real2sim.segmentation.below import whole_above, whole_below
+
+    if not points or not mask.any():
+        return mask, 0
+    changed = ((ch.object > cfg.k_low) | (ch.shadow > cfg.k_low)) & area
+    n0 = np.count_nonzero(mask)
+    for step in (whole_below, whole_above):
+        whole = step(image, mask, points)
+        if whole is None:
+            continue
+        add = whole & ~mask
+        if np.count_nonzero(add & changed) >= cfg.whole_share * np.count_nonzero(add):
+            mask = fill_holes(mask | (add & changed))
+    return mask, int(np.count_nonzero(mask)) - n0
 
 
 def _line_coverage(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, r: int) -> np.ndarray:
