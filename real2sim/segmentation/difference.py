@@ -54,7 +54,14 @@ from real2sim.core.imaging import (
     iou,
     mask_box,
 )
-from real2sim.segmentation.core import MaskResult, Prompt, SegmentationError, upsample_mask, work_size_prompt
+from real2sim.segmentation.core import (
+    LOW_CONFIDENCE,
+    MaskResult,
+    Prompt,
+    SegmentationError,
+    upsample_mask,
+    work_size_prompt,
+)
 from real2sim.segmentation.grabcut import noise_sigma
 from real2sim.segmentation.touching import split_at_negatives
 
@@ -160,6 +167,11 @@ class DifferenceConfig:
     """The object under (or over) the mask that one click's :func:`segmentation.below.whole_below` and
     :func:`~segmentation.below.whole_above` cut finds is taken when at least this share of what it adds is change
     (:func:`_whole_along`: a dark can's body under its lit top reads as shadow pixel by pixel); 0 = off."""
+    one_click_share: float = 0.8
+    """A mask the confidence calls unsure (under :data:`segmentation.core.LOW_CONFIDENCE`) that the object under it
+    did not complete (``whole_share``) takes the parts of one click's mask (the ``grabcut`` backend, no plate) that
+    are change and not its shadow layer, when that mask holds at least this share of the plate mask and at least this share of it is change
+    (:func:`_with_one_click`); 0 = off."""
     split_iterations: int = 3
     """GrabCut iterations of :func:`segmentation.touching.split_at_negatives` (a negative click on the change the positive one is on: two
     objects touching, both absent from the plate); 0 = remove that change whole, as a negative click off it does."""
@@ -848,11 +860,16 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     sh = _shadow_core(sh, ch, cfg, mask, near)
     conf = _confidence(ch, mask, cfg, lambda a, b: split_at_negatives(
         image, _clean(region(a, b), cfg, pos, ch.shadow > a), pos, prompt.negatives, rad, cfg.split_iterations))
+    click_px = 0
+    if cfg.one_click_share > 0 and conf < LOW_CONFIDENCE and pos and not whole_px:  # a last resort
+        mask, click_px = _with_one_click(image, mask, ch, cfg, Prompt(prompt.points, prompt.labels), area & ~sh)
     details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
     if note:
         details["note"] = note
     if whole_px:
         details["whole_px"] = whole_px
+    if click_px:
+        details["one_click_px"] = click_px
     if prompt.negatives:  # cut here, on the change region (segment_result leaves it)
         details.update(negatives_handled=True, negatives_cut=not np.array_equal(mask, before))
     return MaskResult(mask, conf, shadow=sh, details=details)
@@ -965,6 +982,42 @@ def _whole_along(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: Diffe
         if np.count_nonzero(add & changed) >= cfg.whole_share * np.count_nonzero(add):
             mask = fill_holes(mask | (add & changed))
     return mask, int(np.count_nonzero(mask)) - n0
+
+
+def _with_one_click(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, prompt: Prompt,
+                    area: np.ndarray) -> tuple[np.ndarray, int]:
+    """An unsure ``mask`` with the parts one click finds (the ``grabcut`` backend from the same clicks, no plate)
+    that are change (object or shadow evidence over ``k_low``, inside ``area``, which the caller gives without the
+    mask's own shadow layer: one click takes cast shadows): other evidence on an object whose change reads partly
+    as the plate's (a plate handed over misregistered explains part of it away).
+    Taken when one click's mask holds ``one_click_share`` of ``mask``, that share of it is change and it holds no
+    negative click (a touching neighbour the person said is not the object); only its parts
+    wider than the blur (opened by the blur's width: one click's outline lies elsewhere than the plate's by a pixel
+    or two, which is no gain), holes filled. Skipped (no GrabCut) when no change beside the mask is that wide.
+    Returns the mask and the pixels added."""
+    from real2sim.segmentation.grabcut import grabcut_result
+
+    changed = ((ch.object > cfg.k_low) | (ch.shadow > cfg.k_low)) & area
+    b = int(round(1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    if not _opened_by((_hysteresis(changed, mask) & ~mask), b).any():
+        return mask, 0  # no change beside the mask wider than the blur: nothing one click could add
+    other = grabcut_result(image, prompt).mask
+    n = np.count_nonzero(other)
+    h, w = mask.shape
+    on_negative = any(other[min(max(int(round(y)), 0), h - 1), min(max(int(round(x)), 0), w - 1)]
+                      for x, y in prompt.negatives)
+    if (not n or on_negative or np.count_nonzero(other & changed) < cfg.one_click_share * n
+            or np.count_nonzero(other & mask) < cfg.one_click_share * np.count_nonzero(mask)):
+        return mask, 0
+    out = fill_holes(mask | _opened_by(other & changed & ~mask, b))
+    return out, int(np.count_nonzero(out)) - int(np.count_nonzero(mask))
+
+
+def _opened_by(m: np.ndarray, r: int) -> np.ndarray:
+    """``m`` (``(h, w) bool``) opened by a disk of radius ``r``: its parts wider than ``2 r``."""
+    import cv2
+
+    return cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, disk(r)) > 0
 
 
 def _line_coverage(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, r: int) -> np.ndarray:
