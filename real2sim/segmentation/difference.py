@@ -170,8 +170,8 @@ class DifferenceConfig:
     one_click_share: float = 0.8
     """A mask the confidence calls unsure (under :data:`segmentation.core.LOW_CONFIDENCE`) that the object under it
     did not complete (``whole_share``) takes the parts of one click's mask (the ``grabcut`` backend, no plate) that
-    are change and not its shadow layer, when that mask holds at least this share of the plate mask and at least this share of it is change
-    (:func:`_with_one_click`); 0 = off."""
+    are change and not its shadow layer, when that mask holds at least this share of the plate mask and at least
+    this share of it is change (:func:`_with_one_click`); 0 = off."""
     split_iterations: int = 3
     """GrabCut iterations of :func:`segmentation.touching.split_at_negatives` (a negative click on the change the positive one is on: two
     objects touching, both absent from the plate); 0 = remove that change whole, as a negative click off it does."""
@@ -713,7 +713,7 @@ def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points
 
     if ch.frame is None or m.sum() < 30:
         return m
-    b = int(round(1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    b = int(round(_blur_width(ch)))
     inner = erode(m, b)
     if inner.sum() < 10:
         return m
@@ -768,7 +768,7 @@ def _refine_unmix(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) 
 
     if ch.frame is None or m.sum() < 30:
         return m
-    b = 1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))
+    b = _blur_width(ch)
     bi = max(1, int(round(cfg.unmix_band * b)))
     bo = max(1, int(round(cfg.unmix_band_out * b)))
     inner = erode(m, bi)
@@ -878,10 +878,20 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
 DARK_CLICK_NOTE = "the click is on darkening at the plate's own colour (a shadow, or a dark object of that colour)"
 
 
+def _blur_width(ch: ChangeMaps) -> float:
+    """The width (px) over which an outline's change spreads: 1 + the blur applied + the sharpness matching."""
+    return 1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))
+
+
+def _changed(ch: ChangeMaps, k: float, area: np.ndarray) -> np.ndarray:
+    """``(h, w) bool``: object or shadow evidence over ``k`` noise sigmas, inside ``area``."""
+    return ((ch.object > k) | (ch.shadow > k)) & area
+
+
 def _with_darkening(seed: np.ndarray, ch: ChangeMaps, k_low: float, area: np.ndarray) -> np.ndarray:
     """The change (object or shadow evidence over ``k_low``, inside ``area``) connected to ``seed``: a region that
     takes the darkening at the plate's own colour along (``(h, w) bool`` in and out)."""
-    return _hysteresis(((ch.object > k_low) | (ch.shadow > k_low)) & area, seed)
+    return _hysteresis(_changed(ch, k_low, area), seed)
 
 
 def _colour_completion(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points,
@@ -934,7 +944,7 @@ def _with_handles(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, ch: Ch
     if not cand[box].any():
         return mask
     m = mask[box]
-    r_blur = 1 + int(round(ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    r_blur = int(round(_blur_width(ch)))
     c = cand[box] & _line_coverage(image[box], _at_exposure(plate[box].astype(np.float32), ch.gains), m, r_blur)
     strong = ch.object[box] > cfg.k_high
     r_mask = float(inside_distance(m, precise=False).max())
@@ -962,17 +972,17 @@ def _with_handles(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, ch: Ch
 def _whole_along(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points,
                  area: np.ndarray) -> tuple[np.ndarray, int]:
     """``mask`` with the object's side under it and its top over it, as one click finds them
-    (:func:`segmentation.below.whole_below`, then :func:`~segmentation.below.whole_above`: GrabCut in a box grown down or
-    up, kept when the whole looks like one object standing under its top), each taken when at least ``whole_share``
-    of what it adds is change (object or shadow evidence over ``k_low``; a cut that ran into the unchanged table is
-    not), and then only its changed pixels, holes filled. The mask of a dark can whose body reads as shadow pixel by
-    pixel (JPEG's chroma, a brown floor) is its lit top; its body is under it. Assumes the image's rows run along
-    gravity, as one click's steps do. Returns the mask and the pixels added."""
+    (:func:`segmentation.below.whole_below`, then :func:`~segmentation.below.whole_above`: GrabCut in a box grown
+    down or up, kept when the whole looks like one object standing under its top), each kept when ``whole_share``
+    or more of what it adds is change (object or shadow evidence over ``k_low``; a cut that ran into the unchanged
+    table is not), and then only its changed pixels, holes filled. The mask of a dark can whose body reads as
+    shadow pixel by pixel (JPEG's chroma, a brown floor) is its lit top; its body is under it. Assumes the image's
+    rows run along gravity, as one click's steps do. Returns the mask and the pixels added."""
     from real2sim.segmentation.below import whole_above, whole_below
 
     if not points or not mask.any():
         return mask, 0
-    changed = ((ch.object > cfg.k_low) | (ch.shadow > cfg.k_low)) & area
+    changed = _changed(ch, cfg.k_low, area)
     n0 = np.count_nonzero(mask)
     for step in (whole_below, whole_above):
         whole = step(image, mask, points)
@@ -997,8 +1007,8 @@ def _with_one_click(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: Di
     Returns the mask and the pixels added."""
     from real2sim.segmentation.grabcut import grabcut_result
 
-    changed = ((ch.object > cfg.k_low) | (ch.shadow > cfg.k_low)) & area
-    b = int(round(1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    changed = _changed(ch, cfg.k_low, area)
+    b = int(round(_blur_width(ch)))
     if not _opened_by((_hysteresis(changed, mask) & ~mask), b).any():
         return mask, 0  # no change beside the mask wider than the blur: nothing one click could add
     other = grabcut_result(image, prompt).mask
@@ -1160,7 +1170,7 @@ def _shadow_core(sh: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, mask: np
         return sh
     sig = max(0.7, ch.info.get("blur_px", 0))
     depth = 1 - cv2.GaussianBlur(ch.shade, (0, 0), sig)
-    b = int(round(1 + ch.info.get("blur_px", 0) + abs(ch.info.get("sharpness_px", 0))))
+    b = int(round(_blur_width(ch)))
     body = dilate(mask, b) if mask.any() else np.zeros_like(sh)
     sh = sh & ~body  # the object's blurred edge is darker than any shadow: neither shadow nor its depth
     if not sh.any():

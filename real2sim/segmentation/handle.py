@@ -136,8 +136,8 @@ def principal_axis(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
 
 def _continues(mask_axis: tuple[np.ndarray, np.ndarray, float], r_mask: float, piece: np.ndarray,
                cfg: HandleConfig) -> bool:
-    """The piece continues the mask (``mask_axis``: its :func:`principal_axis`; ``r_mask``: its inscribed radius): the mask
-    is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies along its long axis, within
+    """The piece continues the mask (``mask_axis``: its :func:`principal_axis`; ``r_mask``: its inscribed radius):
+    the mask is elongated (:attr:`HandleConfig.min_elongation`) and the piece lies along its long axis, within
     ``max_axis_deg`` of it seen from the mask's centre; or the piece is a line (``min_piece_elongation``) that points
     at the mask's centre (its axis passes within ``max_axis_offset`` times ``r_mask`` of it: a handle leaving a bowl
     the image's side cut)."""
