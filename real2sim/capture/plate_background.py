@@ -1168,7 +1168,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     np.copyto(plate, anchor, where=mixed[..., None])  # (plate[mixed] = anchor[mixed], cheaper)
     spatial = np.zeros((h, w), bool)
     if detect and n >= 2 and cfg.arbiter_ratio > 0:
-        spatial = arbitrate(frames, plate, mixed, count, used, valid, s_ghost, tol, cfg)
+        spatial = arbitrate(frames, plate, mixed, count, used, valid, n_avail, s_ghost, tol, cfg)
         undecided |= spatial
         report["spatial_fraction"] = round(float(spatial.mean()), 6)
     if detect and cfg.mixed_mode > 0:
@@ -1440,7 +1440,7 @@ def peel_supported(frames: np.ndarray, valid: np.ndarray | None, before: np.ndar
 
 
 def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: np.ndarray, used: np.ndarray,
-              valid: np.ndarray | None, sigma: float, tol: np.ndarray, cfg) -> np.ndarray:
+              valid: np.ndarray | None, n_avail, sigma: float, tol: np.ndarray, cfg) -> np.ndarray:
     """Where the frames that agree with the median are no majority (``mixed``), the frame that continues the
     surroundings best, when one does clearly better than the plate: the colour of the background is then decided
     by space, not by a vote over time.
@@ -1456,8 +1456,9 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     ``arbiter_min_support`` of the usable frames, and when the pixels so decided form regions of at least
     ``min_blob_frac`` of the image. The pixel becomes the mean of the frames within ``tol`` of the chosen colour.
 
-    Updates ``plate``, ``count`` and ``used`` in place; returns the ``(h, w) bool`` pixels decided this way (they
-    are reported as undecided: space, not the frames, decided them)."""
+    ``n_avail``: ``(h, w)`` the usable frames per pixel (or their number). Updates ``plate``, ``count`` and ``used``
+    in place; returns the ``(h, w) bool`` pixels decided this way (they are reported as undecided: space, not the
+    frames, decided them)."""
     import cv2
 
     n, h, w, _ = frames.shape
@@ -1516,8 +1517,8 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
         agree_k &= valid[:, box[0], box[1]][:, ty, tx]
     acc = (vals * agree_k[..., None]).sum(0, dtype=np.float32)  # whole levels: exact in any order
     cnt = agree_k.sum(0, dtype=np.int32)
-    n_avail = n if valid is None else valid[:, box[0], box[1]][:, ty, tx].sum(0)
-    keep = (cnt >= cfg.arbiter_support * count[box][ty, tx]) & (cnt >= np.maximum(1, np.ceil(cfg.arbiter_min_support * n_avail)))
+    n_here = n if valid is None else n_avail[box][ty, tx]
+    keep = (cnt >= cfg.arbiter_support * count[box][ty, tx]) & (cnt >= np.maximum(1, np.ceil(cfg.arbiter_min_support * n_here)))
     take[ty[~keep], tx[~keep]] = False
     take = clean_mask(take, 0, 0, False, max(4, int(cfg.min_blob_frac * h * w)))
     agree = np.zeros((n,) + take.shape, bool)
@@ -1534,7 +1535,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     k = at[fy, fx]
     mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
     if cfg.arbiter_foreign > 0:
-        like = agreed_likelihood(frames, plate, count, used, mixed, valid, n if valid is None else valid.sum(0))
+        like = agreed_likelihood(frames, plate, count, used, mixed, valid, n_avail)
         foreign = parts_more_foreign(take, like, mean, plate[box][fy, fx], cfg.arbiter_foreign)[fy, fx]
         if foreign.all():
             return none

@@ -862,7 +862,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
         image, _clean(region(a, b), cfg, pos, ch.shadow > a), pos, prompt.negatives, rad, cfg.split_iterations))
     click_px = 0
     if cfg.one_click_share > 0 and conf < LOW_CONFIDENCE and pos and not whole_px:  # a last resort
-        mask, click_px = _with_one_click(image, mask, ch, cfg, Prompt(prompt.points, prompt.labels), area & ~sh)
+        clicks = Prompt(prompt.points, prompt.labels)  # without the box: one click's mask from the clicks alone
+        mask, click_px = _with_one_click(image, mask, ch, cfg, clicks, area & ~sh)
     details = {"noise_sigma": round(ch.sigma, 3), "gains": np.round(ch.gains, 4).tolist(), **ch.info}
     if note:
         details["note"] = note
@@ -1038,8 +1039,8 @@ def _line_coverage(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, r: in
     I, P = image.astype(np.float32), plate
     ev = np.where(mask, -1.0, channel_norm(I - P)).astype(np.float32)
     bh, bw = ev.shape
-    pad = lambda a, v: np.pad(a, ((r, r), (r, r)) + ((0, 0),) * (a.ndim - 2), constant_values=v)  # noqa: E731
-    evp, Ip = pad(ev, -1.0), pad(I, 0.0)
+    evp = np.pad(ev, r, constant_values=-1.0)
+    Ip = np.pad(I, ((r, r), (r, r), (0, 0)))
     best, F = ev.copy(), I.copy()
     for dy in range(-r, r + 1):
         for dx in range(-r, r + 1):
