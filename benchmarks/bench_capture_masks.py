@@ -16,7 +16,8 @@ overall: mean / min IoU with the ground truth of
 - ``click: main``: main@02b6871's GrabCut from one click (read from git; skipped outside a git checkout);
 - ``click: plain``: cv2.grabCut from a box of 0.2 x the image's smaller side around the click.
 
-Also: shadow IoU of the adaptive shadow mask, the rank correlation of each default's confidence with its IoU, and the
+Also: shadow IoU of the adaptive shadow mask, how each default's confidence ranks its masks (Spearman with IoU, AUROC
+for the masks under 0.8 IoU; for one click also the confidence the segment stage gives, from two moved clicks), and the
 mean time per mask on the cases at 640x512 or less (and how many took over the 0.5 s bar), with its ratio to the plain
 alternative measured in the same run.
 
@@ -121,6 +122,40 @@ def plate_methods(c, p, r: dict, difference_layers, iou) -> None:
     r["plate_plain"] = iou(m, c.mask)
 
 
+def moved_confidence(image, p, mask, segment_result) -> float:
+    """The confidence the segment stage gives a one-click mask (``segment_result(..., moved_clicks=True)``) from the
+    mask already made: the masks of its moved clicks."""
+    from real2sim.segmentation.core import MOVED_CLICKS, jitter_clicks, moved_click_confidence
+
+    moved = jitter_clicks(mask, p, MOVED_CLICKS["grabcut"], reach=0.5) if mask.any() else []
+    return moved_click_confidence(mask, [segment_result(image, q).mask for q in moved])
+
+
+def auroc(conf, ious, below: float) -> float:
+    """How well ``conf`` finds the masks under ``below`` IoU: the chance that such a mask has a lower confidence
+    than one at or over it (ties half; 0.5: no better than chance; nan without both kinds)."""
+    conf, ious = np.asarray(conf, float), np.asarray(ious, float)
+    bad, good = conf[ious < below], conf[ious >= below]
+    if not len(bad) or not len(good):
+        return float("nan")
+    return float(((bad[:, None] < good[None]).sum() + 0.5 * (bad[:, None] == good[None]).sum()) / (len(bad) * len(good)))
+
+
+def confidence_lines(rows) -> list[str]:
+    """Per default: how its confidence ranks its masks (Spearman with IoU, AUROC for masks under 0.8) and what the
+    review threshold flags."""
+    out = []
+    for k, ck in (("plate_ours", "conf_plate"), ("click_ours", "conf_click"), ("click_ours", "conf_click_moved")):
+        rs = [r for r in rows if k in r and ck in r]
+        c, v = [r[ck] for r in rs], [r[k] for r in rs]
+        low = [r for r in rs if r[ck] < 0.5]
+        out.append(f"confidence vs IoU ({ck}): Spearman {spearman(c, v):.2f}, AUROC for IoU < 0.8 {auroc(c, v, 0.8):.2f}; "
+                   f"under 0.5: {len(low)} masks, {sum(r[k] < 0.8 for r in low)} of the {sum(x < 0.8 for x in v)} "
+                   f"under 0.8 IoU; IoU of masks with confidence < 0.5: {np.mean([r[k] for r in low] or [np.nan]):.3f}, "
+                   f">= 0.5: {np.mean([r[k] for r in rs if r[ck] >= 0.5] or [np.nan]):.3f}")
+    return out
+
+
 def run(cases, methods=None):
     from real2sim.core.imaging import iou
     from real2sim.segmentation import Prompt, difference_layers, segment_result
@@ -134,6 +169,7 @@ def run(cases, methods=None):
             plate_methods(c, p, r, difference_layers, iou)
         res, r["t_click_ours"] = timed(lambda: segment_result(c.image, p, name=c.name))
         r["click_ours"], r["conf_click"] = iou(res.mask, c.mask), res.confidence
+        r["conf_click_moved"] = moved_confidence(c.image, p, res.mask, segment_result)
         if old_gc is not None:
             m, r["t_click_main"] = timed(lambda: old_gc(c.image, p))
             r["click_main"] = iou(m, c.mask)
@@ -210,12 +246,9 @@ if __name__ == "__main__":
     rows = run(cases)
     print(table(rows))
     print(timing(rows))
+    print("\n".join(confidence_lines(rows)))
     for k, ck in (("plate_ours", "conf_plate"), ("click_ours", "conf_click")):
         rs = [r for r in rows if k in r]
-        print(f"confidence vs IoU ({k}): Spearman {spearman([r[ck] for r in rs], [r[k] for r in rs]):.2f}; "
-              f"IoU of masks with confidence < 0.5: "
-              f"{np.mean([r[k] for r in rs if r[ck] < 0.5] or [np.nan]):.3f} "
-              f"({sum(r[ck] < 0.5 for r in rs)}), >= 0.5: {np.mean([r[k] for r in rs if r[ck] >= 0.5] or [np.nan]):.3f}")
         worst = sorted(rs, key=lambda r: r[k])[:args.worst]
         print(f"worst {k}: " + ", ".join(f"{r['name']} {r[k]:.2f} (conf {r[ck]:.2f})" for r in worst))
     if args.json:

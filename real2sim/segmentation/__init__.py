@@ -38,7 +38,7 @@ ENTRY_POINT_GROUP = "real2sim.segmenters"
 """Installed packs add backends here: ``name = "my_pack.seg:segment"`` with ``segment(image, prompt, plate=None)``."""
 
 register_backend("difference", difference, difference_result)
-register_backend("grabcut", grabcut, grabcut_result)
+register_backend("grabcut", grabcut, grabcut_result, moved_clicks=2)
 register_backend("sam", sam)
 for _name, _backend in load_entry_points(ENTRY_POINT_GROUP):  # installed packs: fn(image, prompt, plate=None) -> mask
     register_backend(_name, _backend)

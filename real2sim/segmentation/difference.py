@@ -59,6 +59,7 @@ from real2sim.segmentation.core import (
     MaskResult,
     Prompt,
     SegmentationError,
+    outline_iou,
     upsample_mask,
     work_size_prompt,
 )
@@ -809,8 +810,8 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     """Object mask, its shadow mask and a confidence from frame-minus-plate change (see the module docstring).
 
     ``image``, ``plate``: ``(h, w, 3) uint8``. Returns a :class:`MaskResult` (``mask``, ``shadow``: ``(h, w) bool``;
-    ``confidence`` in [0, 1]: how far the mask is from changing when both thresholds move by a third, times the
-    share of its outline on clear change)."""
+    ``confidence`` in [0, 1]: how far the mask is from changing when both thresholds move by a third, times the IoU
+    it keeps with its outline known to a pixel, see :func:`_confidence`)."""
     cfg = config or DifferenceConfig()
     h, w = image.shape[:2]
     if cfg.work_px and h * w > cfg.work_px:
@@ -858,7 +859,7 @@ def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
     seeds = ch.shadow if ch.shadow_pooled is None else np.maximum(ch.shadow, ch.shadow_pooled)
     sh = _hysteresis((ch.shadow > cfg.k_low) & ~mask, (seeds > cfg.k_high) & near)
     sh = _shadow_core(sh, ch, cfg, mask, near)
-    conf = _confidence(ch, mask, cfg, lambda a, b: split_at_negatives(
+    conf = _confidence(mask, cfg, lambda a, b: split_at_negatives(
         image, _clean(region(a, b), cfg, pos, ch.shadow > a), pos, prompt.negatives, rad, cfg.split_iterations))
     click_px = 0
     if cfg.one_click_share > 0 and conf < LOW_CONFIDENCE and pos and not whole_px:  # a last resort
@@ -1181,17 +1182,14 @@ def _shadow_core(sh: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, mask: np
     return _hysteresis(core, core & dilate(near, b))
 
 
-def _confidence(ch: ChangeMaps, mask: np.ndarray, cfg: DifferenceConfig, region) -> float:
-    """Threshold stability (IoU of the masks at thresholds x0.67 and x1.5) times the share of the mask's outline
-    that lies on weak or no change outside (a mask whose outline runs through change leaked or was cut)."""
+def _confidence(mask: np.ndarray, cfg: DifferenceConfig, region) -> float:
+    """Threshold stability (IoU of the masks at thresholds x0.67 and x1.5) times the IoU the mask keeps with its
+    outline known to a pixel (:func:`~real2sim.segmentation.core.outline_iou`: a small or thin mask is less sure)."""
     if not mask.any():
         return 0.0
     lo = region(cfg.k_low / 1.5, cfg.k_high / 1.5)
     hi = region(cfg.k_low * 1.5, cfg.k_high * 1.5)
-    stab = min(iou(lo, mask), iou(hi, mask))
-    ring = dilate(mask, 2) & ~mask
-    clear = float((ch.object[ring] < cfg.k_low).mean()) if ring.any() else 1.0
-    return float(np.clip(stab * (0.5 + 0.5 * clear), 0, 1))
+    return float(np.clip(min(iou(lo, mask), iou(hi, mask)) * outline_iou(mask), 0, 1))
 
 
 def difference(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None = None,

@@ -185,7 +185,7 @@ def _segment_objects(bundle, norm: dict, carry: dict, backend: str, propagate_ma
         for ent, (f, p) in norm.items():
             others = {e: q for e, (g, q) in norm.items() if e != ent and g == f}
             p = with_others_as_negatives(p, list(others.values()))
-            res = segment_result(frames[f], p, plate=plate, backend=backend,
+            res = segment_result(frames[f], p, plate=plate, backend=backend, moved_clicks=True,
                                  name=f"frame {f} ({cap.frames[f].image}), entity '{ent}'", plate_known=known)
             if not res.mask.any():
                 raise SegmentationError(f"the prompt for '{ent}' on frame {f} ({cap.frames[f].image}) gave an empty mask; "
