@@ -316,8 +316,8 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
 def moved_click_confidence(mask: np.ndarray, moved: list[np.ndarray]) -> float:
     """How a ``(h, w) bool`` mask holds when its clicks move by half its inner radius: the mean IoU with the masks
     ``moved`` those clicks gave, times the IoU it keeps with its outline known to a pixel (:func:`outline_iou`).
-    Over the mask benchmark's one-click cases (seeds 0 and 1) it finds the masks under 0.8 IoU with an AUROC of
-    0.86 where one run's own confidence (the grabcut backend's) has 0.67 (docs/capture.md, *Which masks to check*)."""
+    Over the mask benchmark's one-click cases (seeds 0-2) it finds the masks under 0.8 IoU with an AUROC of 0.84
+    where one run's own confidence (the grabcut backend's) has 0.69 (docs/capture.md, *Which masks to check*)."""
     return float(np.mean([iou(m, mask) for m in moved]) * outline_iou(mask)) if moved else 0.0
 
 
