@@ -125,10 +125,9 @@ def plate_methods(c, p, r: dict, difference_layers, iou) -> None:
 def moved_confidence(image, p, mask, segment_result) -> float:
     """The confidence the segment stage gives a one-click mask (``segment_result(..., moved_clicks=True)``) from the
     mask already made: the masks of its moved clicks."""
-    from real2sim.segmentation.core import MOVED_CLICKS, jitter_clicks, moved_click_confidence
+    from real2sim.segmentation.core import MOVED_CLICKS, moved_click_confidence
 
-    moved = jitter_clicks(mask, p, MOVED_CLICKS["grabcut"], reach=0.5) if mask.any() else []
-    return moved_click_confidence(mask, [segment_result(image, q).mask for q in moved])
+    return moved_click_confidence(mask, p, MOVED_CLICKS["grabcut"], lambda q: segment_result(image, q).mask)
 
 
 def auroc(conf, ious, below: float) -> float:

@@ -247,9 +247,24 @@ def jitter_clicks(mask: np.ndarray, prompt: Prompt, n: int = 2, seed: int = 0, r
 
 def jitter_confidence(fn, image, prompt: Prompt, plate, mask: np.ndarray, n: int = 2) -> float:
     """Mean IoU of ``mask`` with the masks ``fn`` gives for jittered prompts (:func:`jitter_clicks`)."""
-    if not mask.any():
+    return _agreement(mask, jitter_clicks(mask, prompt, n), lambda p: np.asarray(fn(image, p, plate=plate), bool))
+
+
+def moved_click_confidence(mask: np.ndarray, prompt: Prompt, n: int,
+                           segment_mask: Callable[[Prompt], np.ndarray]) -> float:
+    """How a ``(h, w) bool`` mask holds when the clicks of ``prompt`` move by half its inner radius (``n`` moved
+    prompts, :func:`jitter_clicks`): the mean IoU with the masks ``segment_mask(moved prompt)`` gives, times the IoU
+    it keeps with its outline known to a pixel (:func:`outline_iou`). Over the mask benchmark's one-click cases
+    (seeds 0-2) it finds the masks under 0.8 IoU with an AUROC of 0.84 where one run's own confidence (the grabcut
+    backend's) has 0.69 (docs/capture.md, *Which masks to check*)."""
+    return _agreement(mask, jitter_clicks(mask, prompt, n, reach=0.5), segment_mask) * outline_iou(mask)
+
+
+def _agreement(mask: np.ndarray, prompts: list[Prompt], segment_mask) -> float:
+    """Mean IoU of ``mask`` with ``segment_mask(p)`` over ``prompts`` (0 for an empty mask)."""
+    if not mask.any() or not prompts:
         return 0.0
-    return float(np.mean([iou(np.asarray(fn(image, p, plate=plate), bool), mask) for p in jitter_clicks(mask, prompt, n)]))
+    return float(np.mean([iou(segment_mask(p), mask) for p in prompts]))
 
 
 def _run(name: str, image, prompt: Prompt, plate) -> MaskResult:
@@ -306,19 +321,10 @@ def segment_result(image: np.ndarray, prompt: Prompt, plate: np.ndarray | None =
     # a click where nothing differs from the plate may be on the background: moved clicks would find it again
     if moved_clicks and MOVED_CLICKS.get(res.backend) and prompt.positives and res.mask.any() and not unchanged:
         res.details["own_confidence"] = round(res.confidence, 3)
-        res.confidence = moved_click_confidence(
-            res.mask, [_segment(image, q, plate, backend, name, plate_known, warn=False)[0].mask
-                       for q in jitter_clicks(res.mask, prompt, MOVED_CLICKS[res.backend], reach=0.5)])
+        res.confidence = moved_click_confidence(res.mask, prompt, MOVED_CLICKS[res.backend], lambda q: _segment(
+            image, q, plate, backend, name, plate_known, warn=False)[0].mask)
         res.details["confidence_from"] = "moved clicks"
     return _checked(res, image, prompt, name, unchanged)
-
-
-def moved_click_confidence(mask: np.ndarray, moved: list[np.ndarray]) -> float:
-    """How a ``(h, w) bool`` mask holds when its clicks move by half its inner radius: the mean IoU with the masks
-    ``moved`` those clicks gave, times the IoU it keeps with its outline known to a pixel (:func:`outline_iou`).
-    Over the mask benchmark's one-click cases (seeds 0-2) it finds the masks under 0.8 IoU with an AUROC of 0.84
-    where one run's own confidence (the grabcut backend's) has 0.69 (docs/capture.md, *Which masks to check*)."""
-    return float(np.mean([iou(m, mask) for m in moved]) * outline_iou(mask)) if moved else 0.0
 
 
 def _segment(image: np.ndarray, prompt: Prompt, plate, backend: str, name: str, plate_known, warn: bool = True
@@ -339,8 +345,9 @@ def _segment(image: np.ndarray, prompt: Prompt, plate, backend: str, name: str, 
     if backend == "auto" and used == "difference" and res.mask.sum() < 20:
         # the object is part of the plate (it never moved in the clip), or the click is on the background
         where0 = ", ".join(f"({x:g}, {y:g})" for x, y in prompt.positives) or f"box {prompt.box}"
-        (log.warning if warn else log.debug)("segment(auto): nothing differs from the plate at %s in %s: the click is on the background, or the "
-                    "object is part of the plate (it never moved); segmenting it without the plate", where0, name)
+        (log.warning if warn else log.debug)(
+            "segment(auto): nothing differs from the plate at %s in %s: the click is on the background, or the object "
+            "is part of the plate (it never moved); segmenting it without the plate", where0, name)
         unchanged = True
         res = _run(resolve_backend("auto", None), image, prompt, plate)
         res.details["fallback"] = "nothing differs from the plate at the prompt"
