@@ -225,8 +225,7 @@ def exposure_fit(image: np.ndarray, plate: np.ndarray, iterations: int = 4) -> n
     out = np.tile([1.0, 0.0], (3, 1))
     if len(a) < 100:
         return out
-    r = channel_norm(a - b - np.median(a - b, axis=0))  # the start: no exposure change (the common case) but an offset
-    w = r < 3 * max(1.4826 * np.median(r) / 1.5, 0.5) + 2
+    w = _inliers(a - b - np.median(a - b, axis=0))  # the start: no exposure change (the common case) but an offset
     for _ in range(iterations):
         res = np.empty_like(a)
         for c in range(3):
@@ -234,15 +233,19 @@ def exposure_fit(image: np.ndarray, plate: np.ndarray, iterations: int = 4) -> n
             g, o = np.linalg.lstsq(A, a[w, c], rcond=None)[0]
             out[c] = (g, o)
             res[:, c] = a[:, c] - (g * b[:, c] + o)
-        r = channel_norm(res)
-        sig = max(1.4826 * np.median(r) / 1.5, 0.5)
-        w = r < 3 * sig + 2
+        w = _inliers(res)
         if w.sum() < 50:
             break
     g = out[:, 0]
     if np.any(g < 0.3) or np.any(g > 3):  # not an exposure change: keep the plate as it is
         return np.tile([1.0, 0.0], (3, 1))
     return out
+
+
+def _inliers(res: np.ndarray) -> np.ndarray:
+    """``(n,) bool``: the ``(n, 3)`` residuals within 3 robust sigmas (+2 levels) of the fit."""
+    r = channel_norm(res)
+    return r < 3 * max(1.4826 * np.median(r) / 1.5, 0.5) + 2
 
 
 def _raw_noise(I: np.ndarray, P: np.ndarray) -> float:
