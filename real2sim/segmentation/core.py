@@ -31,7 +31,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from real2sim.core.errors import SegmentationError, UnknownNameError
-from real2sim.core.imaging import component_at, erode, fill_holes, inside_distance, iou
+from real2sim.core.imaging import component_at, erode, fill_holes, inside_distance, iou, mask_box
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,8 @@ def outline_iou(mask: np.ndarray, width: float = 1.0) -> float:
     a = int(np.count_nonzero(mask))
     if a == 0:
         return 0.0
-    p = int(np.count_nonzero(mask & ~erode(mask, 1)))
+    m = mask[mask_box(mask, 1)]  # the outline on the mask's box only (a zero pixel around, or the image's edge)
+    p = int(np.count_nonzero(m & ~erode(m, 1)))
     return float(max(0.0, (a - 0.5 * width * p) / (a + 0.5 * width * p)))
 
 

@@ -503,10 +503,7 @@ def difference_mask(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig 
     ch = change_maps(image, plate, cfg)
     score = np.maximum(ch.object, ch.shadow) if shadows else ch.object
     m = _hysteresis(score > cfg.k_low, score > cfg.k_high)
-    import cv2
-
-    r = max(1, int(round(0.002 * _scale(image.shape))))
-    return cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, disk(r)) > 0
+    return _opened_by(m, max(1, int(round(0.002 * _scale(image.shape)))))
 
 
 def _box_mask(shape, box) -> np.ndarray:
@@ -642,7 +639,7 @@ def _grow_from_prompt(weak: np.ndarray, strong: np.ndarray, prompt: Prompt, radi
     size = np.sqrt(core.sum())
     grown = _geodesic_grow(core, weak, max(2, int(round(cfg.reach_frac * size))))
     ro = max(1, int(round(cfg.leak_open_frac * size)))
-    opened = cv2.morphologyEx((grown & ~band).astype(np.uint8), cv2.MORPH_OPEN, disk(ro)) > 0
+    opened = _opened_by(grown & ~band, ro)
     return core | opened
 
 
@@ -685,30 +682,23 @@ def _clean(m: np.ndarray, cfg: DifferenceConfig, points, dark: np.ndarray | None
     rho = float(inside_distance(m2).max())
     ro = int(round(cfg.appendage_frac * rho))
     if ro >= 1:
-        body = cv2.morphologyEx(m2.astype(np.uint8), cv2.MORPH_OPEN, disk(ro)) > 0
+        body = _opened_by(m2, ro)
         body = component_at(body, points, radius=ro + 3) if points else body
         if body.any():
             m2 &= dilate(body, ro + 1)
     return component_at(m2, points, radius=3) if points else m2
 
 
-def _opened(m: np.ndarray) -> np.ndarray:
-    """``m`` opened by a radius-1 disk: without its specks and 1 px spurs."""
-    import cv2
-
-    return cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) > 0
-
-
 def _thin_part(m: np.ndarray) -> np.ndarray:
     """The pixels of ``m`` in parts thinner than a radius-1 disk (a spoon's handle 1-2 px wide at 320x256)."""
-    return m & ~_opened(m)
+    return m & ~_opened_by(m, 1)
 
 
 def _open_specks(out: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``out`` opened by a radius-1 disk (the specks and 1 px spurs a per-pixel decision leaves), except in the
     thin parts of the mask ``m`` it refines (:func:`_thin_part`: the opening would take all of them): there ``out``
     stays as decided. ``(h, w) bool`` in and out."""
-    return _opened(out) | (out & _thin_part(m))
+    return _opened_by(out, 1) | (out & _thin_part(m))
 
 
 def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) -> np.ndarray:
@@ -1032,7 +1022,8 @@ def _with_one_click(image: np.ndarray, mask: np.ndarray, ch: ChangeMaps, cfg: Di
 
 
 def _opened_by(m: np.ndarray, r: int) -> np.ndarray:
-    """``m`` (``(h, w) bool``) opened by a disk of radius ``r``: its parts wider than ``2 r``."""
+    """``m`` (``(h, w) bool``) opened by a disk of radius ``r`` (at least 1): its parts wider than ``2 r`` (at 1:
+    without its specks and 1 px spurs)."""
     import cv2
 
     return cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, disk(r)) > 0
