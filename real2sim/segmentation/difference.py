@@ -111,7 +111,7 @@ class DifferenceConfig:
     noise_floor: float = 0.6
     """Lowest noise sigma (8-bit levels): a synthetic noise-free frame must not make every quantisation step an object."""
     copied_share: float = 0.2
-    """When at least this share of the pixels is identical in frame and plate, the plate is the frame itself with the
+    """When at least this share of the unclipped pixels is identical in frame and plate, the plate is the frame itself with the
     object removed by hand (retouched, inpainted): the difference is zero there and says nothing about its noise
     where the plate was edited, so the frame's own sensor noise (measured on the frame alone) is the noise floor."""
     refine: bool = True
@@ -248,21 +248,38 @@ def _inliers(res: np.ndarray) -> np.ndarray:
     return r < 3 * max(1.4826 * np.median(r) / 1.5, 0.5) + 2
 
 
-def _raw_noise(I: np.ndarray, P: np.ndarray) -> float:
+def _raw_noise(I: np.ndarray, P: np.ndarray, measured: np.ndarray | None = None) -> float:
     """Robust noise sigma (8-bit levels) of ``I - P`` (float ``(h, w, 3)``): the spread of the difference of
-    horizontal neighbours' differences (texture and smooth change cancel), median over channels."""
+    horizontal neighbours' differences (texture and smooth change cancel), median over channels; over the pixel
+    pairs both ``measured`` (``(h, w) bool``, None: all) when there are any."""
     step = max(1, int(np.sqrt(I.shape[0] * I.shape[1] / 60000)))
     d = (I - P)[::step]
     dd = d[:, 1:] - d[:, :-1]
-    mad = np.median(np.abs(dd - np.median(dd, axis=(0, 1))), axis=(0, 1))
+    if measured is not None:
+        m = measured[::step]
+        pairs = m[:, 1:] & m[:, :-1]
+        if pairs.any():
+            dd = dd[pairs]
+    dd = dd.reshape(-1, 3)
+    mad = np.median(np.abs(dd - np.median(dd, axis=0)), axis=0)
     return float(np.median(1.4826 * mad / np.sqrt(2)))
 
 
 def _copied(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig) -> np.ndarray | None:
     """``(h, w) bool`` where frame and plate (``(h, w, 3) uint8``) are identical, when that is at least
-    ``copied_share`` of the image (the plate is the frame with the object removed by hand); else None."""
+    ``copied_share`` of the pixels with no channel clipped in either (the plate is the frame with the object removed
+    by hand); else None. Clipped pixels are left out of the share: black is black, white white, in any two frames,
+    and a dark frame's crushed shadows are identical without any copy."""
     same = (image == plate).all(-1)
-    return same if same.mean() >= cfg.copied_share else None
+    unclipped = _unclipped(image, plate)
+    n = np.count_nonzero(unclipped)
+    return same if n and np.count_nonzero(same & unclipped) >= cfg.copied_share * n else None
+
+
+def _unclipped(image: np.ndarray, plate: np.ndarray) -> np.ndarray:
+    """``(h, w) bool``: pixels with no channel at 0 or 255 in frame or plate (``(h, w, 3) uint8``). A clipped
+    pixel reads the same in any two frames: its difference says nothing about the noise or a copy."""
+    return (channel_min(image) > 0) & (channel_max(image) < 255) & (channel_min(plate) > 0) & (channel_max(plate) < 255)
 
 
 def _noise_floor(image: np.ndarray, copied: np.ndarray | None, cfg: DifferenceConfig) -> float:
@@ -279,11 +296,14 @@ def _blur_gain(sigma: float) -> float:
     return float(min(1.0, 1.0 / (2 * np.sqrt(np.pi) * sigma))) if sigma > 0 else 1.0
 
 
-def _binned_sigma(values: np.ndarray, key: np.ndarray, floor: float, factor: float, bins: int = 12) -> np.ndarray:
+def _binned_sigma(values: np.ndarray, key: np.ndarray, floor: float, factor: float, bins: int = 12,
+                  measured: np.ndarray | None = None) -> np.ndarray:
     """Noise sigma per pixel: robust spread (median of ``|values|`` / ``factor``) in quantile bins of ``key``,
-    non-decreasing in ``key``, interpolated per pixel. ``values``, ``key``: ``(h, w)``."""
+    non-decreasing in ``key``, interpolated per pixel. ``values``, ``key``: ``(h, w)``; the statistics over the
+    ``measured`` pixels (``(h, w) bool``, None: all) when there are any."""
     step = max(1, int(np.sqrt(values.size / 60000)))
-    v, k = np.abs(values[::step, ::step]).ravel(), key[::step, ::step].ravel()
+    v, k = _sampled(values, key, step, measured)
+    v = np.abs(v)
     edges = np.quantile(k, np.linspace(0, 1, bins + 1))
     centres, sig = [], []
     for i in range(bins):
@@ -335,11 +355,21 @@ def match_sharpness(I: np.ndarray, P: np.ndarray, scale: float) -> tuple[np.ndar
     return out[0], out[1], best_b
 
 
-def _binned_stats(values: np.ndarray, key: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+def _sampled(values: np.ndarray, key: np.ndarray, step: int, measured: np.ndarray | None):
+    """``values`` and ``key`` (``(h, w)``) at every ``step``-th row and column, flat, where ``measured`` (None: all)
+    when it holds any of them."""
+    v, k = values[::step, ::step], key[::step, ::step]
+    m = measured[::step, ::step] if measured is not None else None
+    return (v[m], k[m]) if m is not None and m.any() else (v.ravel(), k.ravel())
+
+
+def _binned_stats(values: np.ndarray, key: np.ndarray, bins: int = 10,
+                  measured: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-pixel robust centre (median) and spread (1.4826 MAD) of ``values`` in quantile bins of ``key``
-    (``(h, w)`` each), interpolated; the spread is non-decreasing in ``key``."""
+    (``(h, w)`` each), interpolated; the spread is non-decreasing in ``key``. The statistics over the ``measured``
+    pixels (``(h, w) bool``, None: all) when there are any."""
     step = max(1, int(np.sqrt(values.size / 60000)))
-    v, k = values[::step, ::step].ravel(), key[::step, ::step].ravel()
+    v, k = _sampled(values, key, step, measured)
     edges = np.quantile(k, np.linspace(0, 1, bins + 1))
     centres, med, mad = [], [], []
     for i in range(bins):
@@ -368,7 +398,8 @@ def _local_median(x: np.ndarray, k: int, lo: float, hi: float) -> np.ndarray:
 
 
 def _texture_evidence(I: np.ndarray, P: np.ndarray, chroma_excess: np.ndarray, key: np.ndarray, S: float,
-                      cfg: "DifferenceConfig", cand: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      cfg: "DifferenceConfig", cand: np.ndarray | None = None,
+                      measured: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Evidence, pooled over a window, that darkening is not a shadow; ``(h, w)`` float32 z-scores (robust, against
     the same statistic over the whole image binned by ``key``, the plate's texture: the change is the minority).
 
@@ -391,21 +422,23 @@ def _texture_evidence(I: np.ndarray, P: np.ndarray, chroma_excess: np.ndarray, k
     along = channel_sum(d * ph)
     perp = (d - along[..., None] * ph).astype(np.float32)
     e = along ** 2 + channel_sum((perp - cv2.medianBlur(perp, k)) ** 2)
-    e0 = max(float(np.median(e)), 1e-3)
+    e0 = max(float(np.median(e if measured is None else e[measured])), 1e-3)
     le = np.log2(e / e0 + 1e-6)
-    E, med, spread = _pooled(le, cand, key, kw, -8.0, 8.0)
+    E, med, spread = _pooled(le, cand, key, kw, -8.0, 8.0, measured)
     tex = np.minimum((E - med) / spread, cfg.k_low * np.maximum(np.exp2(E - med) - 1, 0) / (cfg.tex_ratio - 1))
-    C, med, spread = _pooled(chroma_excess, cand, key, kw, -16.0, 48.0)
+    C, med, spread = _pooled(chroma_excess, cand, key, kw, -16.0, 48.0, measured)
     return tex.astype(np.float32), ((C - med) / spread).astype(np.float32)
 
 
-def _pooled(x: np.ndarray, cand: np.ndarray | None, key: np.ndarray, kw: int, lo: float, hi: float):
+def _pooled(x: np.ndarray, cand: np.ndarray | None, key: np.ndarray, kw: int, lo: float, hi: float,
+            measured: np.ndarray | None = None):
     """Local median of ``x`` over ``kw x kw`` (pixels outside ``cand``, the clear change, count as 0: neutral) and
-    its robust per-pixel centre and spread over the image, binned by ``key``: ``(pooled, centre, spread)``."""
+    its robust per-pixel centre and spread over the (``measured``) image, binned by ``key``:
+    ``(pooled, centre, spread)``."""
     if cand is not None:
         x = np.where(cand, x, 0.0)
     X = _local_median(x, kw, lo, hi)
-    med, spread = _binned_stats(X, key)
+    med, spread = _binned_stats(X, key, measured=measured)
     return X, med, spread
 
 
@@ -432,10 +465,12 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     S = _scale(image.shape)
     copied = _copied(image, plate, cfg)
     floor = _noise_floor(image, copied, cfg)
+    measured = _unclipped(image, plate)
+    measured = None if measured.all() else measured
     I = image.astype(np.float32)
     P = plate.astype(np.float32)
     I, P, sharp = match_sharpness(I, P, S)
-    raw = max(_raw_noise(I, P), floor)
+    raw = max(_raw_noise(I, P, measured), floor)
     sb = max(cfg.blur_frac * S, min(raw / (2 * np.sqrt(np.pi) * cfg.target_noise), cfg.max_blur_frac * S))
     I, P = _blur_both(I, P, sb)
     gains = exposure_fit(I, P) if cfg.exposure else np.tile([1.0, 0.0], (3, 1))
@@ -451,8 +486,8 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     gx, gy = cv2.Sobel(gray, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(gray, cv2.CV_32F, 0, 1, ksize=3)
     grad = cv2.GaussianBlur(np.sqrt(gx * gx + gy * gy), (0, 0), 1.0)
     floor = floor * _blur_gain(sb)  # the frame's own noise after the blur both are given
-    sig_c = _binned_sigma(chroma, grad, max(cfg.noise_floor, floor), 1.1774)  # |2-d gaussian| has median 1.18 sigma
-    sig_l = _binned_sigma(lum_change, grad, max(cfg.noise_floor, floor), 0.6745)
+    sig_c = _binned_sigma(chroma, grad, max(cfg.noise_floor, floor), 1.1774, measured=measured)  # |2-d gaussian|: median 1.18 sigma
+    sig_l = _binned_sigma(lum_change, grad, max(cfg.noise_floor, floor), 0.6745, measured=measured)
     darkening = np.maximum(-lum_change, 0)
     allowed = cfg.shadow_hue_shift * np.minimum(channel_norm(I), darkening)
     colour = np.maximum(chroma - allowed, 0) / sig_c
@@ -466,13 +501,13 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     if texture:
         # darkening whose texture or pooled colour is not a shadow's is an object (the strong change is neutral in
         # the pooling: it must not spill into the shadow beside it)
-        tex, col = _texture_evidence(I, P, (chroma - allowed) / sig_c, grad, S, cfg, obj < cfg.k_high)
+        tex, col = _texture_evidence(I, P, (chroma - allowed) / sig_c, grad, S, cfg, obj < cfg.k_high, measured)
         obj = np.where(dark_z > cfg.k_low, np.maximum(obj, np.maximum(tex, col)), obj).astype(np.float32)
     shadow = np.where(obj < cfg.k_low, dark_z, 0).astype(np.float32)
     pooled = None
     if texture:  # a faint shadow on a dark table in a noisy frame: a window sees it where a pixel cannot
         kw = max(3, 2 * int(round(cfg.tex_window_frac * S)) + 1)
-        X, med, spread = _pooled(np.clip(dark_z, -16, 48), obj < cfg.k_low, grad, kw, -16.0, 48.0)
+        X, med, spread = _pooled(np.clip(dark_z, -16, 48), obj < cfg.k_low, grad, kw, -16.0, 48.0, measured)
         pooled = np.where(obj < cfg.k_low, np.maximum((X - med) / spread, 0), 0).astype(np.float32)
     return ChangeMaps(obj, shadow, s_px.astype(np.float32), float(np.median(sig_c)), gains,
                       {"blur_px": round(float(sb), 2), "sharpness_px": round(sharp, 2)},
