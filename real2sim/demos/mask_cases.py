@@ -38,6 +38,9 @@ Sources:
   ``thin``: a long, thin object lying on the table (:func:`thin_object`: a metal, wooden or plastic spoon, a carrot,
   a pen; procedural, flat-coloured), 15-40 % of the image's smaller side long, seen from any direction: a handle a
   few pixels wide, as the Bridge tasks' spoons and carrots are.
+  ``camera``: plate and frame alike as another camera records them (:func:`camera_look`: white balance, a tone
+  curve from crushed shadows to lifted ones, saturation, vignetting): the same scene through a camera the method
+  was not made on, with the plate still perfect.
 - :func:`touching_cases`: two objects touching, neither in the plate (a can against a cube, an apple beside a
   can: both clicked, as ``init --prompts`` does for each object of a cluttered table), one per real plate; the
   nearer one occludes the farther one; ground truth per object = its visible coverage >= 0.5.
@@ -62,7 +65,7 @@ from real2sim.render.raster import rasterize
 log = logging.getLogger(__name__)
 
 FAMILIES = ("base", "exposure", "noise", "blur", "jpeg", "lowres", "highres", "lowcontrast", "misreg", "textured",
-            "support", "closeup", "thin", "edited")
+            "support", "closeup", "thin", "edited", "camera")
 """Synthetic case families (see the module docstring)."""
 
 OBJECTS = {  # name -> (path under shared/data, up axis of the mesh, specular strength)
@@ -343,6 +346,28 @@ def camera_effect(img: np.ndarray, family: str, rng: np.random.Generator) -> np.
         ok, enc = cv2.imencode(".jpg", out[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(25, 46))])
         out = np.ascontiguousarray(cv2.imdecode(enc, cv2.IMREAD_COLOR)[..., ::-1])
     return out
+
+
+def camera_look(rng: np.random.Generator):
+    """A camera's rendering of light (``camera`` family) as a function of a float ``(h, w, 3)`` image in [0, 1]:
+    white balance (channel gains 0.8-1.2 about their mean), saturation 0.5-1.2, a tone curve ``x ** g`` with
+    ``g`` in 0.6-1.8 (log-uniform: lifted to crushed shadows) and vignetting (0-45 % darker in the corners)."""
+    gains = rng.uniform(0.8, 1.2, 3)
+    gains = (gains / gains.mean()).astype(np.float32)
+    saturation = rng.uniform(0.5, 1.2)
+    gamma = float(np.exp(rng.uniform(np.log(0.6), np.log(1.8))))
+    vignette = rng.uniform(0.0, 0.45)
+
+    def look(img: np.ndarray) -> np.ndarray:
+        h, w = img.shape[:2]
+        x = img * gains
+        grey = x.mean(-1, keepdims=True)
+        x = np.clip(grey + saturation * (x - grey), 0, 1) ** gamma
+        yy, xx = np.mgrid[:h, :w]
+        r2 = ((xx - (w - 1) / 2) / (w / 2)) ** 2 + ((yy - (h - 1) / 2) / (h / 2)) ** 2
+        return (x * (1 - vignette * r2 / 2)[..., None]).astype(np.float32)
+
+    return look
 
 
 def edited_plate(image: np.ndarray, plate: np.ndarray, covered: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -672,6 +697,10 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
     img, cov, dark = composite(plate, rgb, alpha, base_row, x, y, Look.sample(rng, family == "lowcontrast"))
     mask = cov >= 0.5
     shadow = (dark >= 0.5 * dark.max()) & ~mask if dark.max() > 0.05 else np.zeros_like(mask)
+    if family == "camera":
+        look = camera_look(rng)
+        img = look(img)
+        plate = np.clip(np.round(look(plate.astype(np.float32) / 255.0) * 255), 0, 255).astype(np.uint8)
     image = camera_effect(img, family, rng)
     click, box = sample_click(mask, rng), sample_box(mask, rng)
     if family == "misreg":

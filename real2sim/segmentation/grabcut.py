@@ -273,6 +273,10 @@ class GrabCutConfig:
     (0.20 of the board's)."""
     whole_min_growth: float = 1.3
     """See ``whole_scales``."""
+    whole_max_growth: float = 10.0
+    """A sure mask's whole is at most this many times its area: a can's lid seen close up is a sixth or seventh of
+    the can, a cube's face a third; a sure object many more times smaller than the box's mask lies on it (an apple
+    on a table top, 20x; an unsure mask has no such bound: a highlight may be a speck of its object)."""
     whole_min_solidity: float = 0.9
     """See ``whole_scales``."""
     whole_min_separation: float = 0.8
@@ -978,7 +982,7 @@ def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: Grab
     plain = not sure and _outline_edge(grad, typical, mask, cfg) < cfg.whole_plain_edge
     scales = cfg.whole_scales if sure else cfg.whole_scales_unsure
     wholes = [m for m in _large_masks(frame.image, click, scales, cfg.whole_min_solidity, cfg)
-              if _holds(frame.overlaps, m, mask, cfg.whole_min_growth)
+              if _holds(frame.overlaps, m, mask, cfg.whole_min_growth, cfg.whole_max_growth if sure else np.inf)
               and (sure or _shared_outline(mask, m) >= cfg.whole_shared_outline
                    or (plain and _reach(grad, mask, m) >= cfg.whole_plain_reach))]
     floor = cfg.whole_min_separation * _separation(frame.bins, mask) - 1e-9
