@@ -2,12 +2,14 @@
 ``real2sim.demos.plate_cases`` (the real Bridge clip + synthetic clips over every real plate in ../shared/data).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_capture_plates.py [--cases a,b] [--json out.json] [--markdown]
-        [--held-out [1|2]]
+        [--held-out [1|2]] [--camera SEED]
 
 Per case: PSNR (dB) of the plate and of the median against the true plate over all valid pixels, over the pixels
 something covered in some frame ("occluded") and over the pixels the plate marks low-confidence (< 255), the
 difference plate - median, and the time of each (best of 2) with the ratio (target <= 3x the median): wall clock
-and process CPU time (steadier on a shared machine: other sessions' load inflates the wall clock).
+and process CPU time (steadier on a shared machine: other sessions' load inflates the wall clock). ``--camera SEED``:
+every clip and its truth recorded through another camera first (``plate_cases.through_another_camera``, one look
+per clip from SEED and its name): the same scenes through a camera the method was not made on.
 """
 from __future__ import annotations
 
@@ -90,12 +92,17 @@ def main(argv=None) -> int:
     ap.add_argument("--held-out", nargs="?", type=int, const=1, default=0, choices=(1, 2),
                     help="the held-out variations instead: 1 (default) HELD_OUT (other seeds, sizes, noise, lighting), "
                          "2 HELD_OUT_2 (added after HELD_OUT had been looked at; never tuned on)")
+    ap.add_argument("--camera", type=int, default=None, metavar="SEED",
+                    help="record every clip through another camera first (white balance, saturation, tone curve, "
+                         "vignetting; one look per clip, drawn from SEED)")
     a, _ = ap.parse_known_args(argv)  # run_all.py passes its own arguments through
     from real2sim.capture.plate import make_plate, plain_median
-    from real2sim.demos.plate_cases import plate_cases
+    from real2sim.demos.plate_cases import plate_cases, through_another_camera
 
     names = a.cases.split(",") if a.cases else None
     cases = plate_cases(Path(a.data), names, held_out=a.held_out)
+    if a.camera is not None:
+        cases = [through_another_camera(c, a.camera) for c in cases]
     if not cases:
         print(f"no cases: {a.data} has none of the plates (see real2sim/demos/plate_cases.py)")
         return 0

@@ -72,6 +72,25 @@ class PlateCase:
     """``(n, h, w) bool`` the occluder's own pixels per frame (the robot, without its shadow); synthetic only."""
 
 
+def through_another_camera(case: PlateCase, seed: int) -> PlateCase:
+    """``case`` recorded through another camera: its frames and its truth alike through one
+    :func:`real2sim.demos.mask_cases.camera_look` (white balance, saturation, tone curve, vignetting) drawn from
+    ``seed`` and the case's name (the same look whichever cases are run with it); the masks and regions are the
+    case's own."""
+    import zlib
+    from dataclasses import replace
+
+    from real2sim.demos.mask_cases import camera_look
+
+    look = camera_look(np.random.default_rng([seed, zlib.crc32(case.name.encode())]))
+
+    def record(x: np.ndarray) -> np.ndarray:
+        return np.clip(np.round(look(x.astype(np.float32) / 255.0) * 255.0), 0, 255).astype(np.uint8)
+
+    return replace(case, name=f"{case.name}@camera{seed}", frames=np.stack([record(f) for f in case.frames]),
+                   truth=record(case.truth), kind=f"{case.kind}, another camera")
+
+
 @dataclass
 class ClipSpec:
     """How a synthetic clip is made over a real plate."""
