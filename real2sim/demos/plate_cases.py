@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from real2sim.core.camera import Camera
 from real2sim.core.geometry import camera_pose_from_convention, make_pose, transform_points
 from real2sim.core.imaging import read_rgb
 from real2sim.core.manifest import RobotSpec
+from real2sim.demos.mask_cases import camera_look
 from real2sim.render.raster import rasterize
 from real2sim.render.robot import RobotModel, _geometry_mesh, load_robot_model
 from real2sim.robots.scene import link_poses, parse_urdf
@@ -77,11 +79,6 @@ def through_another_camera(case: PlateCase, seed: int) -> PlateCase:
     :func:`real2sim.demos.mask_cases.camera_look` (white balance, saturation, tone curve, vignetting) drawn from
     ``seed`` and the case's name (the same look whichever cases are run with it); the masks and regions are the
     case's own."""
-    import zlib
-    from dataclasses import replace
-
-    from real2sim.demos.mask_cases import camera_look
-
     look = camera_look(np.random.default_rng([seed, zlib.crc32(case.name.encode())]))
 
     def record(x: np.ndarray) -> np.ndarray:

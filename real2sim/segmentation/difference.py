@@ -111,9 +111,10 @@ class DifferenceConfig:
     noise_floor: float = 0.6
     """Lowest noise sigma (8-bit levels): a synthetic noise-free frame must not make every quantisation step an object."""
     copied_share: float = 0.2
-    """When at least this share of the unclipped pixels is identical in frame and plate, the plate is the frame itself with the
-    object removed by hand (retouched, inpainted): the difference is zero there and says nothing about its noise
-    where the plate was edited, so the frame's own sensor noise (measured on the frame alone) is the noise floor."""
+    """When at least this share of the unclipped pixels is identical in frame and plate, the plate is the frame
+    itself with the object removed by hand (retouched, inpainted): the difference is zero there and says nothing
+    about its noise where the plate was edited, so the frame's own sensor noise (measured on the frame alone) is the
+    noise floor."""
     refine: bool = True
     """Put the outline at half contrast between the object's and the plate's colours (:func:`_refine_outline`)."""
     unmix: bool = True
@@ -265,13 +266,12 @@ def _raw_noise(I: np.ndarray, P: np.ndarray, measured: np.ndarray | None = None)
     return float(np.median(1.4826 * mad / np.sqrt(2)))
 
 
-def _copied(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig) -> np.ndarray | None:
+def _copied(image: np.ndarray, plate: np.ndarray, unclipped: np.ndarray, cfg: DifferenceConfig) -> np.ndarray | None:
     """``(h, w) bool`` where frame and plate (``(h, w, 3) uint8``) are identical, when that is at least
-    ``copied_share`` of the pixels with no channel clipped in either (the plate is the frame with the object removed
+    ``copied_share`` of the ``unclipped`` pixels (:func:`_unclipped`; the plate is the frame with the object removed
     by hand); else None. Clipped pixels are left out of the share: black is black, white white, in any two frames,
     and a dark frame's crushed shadows are identical without any copy."""
     same = (image == plate).all(-1)
-    unclipped = _unclipped(image, plate)
     n = np.count_nonzero(unclipped)
     return same if n and np.count_nonzero(same & unclipped) >= cfg.copied_share * n else None
 
@@ -463,10 +463,10 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
 
     cfg = cfg or DifferenceConfig()
     S = _scale(image.shape)
-    copied = _copied(image, plate, cfg)
-    floor = _noise_floor(image, copied, cfg)
     measured = _unclipped(image, plate)
-    measured = None if measured.all() else measured
+    copied = _copied(image, plate, measured, cfg)
+    floor = _noise_floor(image, copied, cfg)
+    measured = None if measured.all() else measured  # (None: the statistics over every pixel, as they always were)
     I = image.astype(np.float32)
     P = plate.astype(np.float32)
     I, P, sharp = match_sharpness(I, P, S)
@@ -486,7 +486,8 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     gx, gy = cv2.Sobel(gray, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(gray, cv2.CV_32F, 0, 1, ksize=3)
     grad = cv2.GaussianBlur(np.sqrt(gx * gx + gy * gy), (0, 0), 1.0)
     floor = floor * _blur_gain(sb)  # the frame's own noise after the blur both are given
-    sig_c = _binned_sigma(chroma, grad, max(cfg.noise_floor, floor), 1.1774, measured=measured)  # |2-d gaussian|: median 1.18 sigma
+    # |2-d gaussian| has median 1.18 sigma
+    sig_c = _binned_sigma(chroma, grad, max(cfg.noise_floor, floor), 1.1774, measured=measured)
     sig_l = _binned_sigma(lum_change, grad, max(cfg.noise_floor, floor), 0.6745, measured=measured)
     darkening = np.maximum(-lum_change, 0)
     allowed = cfg.shadow_hue_shift * np.minimum(channel_norm(I), darkening)
