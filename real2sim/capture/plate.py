@@ -79,6 +79,10 @@ class PlateConfig:
     """A pixel deviating from the anchor by more than this many noise sigmas (max channel) is part of a region."""
     fg_threshold: float = 0.02
     """... and by at least this much ([0, 1] units): the floor of the noise-adapted threshold."""
+    level_noise_floor: float = 0.5
+    """The threshold follows the frames' noise at each pixel's level (the anchor's brightest channel; a camera's
+    tone curve compresses the dark levels' noise and contrast, or the bright ones'), down to this fraction of the
+    frame's (:func:`~real2sim.capture.plate_background.noise_by_level`); 1: one threshold at every level."""
     open_px: int = 1
     """Opening radius (detection resolution) that removes speckle noise from the regions."""
     close_px: int = 1

@@ -657,8 +657,8 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
                      ratio: float, open_px: int, close_px: int, min_area: int, holes: bool = True,
-                     split: float = 0.0, links: dict | None = None, attached: bool = True
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     split: float = 0.0, links: dict | None = None, attached: bool = True,
+                     level_floor: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per frame, the pixels that deviate from the anchor, each called background / foreground / undecided.
 
     ``small``: ``(n, hs, ws, 3) float32`` frames; ``anchor_s`` ``(hs, ws, 3)``; ``valid_s`` optional ``(n, hs, ws)``
@@ -669,7 +669,9 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     ``bg`` (the frame shows the background behind a ghost of the anchor), ``fg`` (something in front), ``undecided``.
     ``links``: a dict kept across passes (per frame: the agreement links over a box, which do not depend on the
     anchor).
-    ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``."""
+    ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``.
+    ``level_floor``: under 1, a pixel deviates by more than ``tau`` times the noise at its level
+    (:func:`noise_by_level`, at least this fraction)."""
     import cv2
 
     n = small.shape[0]
@@ -678,8 +680,9 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     fg = np.zeros_like(bg)
     und = np.zeros_like(bg)
     both = _with_ones(anchor_s, anchor_s)  # frame, anchor, 1: the anchor and the ones are set once
+    by_level = noise_by_level(small, anchor_s, level_floor) if level_floor < 1 else 1.0
     for t in range(n):
-        dev = channel_max(cv2.absdiff(small[t], anchor_s)) > tau[t]
+        dev = channel_max(cv2.absdiff(small[t], anchor_s)) > tau[t] * by_level
         if valid_s is not None:
             dev &= valid_s[t]
         dev = clean_in_box(dev, open_px, close_px, holes, min_area)
@@ -816,6 +819,28 @@ def invert_tone(image: np.ndarray, curve: np.ndarray) -> np.ndarray:
     levels = np.arange(256, dtype=np.float32)
     inv = np.stack([np.interp(levels, curve[:, c] + 1e-4 * levels, levels) for c in range(3)], -1)
     return cv2.LUT(image, np.clip(inv + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3))
+
+
+def noise_by_level(small: np.ndarray, anchor_s: np.ndarray, floor: float, bins: int = 8) -> np.ndarray:
+    """``(hs, ws) float32``: the frames' noise at each pixel's level over their noise overall, between ``floor``
+    and 1. The level is the anchor's brightest channel; per quantile bin of it, the lower quartile of the frames'
+    deviation from the anchor (brightest channel, every frame) over that of every pixel, interpolated. A camera's
+    tone curve compresses the noise and the contrast of its dark levels (or of its bright ones) alike: one
+    threshold for every level, set by the levels most pixels have, misses a black arm over a dark wall."""
+    level = channel_max(anchor_s)
+    d = channel_max(np.abs(small - anchor_s[None]))
+    q_all = float(np.percentile(d, 25))
+    edges = np.quantile(level, np.linspace(0, 1, bins + 1))
+    centres, ks = [], []
+    for i in range(bins):
+        sel = (level >= edges[i]) & (level <= edges[i + 1])
+        if sel.sum() < 20:
+            continue
+        centres.append(float(np.median(level[sel])))
+        ks.append(float(np.percentile(d[:, sel], 25)) / max(q_all, 1e-6))
+    if not centres:
+        return np.ones(level.shape, np.float32)
+    return np.clip(np.interp(level, centres, ks), floor, 1.0).astype(np.float32)
 
 
 def frame_sigmas(small: np.ndarray, anchor_s: np.ndarray) -> np.ndarray:
@@ -1090,7 +1115,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             # the still parts attached to the foreground only feed the confidence: found once, after the last pass
             bg_s, fg_s, und_s = classify_regions(small, anchor_s, valid_s, tau_t, cfg.ghost_ratio, cfg.open_px,
                                                  cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard, links,
-                                                 attached=False)
+                                                 attached=False, level_floor=cfg.level_noise_floor)
             anchor_c = anchor_s
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
