@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from real2sim.core.imaging import channel_max, clean_mask, disk, mask_box
+from real2sim.core.imaging import by_quantile_bins, channel_max, clean_mask, disk, mask_box
 
 Q25_HALF_NORMAL = 0.3186
 """25th percentile of |N(0, 1)|: sigma = q25(|x|) / this."""
@@ -830,14 +830,7 @@ def noise_by_level(small: np.ndarray, anchor_s: np.ndarray, floor: float, bins: 
     level = channel_max(anchor_s)
     d = channel_max(np.abs(small - anchor_s[None]))
     q_all = float(np.percentile(d, 25))
-    edges = np.quantile(level, np.linspace(0, 1, bins + 1))
-    centres, ks = [], []
-    for i in range(bins):
-        sel = (level >= edges[i]) & (level <= edges[i + 1])
-        if sel.sum() < 20:
-            continue
-        centres.append(float(np.median(level[sel])))
-        ks.append(float(np.percentile(d[:, sel], 25)) / max(q_all, 1e-6))
+    centres, ks = by_quantile_bins(level, lambda sel: float(np.percentile(d[:, sel], 25)) / max(q_all, 1e-6), bins, 20)
     if not centres:
         return np.ones(level.shape, np.float32)
     return np.clip(np.interp(level, centres, ks), floor, 1.0).astype(np.float32)

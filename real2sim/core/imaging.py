@@ -199,6 +199,21 @@ def channel_mean(x: np.ndarray) -> np.ndarray:
     return channel_sum(x) / x.dtype.type(3)
 
 
+def by_quantile_bins(key: np.ndarray, stat, bins: int, min_count: int) -> tuple[list[float], list]:
+    """A statistic per quantile bin of ``key`` (any shape): for each of ``bins`` bins between its quantiles (edges
+    inclusive) holding at least ``min_count`` samples, the key's median in it and ``stat(sel)`` of its selection
+    (``bool``, ``key``'s shape). Returns (medians, statistics), for ``np.interp`` over the key."""
+    edges = np.quantile(key, np.linspace(0, 1, bins + 1))
+    centres, stats = [], []
+    for i in range(bins):
+        sel = (key >= edges[i]) & (key <= edges[i + 1])
+        if sel.sum() < min_count:
+            continue
+        centres.append(float(np.median(key[sel])))
+        stats.append(stat(sel))
+    return centres, stats
+
+
 def solidity(mask: np.ndarray) -> float:
     """Area over convex-hull area of a ``(h, w) bool`` mask (1 = convex; 0 for an empty mask)."""
     import cv2

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from real2sim.core.imaging import (
+    by_quantile_bins,
     channel_max,
     channel_mean,
     channel_min,
@@ -304,14 +305,7 @@ def _binned_sigma(values: np.ndarray, key: np.ndarray, floor: float, factor: flo
     step = max(1, int(np.sqrt(values.size / 60000)))
     v, k = _sampled(values, key, step, measured)
     v = np.abs(v)
-    edges = np.quantile(k, np.linspace(0, 1, bins + 1))
-    centres, sig = [], []
-    for i in range(bins):
-        sel = (k >= edges[i]) & (k <= edges[i + 1])
-        if sel.sum() < 30:
-            continue
-        centres.append(float(np.median(k[sel])))
-        sig.append(float(np.median(v[sel]) / factor))
+    centres, sig = by_quantile_bins(k, lambda sel: float(np.median(v[sel]) / factor), bins, 30)
     if not centres:
         return np.full(values.shape, max(floor, float(np.median(v) / factor)), np.float32)
     sig = np.maximum.accumulate(np.maximum(np.array(sig), floor))
@@ -370,16 +364,13 @@ def _binned_stats(values: np.ndarray, key: np.ndarray, bins: int = 10,
     pixels (``(h, w) bool``, None: all) when there are any."""
     step = max(1, int(np.sqrt(values.size / 60000)))
     v, k = _sampled(values, key, step, measured)
-    edges = np.quantile(k, np.linspace(0, 1, bins + 1))
-    centres, med, mad = [], [], []
-    for i in range(bins):
-        sel = (k >= edges[i]) & (k <= edges[i + 1])
-        if sel.sum() < 30:
-            continue
+
+    def centre_and_spread(sel):
         m = float(np.median(v[sel]))
-        centres.append(float(np.median(k[sel])))
-        med.append(m)
-        mad.append(1.4826 * float(np.median(np.abs(v[sel] - m))))
+        return m, 1.4826 * float(np.median(np.abs(v[sel] - m)))
+
+    centres, stats = by_quantile_bins(k, centre_and_spread, bins, 30)
+    med, mad = [m for m, _ in stats], [a for _, a in stats]
     if not centres:
         m = float(np.median(v))
         return np.full(values.shape, m, np.float32), np.full(values.shape, 1.4826 * float(np.median(np.abs(v - m))) + 1e-6, np.float32)
