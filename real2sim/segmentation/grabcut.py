@@ -49,7 +49,8 @@ click on a large plain surface: a cabinet's top filling half the image) is repla
 surface", confidence kept under the review threshold); a speck no larger cue replaced gives way to the best-scored
 size whose mask grew past the clicks' disks (``grown_over_speck``, "sizes, over a speck", unsure). A sure mask large in the image (``whole_min_frac``) may be a part
 of an object in front of the camera that every usual box cut (a can's lid or label): the mask of a wide context box
-(``whole_scales``) replaces it when it holds it, is compact, outlined and separates from its ring nearly as well
+(``whole_scales``) replaces it when it holds it (at most ``whole_max_growth`` times its area: not the table a sure
+apple lies on), is compact, outlined and separates from its ring nearly as well
 (``details["picked"]`` "whole around"); an unsure mask of any size is tried too, and replaced only when its
 outline lies on the wide box mask's (``whole_shared_outline``: a cube's face, not a box on a board), or when it has
 no outline of its own and the region around it reaches the wide box mask's outline (``whole_plain_edge``,
