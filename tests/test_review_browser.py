@@ -606,12 +606,16 @@ def test_3d_scene_settle_and_rollout_playback(policy_server, browser):
     # clock moves at all, then that a late frame decodes after a seek: both prove the episode plays, neither
     # depends on how fast this machine is
     page.wait_for_function("() => document.querySelector('#rollout_video video').currentTime > 0", timeout=60_000)
-    state = page.evaluate("""async () => { const v = document.querySelector('#rollout_video video');
+    target = page.evaluate("""async () => { const v = document.querySelector('#rollout_video video');
         v.pause();
         const target = v.duration * 0.8;
         await new Promise((ok) => { v.addEventListener('seeked', ok, {once: true}); v.currentTime = target; });
-        return {error: v.error ? v.error.code : null, length: v.duration, at: v.currentTime,
-                ready: v.readyState, target: target}; }""")
+        return target; }""")
+    # 'seeked' may fire before the frame there is decoded (readyState 1 on a loaded machine): wait for the frame
+    page.wait_for_function("() => document.querySelector('#rollout_video video').readyState >= 2", timeout=60_000)
+    state = page.evaluate("""() => { const v = document.querySelector('#rollout_video video');
+        return {error: v.error ? v.error.code : null, length: v.duration, at: v.currentTime, ready: v.readyState}; }""")
+    state["target"] = target
     assert state["error"] is None and state["length"] > 1.0, state  # the episode's length in the video, not a timing
     assert abs(state["at"] - state["target"]) < 0.1 and state["ready"] >= 2, state
     page.screenshot(path=str(ARTIFACTS / "tab_rollout.png"), full_page=True)
