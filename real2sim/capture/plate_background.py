@@ -680,9 +680,10 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     fg = np.zeros_like(bg)
     und = np.zeros_like(bg)
     both = _with_ones(anchor_s, anchor_s)  # frame, anchor, 1: the anchor and the ones are set once
-    by_level = noise_by_level(small, anchor_s, level_floor) if level_floor < 1 else 1.0
+    deviation = np.stack([channel_max(cv2.absdiff(small[t], anchor_s)) for t in range(n)])
+    by_level = noise_by_level(deviation, channel_max(anchor_s), level_floor) if level_floor < 1 else 1.0
     for t in range(n):
-        dev = channel_max(cv2.absdiff(small[t], anchor_s)) > tau[t] * by_level
+        dev = deviation[t] > tau[t] * by_level
         if valid_s is not None:
             dev &= valid_s[t]
         dev = clean_in_box(dev, open_px, close_px, holes, min_area)
@@ -821,14 +822,13 @@ def invert_tone(image: np.ndarray, curve: np.ndarray) -> np.ndarray:
     return cv2.LUT(image, np.clip(inv + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3))
 
 
-def noise_by_level(small: np.ndarray, anchor_s: np.ndarray, floor: float, bins: int = 8) -> np.ndarray:
+def noise_by_level(d: np.ndarray, level: np.ndarray, floor: float, bins: int = 8) -> np.ndarray:
     """``(hs, ws) float32``: the frames' noise at each pixel's level over their noise overall, between ``floor``
-    and 1. The level is the anchor's brightest channel; per quantile bin of it, the lower quartile of the frames'
-    deviation from the anchor (brightest channel, every frame) over that of every pixel, interpolated. A camera's
-    tone curve compresses the noise and the contrast of its dark levels (or of its bright ones) alike: one
-    threshold for every level, set by the levels most pixels have, misses a black arm over a dark wall."""
-    level = channel_max(anchor_s)
-    d = channel_max(np.abs(small - anchor_s[None]))
+    and 1. ``d``: ``(n, hs, ws)`` the frames' deviation from the anchor (brightest channel); ``level``: ``(hs, ws)``
+    the anchor's brightest channel. Per quantile bin of the level, the lower quartile of the deviations over that of
+    every pixel, interpolated. A camera's tone curve compresses the noise and the contrast of its dark levels (or of
+    its bright ones) alike: one threshold for every level, set by the levels most pixels have, misses a black arm
+    over a dark wall."""
     q_all = float(np.percentile(d, 25))
     centres, ks = by_quantile_bins(level, lambda sel: float(np.percentile(d[:, sel], 25)) / max(q_all, 1e-6), bins, 20)
     if not centres:

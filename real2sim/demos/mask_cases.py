@@ -370,6 +370,11 @@ def camera_look(rng: np.random.Generator):
     return look
 
 
+def recorded(look, image: np.ndarray) -> np.ndarray:
+    """A ``uint8`` image (any shape ``(..., 3)``) through a :func:`camera_look`, back in ``uint8``."""
+    return np.clip(np.round(look(image.astype(np.float32) / 255.0) * 255.0), 0, 255).astype(np.uint8)
+
+
 def edited_plate(image: np.ndarray, plate: np.ndarray, covered: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The frame ``image`` with ``covered`` (``(h, w) bool``: an object and its shadow) removed as a person removes
     it from a photo (``edited`` family): over it and a margin of 10-30 % of its size, in half of the cases the frame
@@ -700,7 +705,7 @@ def synthetic_case(data: Path, plate_name: str, plate: np.ndarray, family: str, 
     if family == "camera":
         look = camera_look(rng)
         img = look(img)
-        plate = np.clip(np.round(look(plate.astype(np.float32) / 255.0) * 255), 0, 255).astype(np.uint8)
+        plate = recorded(look, plate)
     image = camera_effect(img, family, rng)
     click, box = sample_click(mask, rng), sample_box(mask, rng)
     if family == "misreg":

@@ -31,7 +31,7 @@ from real2sim.core.camera import Camera
 from real2sim.core.geometry import camera_pose_from_convention, make_pose, transform_points
 from real2sim.core.imaging import read_rgb
 from real2sim.core.manifest import RobotSpec
-from real2sim.demos.mask_cases import camera_look
+from real2sim.demos.mask_cases import camera_look, recorded
 from real2sim.render.raster import rasterize
 from real2sim.render.robot import RobotModel, _geometry_mesh, load_robot_model
 from real2sim.robots.scene import link_poses, parse_urdf
@@ -80,12 +80,8 @@ def through_another_camera(case: PlateCase, seed: int) -> PlateCase:
     ``seed`` and the case's name (the same look whichever cases are run with it); the masks and regions are the
     case's own."""
     look = camera_look(np.random.default_rng([seed, zlib.crc32(case.name.encode())]))
-
-    def record(x: np.ndarray) -> np.ndarray:
-        return np.clip(np.round(look(x.astype(np.float32) / 255.0) * 255.0), 0, 255).astype(np.uint8)
-
-    return replace(case, name=f"{case.name}@camera{seed}", frames=np.stack([record(f) for f in case.frames]),
-                   truth=record(case.truth), kind=f"{case.kind}, another camera")
+    return replace(case, name=f"{case.name}@camera{seed}", frames=np.stack([recorded(look, f) for f in case.frames]),
+                   truth=recorded(look, case.truth), kind=f"{case.kind}, another camera")
 
 
 @dataclass
