@@ -457,9 +457,10 @@ def test_a_robot_shadow_over_part_of_the_clip_is_not_taken_for_the_background(sh
     """A WidowX rendered over a real plate, its cast shadow over a textured bin for seven of 16 frames; the plate
     made as the bundle stage makes it (the robot's masks given, regions told apart in the rest). The lit bin, the
     median's, was taken for a ghost and replaced by the shadowed frames' median: the plate was no better than the
-    plain median (-0.04 and +0.16 dB). A replacement that is the anchor darkened alike in every channel with its
-    texture kept is a shadow (``PlateConfig.ghost_shade``): the anchor stays, and the plate beats the median by
-    3.5-5.1 dB."""
+    plain median (-0.04 and +0.16 dB; +0.56 and +0.09 since the way back to frame 0's tone is fitted on the pixels
+    that frame shows the background in: still short of the issue's 1 dB). A replacement that is the anchor darkened
+    alike in every channel with its texture kept is a shadow (``PlateConfig.ghost_shade``): the anchor stays, and
+    the plate beats the median by 4.3-5.5 dB."""
     import cv2
 
     from real2sim.demos.plate_cases import real_plates
@@ -474,7 +475,7 @@ def test_a_robot_shadow_over_part_of_the_clip_is_not_taken_for_the_background(sh
     median = psnr(plain_median(clip.frames), truth)
     before = psnr(make_plate(clip.frames, masks, PlateConfig(detect_with_masks=True, ghost_shade=0.0))[0], truth)
     now = psnr(make_plate(clip.frames, masks, PlateConfig(detect_with_masks=True))[0], truth)
-    assert before < median + 0.5, "the case no longer shows the failure"
+    assert before < median + 1.0, "the case no longer shows the failure"
     assert now > median + 3.0, (now, median, before)
 
 
@@ -656,3 +657,25 @@ def test_the_threshold_follows_the_noise_at_each_level_through_a_crushing_tone_c
     before = psnr(make_plate(frames, None, PlateConfig(level_noise_floor=1.0))[0], truth, c.valid)
     assert before < median + 1.0, "the case no longer shows the failure"
     assert psnr(make_plate(frames)[0], truth, c.valid) > median + 3.0
+
+
+@pytest.mark.realdata
+def test_the_plate_takes_the_reference_frames_tone_from_the_pixels_it_shows_the_background_in(shared_data):
+    """A low-contrast clip whose exposure drifts (``google_c0_low_contrast``): the frames go through tone curves onto
+    their median's tone and the plate comes back to the first frame's. That way back is fitted on the pixels where
+    the first frame shows the background, at full resolution: the first frame's own curve (every roughly agreeing
+    pixel at the detection resolution, foreground edges included) put its error into every pixel of the plate,
+    0.96 levels RMS against the truth over the pixels no frame occludes."""
+    from real2sim.demos.plate_cases import plate_cases
+
+    cases = plate_cases(shared_data, ["google_c0_low_contrast"])
+    if not cases:
+        pytest.skip(f"google_robot/overlays/open_drawer_c0 not in {shared_data}")
+    case = cases[0]
+    truth = case.truth.astype(float)
+    clean = (np.abs(case.frames.astype(float) - truth).mean(-1) < 12).all(0)
+    plate = make_plate(case.frames, case.masks)[0].astype(float)
+    err = (plate - truth)[clean]
+    assert clean.mean() > 0.3
+    assert np.sqrt((err ** 2).mean()) < 0.75, np.sqrt((err ** 2).mean())
+    assert abs(err.mean()) < 0.2, err.mean()

@@ -822,6 +822,37 @@ def invert_tone(image: np.ndarray, curve: np.ndarray) -> np.ndarray:
     return cv2.LUT(image, np.clip(inv + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3))
 
 
+def to_frame_tone(plate: np.ndarray, frame: np.ndarray, shown: np.ndarray, curve: np.ndarray, bins: int = 16,
+                  min_count: int = 50) -> np.ndarray:
+    """``(h, w, 3) uint8`` plate (in the anchor's tone) in ``frame``'s tone: per channel and level bin, the median of
+    frame minus plate over the pixels where ``frame`` showed the background (``shown``, ``(h, w) bool``), interpolated
+    and made monotone. The frame's own tone curve was fitted at the detection resolution over every pixel that
+    roughly agreed (foreground edges, few bright pixels): its error would go into every pixel of the plate; where
+    too few pixels show the background, its inverse (``curve``, ``(256, 3)``) is used."""
+    import cv2
+
+    if shown.sum() < 4 * min_count:
+        return invert_tone(plate, curve)
+    levels = np.arange(256, dtype=np.float32)
+    centres = (np.arange(bins) + 0.5) * 256.0 / bins
+    p_ok, f_ok = masked_rows(plate, shown), masked_rows(frame, shown)
+    b_ok = (p_ok.astype(np.int64) * bins) >> 8
+    lut = np.empty((256, 3), np.float32)
+    for c in range(3):
+        b, d = b_ok[:, c], f_ok[:, c].astype(np.float32) - p_ok[:, c]
+        order = np.lexsort((d, b))
+        cnt = np.bincount(b, minlength=bins)
+        mid = np.cumsum(cnt) - cnt + cnt // 2
+        have = cnt >= min_count
+        med = d[order][np.minimum(mid, len(d) - 1)]
+        if have.sum() >= 2:
+            off = np.interp(levels, centres[have], med[have])
+        else:
+            off = np.full(256, float(med[have].mean()) if have.any() else 0.0)
+        lut[:, c] = np.maximum.accumulate(np.clip(levels + off, 0, 255))
+    return cv2.LUT(plate, np.clip(lut + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3))
+
+
 def noise_by_level(d: np.ndarray, level: np.ndarray, floor: float, bins: int = 8) -> np.ndarray:
     """``(hs, ws) float32``: the frames' noise at each pixel's level over their noise overall, between ``floor``
     and 1. ``d``: ``(n, hs, ws)`` the frames' deviation from the anchor (brightest channel); ``level``: ``(hs, ws)``
@@ -1071,6 +1102,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         if np.abs(curves - np.arange(256, dtype=np.float32)[None, :, None]).max() < 0.5:
             curves = None  # every curve rounds to the identity: nothing to map (and nothing to map back)
         else:
+            ref_frame = apply_tone(frames[ref:ref + 1], None, None if luts is None else luts[ref:ref + 1])[0]
             frames = apply_tone(frames, curves, luts)
             small = shrink(frames, size)
     if luts is not None and curves is None:
@@ -1200,7 +1232,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         undecided |= lifted  # a minority of the frames decided them: reported
         report["shadow_lifted_fraction"] = round(float(lifted.mean()), 6)
     if curves is not None:  # back to the reference frame's tone
-        plate = invert_tone(plate, curves[ref])
+        plate = to_frame_tone(plate, ref_frame, used[ref], curves[ref])
     return BackgroundEstimate(plate, count, used, ghost, undecided, sigma, report)
 
 
