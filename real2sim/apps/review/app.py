@@ -388,7 +388,7 @@ def _wire_objects(page: _Page, overlay: _Overlay, objects: _Objects, apply_btn, 
             return ver, err_md(str(exc)), img, img, gr.update(), gr.update(), note
         img, note = view(cam, frame, mode, blend)
         text = views.pose_text_quat(srv.bundle().manifest.objects[oid].pose)
-        return nver, ok_md(msg), img, img, _version_note(nver), text, note
+        return nver, _saved_md(msg), img, img, _version_note(nver), text, note
 
     pose_inputs = [page.version, objects.select, *sliders, objects.ref, *overlay.inputs]
     pose_outputs = [page.version, page.status, objects.image, overlay.image, page.version_md, objects.text, objects.note]
@@ -570,6 +570,13 @@ def _save_camera_pose(srv: ReviewServer, ver: str, cam: str, shown, writer: str 
     return res.version, _edit_message(res)
 
 
+def _saved_md(msg: str):
+    """The status after a slider's save: its message, or the status left as it is when nothing changed. Undo, or an
+    edit elsewhere, sets the sliders and a slider's release then fires with the values already saved: its
+    'unchanged' must not cover what that edit said ("undid: camera main")."""
+    return gr.update() if msg.endswith(": unchanged") else ok_md(msg)
+
+
 def _camera_tab(page: _Page, overlay: _Overlay) -> _CameraRobot:
     cams = page.cameras
     with gr.Tab("Camera & robot", id="camera_tab"):
@@ -623,7 +630,7 @@ def _wire_camera(page: _Page, overlay: _Overlay, tab: _CameraRobot) -> None:
             img, over, note = _robot_views(srv, cam, frame, mode, blend)
             return ver, err_md(str(exc)), img, gr.update(), over, note
         img, over, note = _robot_views(srv, cam, frame, mode, blend)
-        return nver, ok_md(msg), img, _version_note(nver), over, note
+        return nver, _saved_md(msg), img, _version_note(nver), over, note
 
     inputs = [page.version, tab.select, *tab.sliders, overlay.frame, overlay.mode, overlay.blend]
     outputs = [page.version, page.status, tab.image, page.version_md, overlay.image, overlay.note]
@@ -709,7 +716,7 @@ def _wire_joint_sliders(page: _Page, controls: list, sliders: list, extra_inputs
                 nver, msg, ok = ver, str(exc), False
                 cur = views.joint_values(srv.bundle(), [control])[0]
                 back = gr.update() if cur is None else gr.update(value=control.shown(cur))  # the saved value again
-            return (nver, ok_md(msg) if ok else err_md(msg), _version_note(nver) if ok else gr.update(), back,
+            return (nver, _saved_md(msg) if ok else err_md(msg), _version_note(nver) if ok else gr.update(), back,
                     *redraw(*extra))
         return apply
 
