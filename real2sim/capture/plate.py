@@ -159,6 +159,16 @@ class PlateConfig:
     the largest set of frames that agree with each other replaces the median when that set has at least this many
     frames more, and its colour is less like the things seen in front elsewhere in the clip (a colour histogram of
     the samples the plate rejected, against one of the plate) than the median's. 0: off."""
+    foreign_majority: float = 0.15
+    """Where the regions could not be told apart and the plate's colour is that of the things seen in front (more
+    than ``foreign_majority_ratio`` in log likelihood ratio), the largest set of the other frames that agree with each
+    other, when it holds at least this share of the frames and its colour is more like the background's: a dark arm
+    close to the camera that covers a corner in most frames (its frames agree: the median is the arm) gives way to
+    the frames that show the wall. Marked undecided. Only without given masks (what they leave of the things in
+    front, edges and shadows, is no measure of their colours). 0: off."""
+    foreign_majority_ratio: float = 1.0
+    """See ``foreign_majority``: the plate's colour at least e times as common in front as in the background (at 0,
+    a dark Google scene through a crushing tone curve lost 2.6 dB)."""
     shadow_lift: float = 2.5
     """A cast shadow in most frames (a robot's, where the arm lingers) is lifted: a connected part of the plate that
     at least 2 frames show brighter alike in every channel (the plate their colour darkened by more than

@@ -1226,6 +1226,15 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         moded = mixed_mode(frames, plate, mixed & ~spatial, count, used, valid, tol, cfg.mixed_mode)
         undecided |= moded  # a plurality decided them, not a majority: reported
         report["mixed_mode_fraction"] = round(float(moded.mean()), 6)
+    if detect and n >= 3 and cfg.foreign_majority > 0 and valid is None:
+        # after the arbiter and the mode: what they decided stays; a minority decided these: reported. Not with given
+        # masks: what they leave of the things in front (edges, shadows) reads as their colours (the one-command
+        # clips with the robot's masks lost up to 4.8 dB)
+        taken = foreign_majority(frames, plate, undecided & ~mixed & ~ghost & ~spatial, count, used, valid, tol,
+                                 cfg.foreign_majority, cfg.foreign_majority_ratio,
+                                 max(4, int(cfg.min_blob_frac * h * w)))
+        undecided |= taken
+        report["foreign_majority_fraction"] = round(float(taken.mean()), 6)
     if detect and n >= 2 and cfg.shadow_lift > 1:
         plate, lifted = lift_shadows(frames, small, plate, valid, valid_s, tol, min_area, cfg.ghost_shade,
                                      cfg.shadow_lift)
@@ -1426,21 +1435,11 @@ def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: 
         return out
     vals = np.ascontiguousarray(frames[:, ys, xs].transpose(0, 2, 1))  # (n, 3, k) uint8
     ok = np.ones((n, len(ys)), bool) if valid is None else valid[:, ys, xs]
-    tk = np.clip(np.floor(tol[ys, xs]), 0, 255).astype(np.uint8)
-    cnt = ok.astype(np.int32)  # every frame agrees with itself; each pair is compared once
-    for i in range(n - 1):
-        agree = _within(vals[i + 1:], vals[i], tk) & ok[i + 1:] & ok[i]
-        cnt[i] += agree.sum(0, dtype=np.int32)
-        cnt[i + 1:] += agree
-    cnt[~ok] = -1
-    best_i = cnt.argmax(0)
-    agree = _within(vals, vals[best_i, :, np.arange(len(ys))].T, tk) & ok
-    m = agree.sum(0, dtype=np.int32)
+    agree, m, mean = _largest_agreeing(vals, ok, np.clip(np.floor(tol[ys, xs]), 0, 255).astype(np.uint8))
     use = (m >= count[ys, xs] + margin) & (m >= 2)
     if not use.any():
         return out
-    ys, xs, agree, m = ys[use], xs[use], agree[:, use], m[use]
-    mean = (vals[:, :, use] * agree[:, None]).sum(0, dtype=np.float32).T / m[:, None]
+    ys, xs, agree, m, mean = ys[use], xs[use], agree[:, use], m[use], mean[use]
     like = foreground_likelihood(frames, plate, used, mixed, valid)
     keep = like(mean) < like(plate[ys, xs])
     if not keep.any():
@@ -1451,6 +1450,65 @@ def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: 
     used[:, ys, xs] = agree
     out[ys, xs] = True
     return out
+
+
+def foreign_majority(frames: np.ndarray, plate: np.ndarray, where: np.ndarray, count: np.ndarray, used: np.ndarray,
+                     valid: np.ndarray | None, tol: np.ndarray, min_share: float, min_ratio: float, min_area: int
+                     ) -> np.ndarray:
+    """Where the regions could not be told apart (``where``, ``(h, w) bool``) and the plate's colour is that of the
+    things seen in front (:func:`foreground_likelihood`: log(p_fg / p_bg) over ``min_ratio``), the mean of the
+    largest set of the other frames that agree with each other (within ``tol``, max channel; at least
+    ``min_share`` of the frames and 2), when its colour is more like the background than the things in front.
+
+    A dark arm close to the camera covers a corner in most frames: its frames agree with each other there (dark is
+    dark), so the median and the plate are the arm, and its moving outline leaves the regions undecided. The frames
+    that show the wall agree with each other too and have the background's colours, which the arm's frames have
+    not. Kept only in parts of at least ``min_area`` pixels. Updates ``plate``, ``count`` and ``used`` in place;
+    returns the ``(h, w) bool`` pixels changed."""
+    n = frames.shape[0]
+    out = np.zeros(where.shape, bool)
+    ys, xs = _nonzero(where)
+    if n < 3 or not len(ys):
+        return out
+    like = foreground_likelihood(frames, plate, used, where, valid)
+    foreign = like(plate[ys, xs]) > min_ratio
+    ys, xs = ys[foreign], xs[foreign]
+    if not len(ys):
+        return out
+    vals = np.ascontiguousarray(frames[:, ys, xs].transpose(0, 2, 1))  # (n, 3, k) uint8
+    ok = ~used[:, ys, xs]  # the frames the plate did not take here
+    if valid is not None:
+        ok &= valid[:, ys, xs]
+    agree, m, mean = _largest_agreeing(vals, ok, np.clip(np.floor(tol[ys, xs]), 0, 255).astype(np.uint8))
+    take = (m >= max(2, int(np.ceil(min_share * n)))) & (like(mean) < 0)
+    out[ys[take], xs[take]] = True
+    out = clean_mask(out, 0, 0, False, min_area)
+    k = np.flatnonzero(out[ys, xs])
+    if not len(k):
+        return out
+    ys, xs = ys[k], xs[k]
+    plate[ys, xs] = np.clip(mean[k] + 0.5, 0, 255).astype(np.uint8)
+    count[ys, xs] = m[k]
+    used[:, ys, xs] = agree[:, k]
+    return out
+
+
+def _largest_agreeing(vals: np.ndarray, ok: np.ndarray, tk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pixel, the largest set of frames that agree with one of them: ``vals`` ``(n, 3, k) uint8``, ``ok``
+    ``(n, k) bool`` the frames that may take part, ``tk`` ``(k,) uint8`` the tolerance (max channel). Returns
+    (``(n, k) bool`` the set, ``(k,) int32`` its size, ``(k, 3) float32`` its mean)."""
+    n = vals.shape[0]
+    cnt = ok.astype(np.int32)  # every frame agrees with itself; each pair is compared once
+    for i in range(n - 1):
+        agree = _within(vals[i + 1:], vals[i], tk) & ok[i + 1:] & ok[i]
+        cnt[i] += agree.sum(0, dtype=np.int32)
+        cnt[i + 1:] += agree
+    cnt[~ok] = -1
+    best_i = cnt.argmax(0)
+    agree = _within(vals, vals[best_i, :, np.arange(vals.shape[2])].T, tk) & ok
+    m = agree.sum(0, dtype=np.int32)
+    mean = (vals * agree[:, None]).sum(0, dtype=np.float32).T / np.maximum(m, 1)[:, None]
+    return agree, m, mean
 
 
 def _within(a: np.ndarray, b: np.ndarray, tol: np.ndarray) -> np.ndarray:

@@ -111,6 +111,9 @@ class ClipSpec:
     """The plate's contrast about its mean (0.5: a low-contrast scene)."""
     shadow: float = 0.35
     """Darkening of the occluders' cast shadows (0: none)."""
+    zoom: float = 1.0
+    """The robot's camera's focal length times this: over 1, the robot close to the camera (2.6: the WidowX covers
+    up to a third of the image, its upper arm a corner in most frames)."""
     seed: int = 0
 
 
@@ -193,8 +196,9 @@ def render_robot(model: RobotModel, camera: Camera, q, albedo: dict, default: fl
     return img.astype(np.float32), fr.mask
 
 
-def robot_keyposes(kind: str, model: RobotModel, camera: Camera, count: int, rng) -> list[np.ndarray]:
-    """``count`` joint vectors whose robot covers 2-35 % of the image (rejection sampling, seeded)."""
+def robot_keyposes(kind: str, model: RobotModel, camera: Camera, count: int, rng,
+                   cover: tuple[float, float] = (0.02, 0.35)) -> list[np.ndarray]:
+    """``count`` joint vectors whose robot covers ``cover`` (2-35 %) of the image (rejection sampling, seeded)."""
     if kind == "widowx":
         lo = np.array([-0.6, -0.2, -0.4, -0.5, 0.6, -1.0, 0.015, -0.037])
         hi = np.array([0.6, 0.7, 0.4, 0.5, 1.6, 1.0, 0.037, -0.015])
@@ -207,10 +211,10 @@ def robot_keyposes(kind: str, model: RobotModel, camera: Camera, count: int, rng
                                                                     (camera.width // 4, camera.height // 4)),
                    camera.T_world_camera)
     out = []
-    for _ in range(200):
+    for _ in range(400):
         q = base + rng.uniform(lo, hi)
-        cover = render_robot(model, small, q, {}, 1.0)[1].mean()
-        if 0.02 < cover < 0.35:
+        covered = render_robot(model, small, q, {}, 1.0)[1].mean()
+        if cover[0] < covered < cover[1]:
             out.append(q)
         if len(out) == count:
             break
@@ -346,7 +350,12 @@ def synth_clip(name: str, plate: np.ndarray, spec: ClipSpec, data: Path | None =
     if spec.occluder in ("widowx", "google_robot"):
         model = widowx_model() if spec.occluder == "widowx" else google_robot_model(str(data))
         cam = robot_camera(spec.occluder, model, (w, h))
-        keys = robot_keyposes(spec.occluder, model, cam, 4, rng)
+        if spec.zoom != 1.0:  # the focal lengths only: the principal point stays
+            K = np.array(cam.K, float)
+            K[0, 0] *= spec.zoom
+            K[1, 1] *= spec.zoom
+            cam = Camera(cam.width, cam.height, K, cam.T_world_camera)
+        keys = robot_keyposes(spec.occluder, model, cam, 4, rng, cover=(0.02, 0.35) if spec.zoom <= 1 else (0.05, 0.7))
         albedo = ({"left_finger_link": 0.15, "right_finger_link": 0.15} if spec.occluder == "widowx" else
                   {"link_gripper": 0.25, "link_finger_right": 0.2, "link_finger_left": 0.2, "link_wrist": 0.3})
         default = 0.1 if spec.occluder == "widowx" else 0.85
