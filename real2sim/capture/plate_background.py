@@ -1444,12 +1444,17 @@ def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: 
     keep = like(mean) < like(plate[ys, xs])
     if not keep.any():
         return out
-    ys, xs, agree, mean = ys[keep], xs[keep], agree[:, keep], mean[keep]
-    plate[ys, xs] = np.clip(mean + 0.5, 0, 255).astype(np.uint8)
-    count[ys, xs] = m[keep]
-    used[:, ys, xs] = agree
-    out[ys, xs] = True
+    _take_sets(plate, count, used, ys[keep], xs[keep], agree[:, keep], m[keep], mean[keep])
+    out[ys[keep], xs[keep]] = True
     return out
+
+
+def _take_sets(plate: np.ndarray, count: np.ndarray, used: np.ndarray, ys: np.ndarray, xs: np.ndarray,
+               agree: np.ndarray, m: np.ndarray, mean: np.ndarray) -> None:
+    """Pixels ``(ys, xs)`` take the mean ``(k, 3)`` of the frames ``agree`` ``(n, k)`` (``m`` ``(k,)`` of them)."""
+    plate[ys, xs] = np.clip(mean + 0.5, 0, 255).astype(np.uint8)
+    count[ys, xs] = m
+    used[:, ys, xs] = agree
 
 
 def foreign_majority(frames: np.ndarray, plate: np.ndarray, where: np.ndarray, count: np.ndarray, used: np.ndarray,
@@ -1486,10 +1491,7 @@ def foreign_majority(frames: np.ndarray, plate: np.ndarray, where: np.ndarray, c
     k = np.flatnonzero(out[ys, xs])
     if not len(k):
         return out
-    ys, xs = ys[k], xs[k]
-    plate[ys, xs] = np.clip(mean[k] + 0.5, 0, 255).astype(np.uint8)
-    count[ys, xs] = m[k]
-    used[:, ys, xs] = agree[:, k]
+    _take_sets(plate, count, used, ys[k], xs[k], agree[:, k], m[k], mean[k])
     return out
 
 
