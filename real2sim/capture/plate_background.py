@@ -839,12 +839,12 @@ def to_frame_tone(plate: np.ndarray, frame: np.ndarray, shown: np.ndarray, curve
     b_ok = (p_ok.astype(np.int64) * bins) >> 8
     lut = np.empty((256, 3), np.float32)
     for c in range(3):
-        b, d = b_ok[:, c], f_ok[:, c].astype(np.float32) - p_ok[:, c]
-        order = np.lexsort((d, b))
-        cnt = np.bincount(b, minlength=bins)
-        mid = np.cumsum(cnt) - cnt + cnt // 2
+        # the differences are whole levels: each bin's median from its histogram of them (no sort)
+        hist = np.bincount(b_ok[:, c] * 511 + (f_ok[:, c].astype(np.int64) - p_ok[:, c] + 255),
+                           minlength=bins * 511).reshape(bins, 511)
+        cnt = hist.sum(1)
         have = cnt >= min_count
-        med = d[order][np.minimum(mid, len(d) - 1)]
+        med = (np.argmax(np.cumsum(hist, 1) > (cnt // 2)[:, None], 1) - 255).astype(np.float32)
         if have.sum() >= 2:
             off = np.interp(levels, centres[have], med[have])
         else:
