@@ -615,7 +615,7 @@ def test_the_arbiter_does_not_continue_a_lingering_arm(shared_data, google_robot
     so the well-decided plate beside the dark table edge is the arm's grey, and the spatial arbiter, picking the
     frames that continue the surroundings, took the grey arm there (7 frames) over the edge (6 frames): +0.90 dB
     over the median, under the bar of 1 (before the per-level threshold too, which alone gives +1.43, and the
-    foreign majority, which alone gives +2.43). Those
+    foreign majority, which alone gives +2.49). Those
     colours are far more like the things seen in front than the plate where every frame agrees with it
     (``PlateConfig.arbiter_foreign``): not taken."""
     clip, truth = _google_head_clip(shared_data, "open_drawer_a0", 141)
