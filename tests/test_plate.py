@@ -696,7 +696,7 @@ def test_a_dark_arm_close_to_the_camera_gives_way_to_the_frames_that_show_the_wa
     cubes plate: its black upper arm covers the top corner in most frames. Those frames agree with each other
     there, so the median and the plate were the arm and its moving outline left the regions undecided (the plate
     no better than the median: -0.08 dB). Where the plate's colour is the things seen in front and the frames that
-    show the background agree with each other (``PlateConfig.foreign_majority``), they win: +1.03 dB."""
+    show the background agree with each other (``PlateConfig.foreign_majority``), they win: +4.31 dB."""
     from real2sim.demos.plate_cases import ClipSpec, real_plates, synth_clip
 
     plates = real_plates(shared_data)
@@ -709,6 +709,8 @@ def test_a_dark_arm_close_to_the_camera_gives_way_to_the_frames_that_show_the_wa
     before = psnr(without, case.truth)
     now, conf = make_plate(case.frames)[:2]
     assert before < median + 0.3, "the case no longer shows the failure"
-    assert psnr(now, case.truth) > median + 0.95, (psnr(now, case.truth), median, before)
-    changed = np.abs(now.astype(int) - without).max(-1) > 0
+    assert psnr(now, case.truth) > median + 3.0, (psnr(now, case.truth), median, before)
+    # what the step replaced (more than 10 levels: the way back to the first frame's tone moves every pixel a level)
+    changed = np.abs(now.astype(int) - without).max(-1) > 10
+    assert changed.mean() > 0.05
     assert (conf[changed] == 128).all()  # a minority of the frames decided them: reported, not confident

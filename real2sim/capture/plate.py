@@ -160,8 +160,9 @@ class PlateConfig:
     frames more, and its colour is less like the things seen in front elsewhere in the clip (a colour histogram of
     the samples the plate rejected, against one of the plate) than the median's. 0: off."""
     foreign_majority: float = 0.15
-    """Where the regions could not be told apart or no majority agrees with the median (and neither the arbiter nor
-    ``mixed_mode`` decided) and the plate's colour is that of the things seen in front (more
+    """Where the regions could not be told apart (a ghost's pixels too: the frames behind a lingering arm can be the
+    arm passing) or no majority agrees with the median (and neither the arbiter nor ``mixed_mode`` decided) and the
+    plate's colour is that of the things seen in front (more
     than ``foreign_majority_ratio`` in log likelihood ratio), the largest set of the other frames that agree with each
     other, when it holds at least this share of the frames and its colour is more like the background's: a dark arm
     close to the camera that covers a corner in most frames (its frames agree: the median is the arm) gives way to

@@ -1228,10 +1228,11 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         undecided |= moded  # a plurality decided them, not a majority: reported
         report["mixed_mode_fraction"] = round(float(moded.mean()), 6)
     if detect and n >= 3 and cfg.foreign_majority > 0 and valid is None:
-        # the pixels left undecided or mixed after the arbiter and the mode (what they decided stays); a minority
-        # decided these: reported. Not with given masks: what they leave of the things in front (edges, shadows)
-        # reads as their colours (the one-command clips with the robot's masks lost up to 4.8 dB)
-        left = (undecided | mixed) & ~ghost & ~spatial & ~moded
+        # the pixels left undecided (a ghost's too: the frames behind a lingering arm can be the arm passing) or mixed
+        # after the arbiter and the mode (what they decided stays); a minority decided these: reported. Not with given
+        # masks: what they leave of the things in front (edges, shadows) reads as their colours (the one-command
+        # clips with the robot's masks lost up to 4.8 dB)
+        left = (undecided | mixed) & ~spatial & ~moded
         taken = foreign_majority(frames, plate, left, count, used, valid, tol,
                                  cfg.foreign_majority, cfg.foreign_majority_ratio,
                                  max(4, int(cfg.min_blob_frac * h * w)))
@@ -1462,8 +1463,8 @@ def _take_sets(plate: np.ndarray, count: np.ndarray, used: np.ndarray, ys: np.nd
 def foreign_majority(frames: np.ndarray, plate: np.ndarray, where: np.ndarray, count: np.ndarray, used: np.ndarray,
                      valid: np.ndarray | None, tol: np.ndarray, min_share: float, min_ratio: float, min_area: int
                      ) -> np.ndarray:
-    """Where the regions could not be told apart or no majority agrees with the median, and neither the arbiter nor
-    the mode decided (``where``, ``(h, w) bool``), and the plate's colour is that of the
+    """Where the regions could not be told apart (a ghost's pixels too) or no majority agrees with the median, and
+    neither the arbiter nor the mode decided (``where``, ``(h, w) bool``), and the plate's colour is that of the
     things seen in front (:func:`foreground_likelihood`: log(p_fg / p_bg) over ``min_ratio``), the mean of the
     largest set of the other frames that agree with each other (within ``tol``, max channel; at least
     ``min_share`` of the frames and 2), when its colour is more like the background than the things in front.
