@@ -178,6 +178,14 @@ class PlateConfig:
     with the plate's texture (grey levels correlating at 0.5) and continuing the surroundings across its outline
     (at most half the plate's step there) takes the mean of those frames; marked like ``mixed_mode``'s pixels
     (:func:`~real2sim.capture.plate_background.lift_shadows`). 0: off."""
+    shadow_lift_core: float = 3.0
+    """... or, the core of a soft shadow whose penumbra lingers around it too (a close-up arm's), stepping at its
+    outline up to this times the plate's, when its lit colours are not the things seen in front's (see
+    ``shadow_lift_foreign``). 0: only the outline test above."""
+    shadow_lift_foreign: float = 2.5
+    """See ``shadow_lift_core``: the lit colours' mean natural log likelihood ratio, things in front over the
+    background (the histograms of ``arbiter_foreign``), under this (a lighter robot link over a darker one scores
+    over 3)."""
     undecided_fraction: float = 0.15
     """Pixels covered by undecided regions in at least this fraction of the frames (and 2) get confidence 128."""
     average_sigmas: float = 3.0

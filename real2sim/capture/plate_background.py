@@ -1239,8 +1239,10 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         undecided |= taken
         report["foreign_majority_fraction"] = round(float(taken.mean()), 6)
     if detect and n >= 2 and cfg.shadow_lift > 1:
+        core = (cfg.shadow_lift_core, cfg.shadow_lift_foreign,
+                lambda: agreed_likelihood(frames, plate, count, used, mixed, valid, n_avail))
         plate, lifted = lift_shadows(frames, small, plate, valid, valid_s, tol, min_area, cfg.ghost_shade,
-                                     cfg.shadow_lift)
+                                     cfg.shadow_lift, core if cfg.shadow_lift_core > 0 else None)
         undecided |= lifted  # a minority of the frames decided them: reported
         report["shadow_lifted_fraction"] = round(float(lifted.mean()), 6)
     if curves is not None:  # back to the reference frame's tone
@@ -1249,8 +1251,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
 
 
 def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid: np.ndarray | None,
-                 valid_s: np.ndarray | None, tol: np.ndarray, min_area: int, shade: float, max_lift: float
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 valid_s: np.ndarray | None, tol: np.ndarray, min_area: int, shade: float, max_lift: float,
+                 core=None) -> tuple[np.ndarray, np.ndarray]:
     """``plate`` with the cast shadows that lingered in most frames lifted, and the pixels lifted ``(h, w) bool``.
 
     The median keeps a shadow that covers a place in most frames (a robot's, where its arm stays); the frames
@@ -1261,7 +1263,13 @@ def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid
     continue the surroundings across its outline (a step at most half the plate's there: a shadow's edge is in the
     plate, a lighter thing's own outline would be in the frames). Then at full size, in the parts grown by 2 px
     (the penumbra), each pixel takes the mean of its lit samples. ``frames``: ``(n, h, w, 3) uint8`` in the
-    plate's tone; ``tol``: ``(h, w)`` the noise tolerance (levels); ``valid``: optional ``(n, h, w) bool``."""
+    plate's tone; ``tol``: ``(h, w)`` the noise tolerance (levels); ``valid``: optional ``(n, h, w) bool``.
+
+    ``core``: optional ``(step, foreign, likelihood)``: a part whose lit colours step at its outline up to ``step``
+    times the plate's is lifted too when their mean log likelihood ratio, things in front over the background
+    (``likelihood()`` makes the function, :func:`agreed_likelihood`; made once, when first needed), is under
+    ``foreign``: the core of a soft shadow, its penumbra still in the plate around it, continues no surroundings
+    the plate has, and a lighter link over a darker one has the colours of the things in front."""
     import cv2
 
     n, h, w, _ = frames.shape
@@ -1273,11 +1281,16 @@ def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid
         lit &= valid_s
     k, lab, st, _ = cv2.connectedComponentsWithStats((lit.sum(0) >= 2).view(np.uint8), connectivity=8)
     keep = np.zeros(k, bool)
+    like = []  # the likelihood function, made for the first shadow core that needs it
     for i in np.flatnonzero(st[1:, cv2.CC_STAT_AREA] >= min_area) + 1:
         part = lab == i
         on = lit[:, part]
         mean = (small[:, part] * on[..., None]).sum(0) / on.sum(0)[:, None]
-        keep[i] = _lifts_a_shadow(part, mean, plate_s, shade, max_lift)
+        step = _shadow_step(part, mean, plate_s, shade, max_lift)
+        keep[i] = step < 0.5
+        if not keep[i] and core is not None and step < core[0]:
+            like = like or [core[2]()]
+            keep[i] = float(np.mean(like[0](mean))) < core[1]
     lifted = np.zeros((h, w), bool)
     if not keep.any():
         return plate, lifted
@@ -1307,14 +1320,15 @@ def _lit(vals: np.ndarray, old: np.ndarray, tol: np.ndarray, shade: float, max_l
     return out
 
 
-def _lifts_a_shadow(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, shade: float, max_lift: float) -> bool:
-    """The lit colours ``mean`` ``(k, 3)`` of ``part`` ``(hs, ws) bool`` are ``plate_s`` there with a shadow taken
-    off (see :func:`lift_shadows`): darkened alike (the part's median per channel within ``shade``), textured alike,
-    and continuing the surroundings."""
+def _shadow_step(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, shade: float, max_lift: float) -> float:
+    """How well the lit colours ``mean`` ``(k, 3)`` of ``part`` ``(hs, ws) bool`` are ``plate_s`` there with a
+    shadow taken off (see :func:`lift_shadows`): ``inf`` unless darkened alike (the part's median per channel within
+    ``shade``) and textured alike; else their step at the part's outline over the plate's (under 0.5: they continue
+    the surroundings)."""
     import cv2
 
     if not _shaded_alike(plate_s[part], mean, shade, max_lift, flat=0.5):
-        return False
+        return np.inf
     p8 = part.view(np.uint8)
     outside = (cv2.dilate(p8, np.ones((3, 3), np.uint8)) > 0) & ~part
     ring = part & ~(cv2.erode(p8, np.ones((3, 3), np.uint8)) > 0)
@@ -1323,13 +1337,13 @@ def _lifts_a_shadow(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, sha
     around = cv2.filter2D(plate_s * outside[..., None], -1, k, borderType=cv2.BORDER_CONSTANT)
     at = ring & (weight > 0)
     if np.count_nonzero(at) < 3:
-        return False
+        return np.inf
     around = around[at] / weight[at][:, None]
     lit = plate_s.copy()
     lit[part] = mean
     step_lit = np.median(np.abs(lit[at] - around).mean(-1))
     step_plate = np.median(np.abs(plate_s[at] - around).mean(-1))
-    return bool(step_lit < 0.5 * step_plate)
+    return float(step_lit / step_plate) if step_plate > 0 else np.inf
 
 
 def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghost: np.ndarray,
