@@ -1239,7 +1239,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         undecided |= taken
         report["foreign_majority_fraction"] = round(float(taken.mean()), 6)
     if detect and n >= 2 and cfg.shadow_lift > 1:
-        core = (cfg.shadow_lift_core, cfg.shadow_lift_foreign,
+        core = (cfg.shadow_lift_core, cfg.shadow_lift_foreign, cfg.shadow_lift_core_area,
                 lambda: agreed_likelihood(frames, plate, count, used, mixed, valid, n_avail))
         plate, lifted = lift_shadows(frames, small, plate, valid, valid_s, tol, min_area, cfg.ghost_shade,
                                      cfg.shadow_lift, core if cfg.shadow_lift_core > 0 else None)
@@ -1265,8 +1265,9 @@ def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid
     (the penumbra), each pixel takes the mean of its lit samples. ``frames``: ``(n, h, w, 3) uint8`` in the
     plate's tone; ``tol``: ``(h, w)`` the noise tolerance (levels); ``valid``: optional ``(n, h, w) bool``.
 
-    ``core``: optional ``(step, foreign, likelihood)``: a part whose lit colours step at its outline up to ``step``
-    times the plate's is lifted too when their mean log likelihood ratio, things in front over the background
+    ``core``: optional ``(step, foreign, area, likelihood)``: a part of at least ``area`` of the image whose lit
+    colours step at its outline up to ``step`` times the plate's is lifted too when their mean log likelihood
+    ratio, things in front over the background
     (``likelihood()`` makes the function, :func:`agreed_likelihood`; made once, when first needed), is under
     ``foreign``: the core of a soft shadow, its penumbra still in the plate around it, continues no surroundings
     the plate has, and a lighter link over a darker one has the colours of the things in front."""
@@ -1288,8 +1289,8 @@ def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid
         mean = (small[:, part] * on[..., None]).sum(0) / on.sum(0)[:, None]
         step = _shadow_step(part, mean, plate_s, shade, max_lift)
         keep[i] = step < 0.5
-        if not keep[i] and core is not None and step < core[0]:
-            like = like or [core[2]()]
+        if not keep[i] and core is not None and step < core[0] and part.sum() >= core[2] * part.size:
+            like = like or [core[3]()]
             keep[i] = float(np.mean(like[0](mean))) < core[1]
     lifted = np.zeros((h, w), bool)
     if not keep.any():
