@@ -1239,8 +1239,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         undecided |= taken
         report["foreign_majority_fraction"] = round(float(taken.mean()), 6)
     if detect and n >= 2 and cfg.shadow_lift > 1:
-        core = (cfg.shadow_lift_core, cfg.shadow_lift_foreign, cfg.shadow_lift_core_area,
-                lambda: agreed_likelihood(frames, plate, count, used, mixed, valid, n_avail))
+        core = ShadowCore(cfg.shadow_lift_core, cfg.shadow_lift_foreign, cfg.shadow_lift_core_area,
+                          lambda: agreed_likelihood(frames, plate, count, used, mixed, valid, n_avail))
         plate, lifted = lift_shadows(frames, small, plate, valid, valid_s, tol, min_area, cfg.ghost_shade,
                                      cfg.shadow_lift, core if cfg.shadow_lift_core > 0 else None)
         undecided |= lifted  # a minority of the frames decided them: reported
@@ -1250,9 +1250,24 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     return BackgroundEstimate(plate, count, used, ghost, undecided, sigma, report)
 
 
+@dataclass(frozen=True)
+class ShadowCore:
+    """When :func:`lift_shadows` lifts a shadow's core (see ``PlateConfig.shadow_lift_core``)."""
+
+    step: float
+    """The lit colours' step at the part's outline, at most this times the plate's."""
+    foreign: float
+    """Their mean log likelihood ratio, things in front over the background, under this."""
+    area: float
+    """The part at least this fraction of the image."""
+    likelihood: object
+    """Makes the likelihood function (colours ``(k, 3)`` -> ``(k,)``; :func:`agreed_likelihood`): called once,
+    for the first part that needs it."""
+
+
 def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid: np.ndarray | None,
                  valid_s: np.ndarray | None, tol: np.ndarray, min_area: int, shade: float, max_lift: float,
-                 core=None) -> tuple[np.ndarray, np.ndarray]:
+                 core: ShadowCore | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``plate`` with the cast shadows that lingered in most frames lifted, and the pixels lifted ``(h, w) bool``.
 
     The median keeps a shadow that covers a place in most frames (a robot's, where its arm stays); the frames
@@ -1265,12 +1280,11 @@ def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid
     (the penumbra), each pixel takes the mean of its lit samples. ``frames``: ``(n, h, w, 3) uint8`` in the
     plate's tone; ``tol``: ``(h, w)`` the noise tolerance (levels); ``valid``: optional ``(n, h, w) bool``.
 
-    ``core``: optional ``(step, foreign, area, likelihood)``: a part of at least ``area`` of the image whose lit
-    colours step at its outline up to ``step`` times the plate's is lifted too when their mean log likelihood
-    ratio, things in front over the background
-    (``likelihood()`` makes the function, :func:`agreed_likelihood`; made once, when first needed), is under
-    ``foreign``: the core of a soft shadow, its penumbra still in the plate around it, continues no surroundings
-    the plate has, and a lighter link over a darker one has the colours of the things in front."""
+    ``core``: optional :class:`ShadowCore`: a part of at least ``area`` of the image whose lit colours step at
+    its outline up to ``step`` times the plate's is lifted too when their mean log likelihood ratio, things in
+    front over the background, is under ``foreign``: the core of a soft shadow, its penumbra still in the plate
+    around it, continues no surroundings the plate has, and a lighter link over a darker one has the colours of
+    the things in front."""
     import cv2
 
     n, h, w, _ = frames.shape
@@ -1282,16 +1296,16 @@ def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid
         lit &= valid_s
     k, lab, st, _ = cv2.connectedComponentsWithStats((lit.sum(0) >= 2).view(np.uint8), connectivity=8)
     keep = np.zeros(k, bool)
-    like = []  # the likelihood function, made for the first shadow core that needs it
+    like = None  # made for the first shadow core that needs it
     for i in np.flatnonzero(st[1:, cv2.CC_STAT_AREA] >= min_area) + 1:
         part = lab == i
         on = lit[:, part]
         mean = (small[:, part] * on[..., None]).sum(0) / on.sum(0)[:, None]
         step = _shadow_step(part, mean, plate_s, shade, max_lift)
         keep[i] = step < 0.5
-        if not keep[i] and core is not None and step < core[0] and part.sum() >= core[2] * part.size:
-            like = like or [core[3]()]
-            keep[i] = float(np.mean(like[0](mean))) < core[1]
+        if not keep[i] and core is not None and step < core.step and part.sum() >= core.area * part.size:
+            like = like or core.likelihood()
+            keep[i] = float(np.mean(like(mean))) < core.foreign
     lifted = np.zeros((h, w), bool)
     if not keep.any():
         return plate, lifted
