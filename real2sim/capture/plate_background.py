@@ -1303,7 +1303,7 @@ def lift_shadows(frames: np.ndarray, small: np.ndarray, plate: np.ndarray, valid
         mean = (small[:, part] * on[..., None]).sum(0) / on.sum(0)[:, None]
         step = _shadow_step(part, mean, plate_s, shade, max_lift)
         keep[i] = step < 0.5
-        if not keep[i] and core is not None and step < core.step and part.sum() >= core.area * part.size:
+        if not keep[i] and core is not None and step < core.step and st[i, cv2.CC_STAT_AREA] >= core.area * part.size:
             like = like or core.likelihood()
             keep[i] = float(np.mean(like(mean))) < core.foreign
     lifted = np.zeros((h, w), bool)
