@@ -12,7 +12,12 @@ plate under them is inpainted). So the plate is scored twice: over every pixel t
 (``plate_cases.bridge_real_case``: ``valid``, and ``occluded``, what the robot passed over), and over those pixels
 less the prompted objects that never moved (their frame-0 masks, dilated by 7 px).
 
+``--framing NAME``: the clip, its cleanup, the camera's intrinsics and the prompts through one of
+``plate_cases.REFRAMINGS`` first (a close-up crop, another size, sensor noise; not the portrait one, which turns the
+camera's pose as well): the same command as another camera would have framed the scene.
+
     PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_init.py [--pose readme|none|both] [--keep DIR]
+        [--framing NAME]
 """
 from __future__ import annotations
 
@@ -49,6 +54,8 @@ def main() -> None:
     ap.add_argument("--pose", choices=("readme", "none", "both"), default="both",
                     help="camera file with the README's pose, or intrinsics only (the robot by motion), or one run "
                          "of each (default)")
+    ap.add_argument("--framing", help="one of plate_cases.REFRAMINGS (not 'portrait'): the clip as another camera "
+                                      "would have framed it")
     args = ap.parse_args()
     case = bridge_real_case(DATA)
     if case is None:
@@ -57,25 +64,62 @@ def main() -> None:
     logging.getLogger("real2sim").setLevel(logging.ERROR)
     for pose in (("readme", "none") if args.pose == "both" else (args.pose,)):
         keep = None if args.keep is None else (args.keep if args.pose != "both" else args.keep / pose)
-        run(case, pose, keep)
+        run(case, pose, keep, args.framing)
 
 
-def run(case, pose: str, keep: Path | None) -> None:
+def framed_inputs(case, framing_name: str | None):
+    """(case, intrinsics, prompts, px): the clip's case, camera intrinsics and prompts through the framing (as
+    they are without one), and the length of one of the clip's pixels in the framed image."""
+    if framing_name is None:
+        return case, dict(INTRINSICS), PROMPTS, 1.0
+    from real2sim.demos.plate_cases import REFRAMINGS, framing_map, reframed, reframed_intrinsics
+
+    framings = dict(REFRAMINGS)
+    if framing_name not in framings:
+        sys.exit(f"--framing {framing_name}: not one of {sorted(framings)}")
+    framing = framings[framing_name]
+    size = (INTRINSICS["width"], INTRINSICS["height"])
+    K = [[INTRINSICS["fx"], 0.0, INTRINSICS["cx"]], [0.0, INTRINSICS["fy"], INTRINSICS["cy"]], [0.0, 0.0, 1.0]]
+    K2, (w, h) = reframed_intrinsics(framing, K, size)
+    M, _ = framing_map(framing, size)
+
+    def at(x, y):
+        return [float(M[0, 0] * x + M[0, 2]), float(M[1, 1] * y + M[1, 2])]
+
+    prompts = {}
+    for name, p in PROMPTS.items():
+        if "box" in p:
+            (x0, y0), (x1, y1) = at(*p["box"][:2]), at(*p["box"][2:])
+            prompts[name] = {"box": [max(0.0, x0), max(0.0, y0), min(w - 1.0, x1), min(h - 1.0, y1)]}
+        else:
+            prompts[name] = {"points": [at(*q) for q in p["points"]]}
+    intrinsics = {"width": w, "height": h, "fx": K2[0, 0], "fy": K2[1, 1], "cx": K2[0, 2], "cy": K2[1, 2]}
+    return reframed(case, framing_name, framing), intrinsics, prompts, float(M[0, 0])
+
+
+def run(case, pose: str, keep: Path | None, framing: str | None = None) -> None:
     """One ``init`` on the clip with the camera file ``pose`` names, scored against the cleanup and the median."""
     import cv2
 
     from real2sim.apps.cli import main as cli
     from real2sim.core.bundle import Bundle
-    from real2sim.core.imaging import read_rgb
+    from real2sim.core.imaging import read_rgb, write_rgb
 
+    case, intrinsics, prompts, px = framed_inputs(case, framing)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         root = keep or tmp / "clip"
-        camera = {**INTRINSICS, **({"pose": README_POSE} if pose == "readme" else {})}
+        camera = {**intrinsics, **({"pose": README_POSE} if pose == "readme" else {})}
         (tmp / "camera.json").write_text(json.dumps(camera))
-        (tmp / "prompts.json").write_text(json.dumps(PROMPTS))
+        (tmp / "prompts.json").write_text(json.dumps(prompts))
+        clip = DATA / "bridge" / "bridge_real_1.mp4"
+        if framing is not None:  # the framed frames as lossless images (a video codec would add its own loss)
+            clip = tmp / "frames"
+            clip.mkdir()
+            for i, f in enumerate(case.frames):
+                write_rgb(clip / f"{i:06d}.png", f)
         t0 = time.perf_counter()
-        code = cli(["init", str(root), "--frames", str(DATA / "bridge" / "bridge_real_1.mp4"), "--camera",
+        code = cli(["init", str(root), "--frames", str(clip), "--camera",
                     str(tmp / "camera.json"), "--robot", "widowx", "--prompts", str(tmp / "prompts.json")])
         seconds = time.perf_counter() - t0
         if code != 0:
@@ -87,7 +131,8 @@ def run(case, pose: str, keep: Path | None) -> None:
         for e in STILL:
             m = read_rgb(root / "masks" / "000000" / f"{e}.png")
             still |= (m.max(-1) if m.ndim == 3 else m) > 127
-        still = cv2.dilate(still, np.ones((15, 15), np.uint8)) > 0
+        k = 2 * max(1, int(round(7 * px))) + 1  # 7 of the clip's pixels around them
+        still = cv2.dilate(still, np.ones((k, k), np.uint8)) > 0
     t0 = time.perf_counter()
     median = np.median(case.frames, axis=0).round().astype(np.uint8)
     t_median = time.perf_counter() - t0
@@ -102,8 +147,8 @@ def run(case, pose: str, keep: Path | None) -> None:
         print(f"| {name} | {int(m.sum())} | {p:.2f} | {q:.2f} | {p - q:+.2f} |")
     print(f"time: init {seconds:.1f} s (masks, robot fit, plate) vs plain median {t_median:.2f} s: "
           f"ratio {seconds / max(t_median, 1e-9):.0f}x")
-    print(f"camera pose: {pose}; robot masks by: {robot_method}")
-    print("summary:", json.dumps({"pose": pose, "robot_method": robot_method, "gain_db": rows,
+    print(f"camera pose: {pose}; robot masks by: {robot_method}; framing: {framing or 'as recorded'}")
+    print("summary:", json.dumps({"pose": pose, "framing": framing, "robot_method": robot_method, "gain_db": rows,
                                   "init_s": round(seconds, 1)}))
 
 

@@ -84,6 +84,107 @@ def through_another_camera(case: PlateCase, seed: int) -> PlateCase:
                    truth=recorded(look, case.truth), kind=f"{case.kind}, another camera")
 
 
+@dataclass(frozen=True)
+class Framing:
+    """Another lens and sensor on a recorded clip: a crop zoomed ``zoom`` times about an anchor, resampled to
+    another size, turned to portrait, with fresh sensor noise (a zoomed crop is smoother than any sensor)."""
+
+    zoom: float = 1.0
+    """The crop's size is the clip's over this (1: the whole frame)."""
+    at: tuple[float, float] = (0.5, 0.5)
+    """Where the crop lies: 0 the left (top) side, 1 the right (bottom)."""
+    size: tuple[int, int] | None = None
+    """(w, h) the crop is resampled to (None: the clip's)."""
+    portrait: bool = False
+    """Turned a quarter (the sensor held upright)."""
+    noise: float = 0.0
+    """Gaussian sensor noise (8-bit levels) added to the frames (not to the truth)."""
+    seed: int = 0
+
+
+REFRAMINGS: tuple[tuple[str, Framing], ...] = (
+    ("closeup_1.5_centre", Framing(1.5, (0.5, 0.5), noise=1.5, seed=1)),
+    ("closeup_1.5_top_right", Framing(1.5, (1.0, 0.0), noise=1.5, seed=2)),
+    ("closeup_1.5_bottom_right", Framing(1.5, (1.0, 1.0), noise=1.5, seed=3)),
+    ("closeup_2_top_left", Framing(2.0, (0.0, 0.0), noise=1.5, seed=4)),
+    ("closeup_2_top_right", Framing(2.0, (1.0, 0.0), noise=1.5, seed=5)),
+    ("closeup_2_centre", Framing(2.0, (0.5, 0.5), noise=1.5, seed=6)),
+    ("portrait", Framing(portrait=True)),
+    ("half_320x240", Framing(size=(320, 240))),
+    ("upscaled_1280x960", Framing(size=(1280, 960), noise=2.0, seed=7)),
+    ("closeup_1.5_at_1280x960", Framing(1.5, (0.5, 0.25), size=(1280, 960), noise=2.0, seed=8)),
+)
+"""The real clip through other framings (:func:`reframed`): the issue's unseen clips came from other cameras at
+other distances and resolutions. Only measured (``bench_capture_plates.py --reframe``), never tuned on."""
+
+
+def framing_map(framing: Framing, size: tuple[int, int]) -> tuple[np.ndarray, tuple[int, int]]:
+    """``(2, 3)`` affine map of a ``size`` (w, h) frame's pixels (OpenCV centres) onto the crop's output, and the
+    output's (w, h) before the quarter turn: the crop's corners onto the output's."""
+    w, h = size
+    cw, ch = w / framing.zoom, h / framing.zoom
+    x0, y0 = framing.at[0] * (w - cw), framing.at[1] * (h - ch)
+    out_w, out_h = framing.size or (w, h)
+    M = np.array([[out_w / cw, 0.0, -x0 * out_w / cw], [0.0, out_h / ch, -y0 * out_h / ch]])
+    M[:, 2] += 0.5 * (M[0, 0] - 1), 0.5 * (M[1, 1] - 1)  # pixel centres
+    return M, (out_w, out_h)
+
+
+def reframed_intrinsics(framing: Framing, K, size: tuple[int, int]) -> tuple[np.ndarray, tuple[int, int]]:
+    """The ``(3, 3)`` intrinsics and (w, h) of a camera ``K`` of ``size`` seen through ``framing`` (a crop and a
+    resampling scale and shift the image: K' = A K). A quarter turn also turns the camera's pose: not supported."""
+    if framing.portrait:
+        raise ValueError("a portrait framing turns the camera about its axis: its pose changes too (not supported)")
+    M, out = framing_map(framing, size)
+    return np.vstack([M, [0.0, 0.0, 1.0]]) @ np.asarray(K, float), out
+
+
+def reframed(case: PlateCase, name: str, framing: Framing) -> PlateCase:
+    """``case`` (frames, truth, regions) through ``framing``: one crop and resampling for all, nearest for the
+    regions; noise on the frames only."""
+    import cv2
+
+    n, h, w = case.frames.shape[:3]
+    M, (out_w, out_h) = framing_map(framing, (w, h))
+    cw, ch = w / framing.zoom, h / framing.zoom
+    x0, y0 = framing.at[0] * (w - cw), framing.at[1] * (h - ch)
+    shrink = out_w < cw
+
+    def warp(img, nearest=False):
+        flags = cv2.INTER_NEAREST if nearest else (cv2.INTER_AREA if shrink else cv2.INTER_CUBIC)
+        if shrink and not nearest:  # INTER_AREA is a resize, not a warp: crop first, then resize
+            xi, yi = int(round(x0)), int(round(y0))
+            img = cv2.resize(img[yi:yi + int(round(ch)), xi:xi + int(round(cw))], (out_w, out_h), interpolation=flags)
+        else:
+            img = cv2.warpAffine(img, M, (out_w, out_h), flags=flags, borderMode=cv2.BORDER_REPLICATE)
+        return np.ascontiguousarray(np.rot90(img)) if framing.portrait else img
+
+    rng = np.random.default_rng(framing.seed)
+
+    def sensed(f):
+        if framing.noise <= 0:
+            return f
+        return np.clip(f + rng.normal(0, framing.noise, f.shape).astype(np.float32) + 0.5, 0, 255).astype(np.uint8)
+
+    frames = np.stack([sensed(warp(f)) for f in case.frames])
+
+    def region(m):
+        return None if m is None else warp(m.view(np.uint8), nearest=True) > 0
+
+    masks = None if case.masks is None else np.stack([region(m) for m in case.masks])
+    return replace(case, name=f"{case.name}/{name}", frames=frames, truth=warp(case.truth), valid=region(case.valid),
+                   occluded=region(case.occluded), unseen=region(case.unseen), masks=masks,
+                   kind=f"{case.kind}, another framing", occluder_masks=None)
+
+
+def reframed_cases(data: Path, names: list[str] | None = None) -> list[PlateCase]:
+    """The real clip through every :data:`REFRAMINGS` (``names``: only those framings); empty without the data."""
+    real = bridge_real_case(Path(data))
+    if real is None:
+        return []
+    return [reframed(real, name, f) for name, f in REFRAMINGS if names is None or name in names]
+
+
 @dataclass
 class ClipSpec:
     """How a synthetic clip is made over a real plate."""
