@@ -167,7 +167,11 @@ class PlateConfig:
     other, when it holds at least this share of the frames and its colour is more like the background's: a dark arm
     close to the camera that covers a corner in most frames (its frames agree: the median is the arm) gives way to
     the frames that show the wall. Marked undecided. Only without given masks (what they leave of the things in
-    front, edges and shadows, is no measure of their colours). 0: off."""
+    front, edges and shadows, is no measure of their colours) unless ``foreign_majority_with_masks``. 0: off."""
+    foreign_majority_with_masks: bool = False
+    """Take ``foreign_majority`` with masks given as well. The bundle stage sets it when the masks are the prompted
+    objects' only (the robot, found by motion with no camera pose, is left to the plate, as without masks): the
+    real clip through a 1.5x close-up crop, intrinsics only, +2.64 -> +3.71 dB (docs/capture.md)."""
     foreign_majority_ratio: float = 1.0
     """See ``foreign_majority``: the plate's colour at least e times as common in front as in the background (at 0,
     a dark Google scene through a crushing tone curve lost 2.6 dB)."""
@@ -582,13 +586,17 @@ def plain_median(frames: np.ndarray) -> np.ndarray:
 # bundle stage
 # ---------------------------------------------------------------------------------------------
 
+ROBOT = "robot"
+"""The robot's entity name in the bundle's masks."""
+
+
 def motion_only_entities(bundle) -> set[str]:
     """Entities whose masks are motion evidence, not masks: the robot when ``robot_fit`` found it by motion
     segmentation (no camera pose). Against a clip median that is the robot itself where it lingers, those masks
     cover the background where the robot is away and leave the robot where it stays; handed to the plate as
     foreground they undo what the plate tells apart on its own (18 synthetic clips of the plate benchmark: 9 fell
     under the plain median with them, none without; docs/capture.md)."""
-    return {"robot"} if _robot_method(bundle) == "motion" else set()
+    return {ROBOT} if _robot_method(bundle) == "motion" else set()
 
 
 def _robot_method(bundle) -> str | None:
@@ -732,7 +740,9 @@ def plate_stage(bundle, config: PlateConfig | None = None, inpainter: Callable |
         extent = fitted_robot_extent(bundle, len(frames), frames.shape[1:3], joints=joints)
         if extent is not None:
             masks = extent if masks is None else masks | extent
-        run_cfg = cfg if masks is None else replace(cfg, detect_with_masks=True)
+        robot_masked = extent is not None or any(ROBOT in ents and ROBOT not in skip for ents in cap.masks.values())
+        run_cfg = cfg if masks is None else replace(cfg, detect_with_masks=True,
+                                                    foreign_majority_with_masks=not robot_masked)
         res = make_plate_full(frames, masks, run_cfg, inpainter, frame_names=[f.image for f in cap.frames])
         plate_p, conf_p = bundle.path("background/plate.png"), bundle.path("background/plate_confidence.png")
         write_rgb(plate_p, res.plate)

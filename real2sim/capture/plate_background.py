@@ -1227,7 +1227,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         moded = mixed_mode(frames, plate, mixed & ~spatial, count, used, valid, tol, cfg.mixed_mode)
         undecided |= moded  # a plurality decided them, not a majority: reported
         report["mixed_mode_fraction"] = round(float(moded.mean()), 6)
-    if detect and n >= 3 and cfg.foreign_majority > 0 and valid is None:
+    if detect and n >= 3 and cfg.foreign_majority > 0 and (valid is None or cfg.foreign_majority_with_masks):
         # the pixels left undecided (a ghost's too: the frames behind a lingering arm can be the arm passing) or mixed
         # after the arbiter and the mode (what they decided stays); a minority decided these: reported. Not with given
         # masks: what they leave of the things in front (edges, shadows) reads as their colours (the one-command
