@@ -1230,8 +1230,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     if detect and n >= 3 and cfg.foreign_majority > 0 and (valid is None or cfg.foreign_majority_with_masks):
         # the pixels left undecided (a ghost's too: the frames behind a lingering arm can be the arm passing) or mixed
         # after the arbiter and the mode (what they decided stays); a minority decided these: reported. Not with given
-        # masks: what they leave of the things in front (edges, shadows) reads as their colours (the one-command
-        # clips with the robot's masks lost up to 4.8 dB)
+        # masks of the things in front: what they leave of them (edges, shadows) reads as their colours (the
+        # one-command clips with the robot's masks lost up to 4.8 dB); masks of still objects only may be given
         left = (undecided | mixed) & ~spatial & ~moded
         taken = foreign_majority(frames, plate, left, count, used, valid, tol,
                                  cfg.foreign_majority, cfg.foreign_majority_ratio,

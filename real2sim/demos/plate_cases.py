@@ -118,13 +118,18 @@ REFRAMINGS: tuple[tuple[str, Framing], ...] = (
 other distances and resolutions. Only measured (``bench_capture_plates.py --reframe``), never tuned on."""
 
 
+def _crop_box(framing: Framing, size: tuple[int, int]) -> tuple[float, float, float, float]:
+    """(x0, y0, width, height) of the crop in a ``size`` (w, h) frame."""
+    w, h = size
+    cw, ch = w / framing.zoom, h / framing.zoom
+    return framing.at[0] * (w - cw), framing.at[1] * (h - ch), cw, ch
+
+
 def framing_map(framing: Framing, size: tuple[int, int]) -> tuple[np.ndarray, tuple[int, int]]:
     """``(2, 3)`` affine map of a ``size`` (w, h) frame's pixels (OpenCV centres) onto the crop's output, and the
     output's (w, h) before the quarter turn: the crop's corners onto the output's."""
-    w, h = size
-    cw, ch = w / framing.zoom, h / framing.zoom
-    x0, y0 = framing.at[0] * (w - cw), framing.at[1] * (h - ch)
-    out_w, out_h = framing.size or (w, h)
+    x0, y0, cw, ch = _crop_box(framing, size)
+    out_w, out_h = framing.size or size
     M = np.array([[out_w / cw, 0.0, -x0 * out_w / cw], [0.0, out_h / ch, -y0 * out_h / ch]])
     M[:, 2] += 0.5 * (M[0, 0] - 1), 0.5 * (M[1, 1] - 1)  # pixel centres
     return M, (out_w, out_h)
@@ -146,8 +151,7 @@ def reframed(case: PlateCase, name: str, framing: Framing) -> PlateCase:
 
     n, h, w = case.frames.shape[:3]
     M, (out_w, out_h) = framing_map(framing, (w, h))
-    cw, ch = w / framing.zoom, h / framing.zoom
-    x0, y0 = framing.at[0] * (w - cw), framing.at[1] * (h - ch)
+    x0, y0, cw, ch = _crop_box(framing, (w, h))
     shrink = out_w < cw
 
     def warp(img, nearest=False):
