@@ -722,6 +722,17 @@ def test_the_plate_takes_the_reference_frames_tone_from_the_pixels_it_shows_the_
     assert abs(err.mean()) < 0.2, err.mean()
 
 
+def _closeup_clip(shared_data):
+    """The WidowX close to the camera (``ClipSpec.zoom`` 2.6, up to a third of the image), 12 frames over the real
+    cubes plate; skips when the plate is not in the shared data."""
+    from real2sim.demos.plate_cases import ClipSpec, real_plates, synth_clip
+
+    plates = real_plates(shared_data)
+    if "stack_cube_plate" not in plates:
+        pytest.skip(f"bridge/stack_cube_plate.png not in {shared_data}")
+    return synth_clip("closeup", plates["stack_cube_plate"], ClipSpec("widowx", 12, noise=3.0, zoom=2.6, seed=63))
+
+
 @pytest.mark.realdata
 def test_a_dark_arm_close_to_the_camera_gives_way_to_the_frames_that_show_the_wall(shared_data):
     """The WidowX close to the camera (``ClipSpec.zoom`` 2.6, up to a third of the image), 12 frames over the real
@@ -729,12 +740,7 @@ def test_a_dark_arm_close_to_the_camera_gives_way_to_the_frames_that_show_the_wa
     there, so the median and the plate were the arm and its moving outline left the regions undecided (the plate
     no better than the median: -0.08 dB). Where the plate's colour is the things seen in front and the frames that
     show the background agree with each other (``PlateConfig.foreign_majority``), they win: +4.31 dB."""
-    from real2sim.demos.plate_cases import ClipSpec, real_plates, synth_clip
-
-    plates = real_plates(shared_data)
-    if "stack_cube_plate" not in plates:
-        pytest.skip(f"bridge/stack_cube_plate.png not in {shared_data}")
-    case = synth_clip("closeup", plates["stack_cube_plate"], ClipSpec("widowx", 12, noise=3.0, zoom=2.6, seed=63))
+    case = _closeup_clip(shared_data)
     assert case.occluder_masks.mean((1, 2)).max() > 0.25
     median = psnr(plain_median(case.frames), case.truth)
     without = make_plate(case.frames, None, PlateConfig(foreign_majority=0))[0]
@@ -752,12 +758,7 @@ def _closeup_clip_with_a_still_object(shared_data):
     """The close-up WidowX clip above with a still object's mask in every frame (a prompted object that never
     moves, away from the arm): ``(case, masks, outside)``, ``outside`` the pixels the plate is scored on (the
     object's place and its inpainting margin left out)."""
-    from real2sim.demos.plate_cases import ClipSpec, real_plates, synth_clip
-
-    plates = real_plates(shared_data)
-    if "stack_cube_plate" not in plates:
-        pytest.skip(f"bridge/stack_cube_plate.png not in {shared_data}")
-    case = synth_clip("closeup", plates["stack_cube_plate"], ClipSpec("widowx", 12, noise=3.0, zoom=2.6, seed=63))
+    case = _closeup_clip(shared_data)
     n, h, w = case.frames.shape[:3]
     still = np.zeros((h, w), bool)
     still[h - 40:h - 10, 10:40] = True  # bottom left: the arm covers the top corner
