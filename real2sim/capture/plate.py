@@ -109,6 +109,14 @@ class PlateConfig:
     likelihood ratio: colour histograms of the things seen in front and of the plate) more like the things in front
     than the median's colours it replaced is put back to the median and marked undecided: its frames showed a thing
     passing, not what a lingering thing hid (:func:`~real2sim.capture.plate_background.foreign_ghosts`). 0: off."""
+    ghost_pass_foreign: float = 1.0
+    """Where a pass after the first replaced the anchor's colours (pixels still called a ghost after
+    ``ghost_foreign``) with colours on average more than this (natural log of a likelihood ratio, the histograms of
+    ``ghost_foreign``) more like the things in front than the ones it replaced, averaged over a window of
+    ``ghost_pass_window`` around each pixel, the colours before that pass are put back (last pass first) and marked
+    undecided (:func:`~real2sim.capture.plate_background.foreign_passes`). 0: off."""
+    ghost_pass_window: float = 0.01
+    """The Gaussian window's sigma, as a fraction of ``sqrt(h * w)``."""
     ghost_one_frame: float = 2.0
     """Where only one frame shows what a ghost hides (an arm still in 6 of 7 frames is the median) and the median
     agrees with a majority of the frames, that frame's colours replace the median's in a connected part whose
