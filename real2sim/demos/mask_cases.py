@@ -771,6 +771,34 @@ def hand_cases(data: Path) -> list[MaskCase]:
     return out
 
 
+OBJECT_PLATES = {"bridge/bridge_real_1.mp4": "bridge_real_1_cleanup"}
+"""The person-made plate a hand outline's source photo matches where the objects are (the Bridge clip's first frame:
+its cleanup keeps the objects); any other source is a plate itself (its file's stem, ``plate_cases.real_plates``)."""
+NOT_PROMPTED = ("cabinet",)
+"""Outlined objects :func:`plate_objects` leaves out: the cabinet is the Google scenes' working surface."""
+
+
+def plate_objects(data: Path, plate: str, size: tuple[int, int]) -> dict[str, tuple[list[float], np.ndarray]]:
+    """The hand-outlined objects (:func:`hand_cases`) in the real plate named ``plate`` (a key of
+    ``plate_cases.real_plates``), scaled to ``size`` ``(w, h)``: entity name (``pot``, ``bin``, ...) -> (the
+    person-like click ``[x, y]``, the outline ``(h, w) bool``). Empty when the plate has none or the data is absent."""
+    import cv2
+
+    from real2sim.demos.hand_outlines import OUTLINES
+
+    out = {}
+    for case in hand_cases(data):
+        name = case.name.removeprefix("hand/")
+        src = OUTLINES[name][0]
+        entity = name.rsplit("/", 1)[1]
+        if OBJECT_PLATES.get(src, Path(src).stem) != plate or entity in NOT_PROMPTED:
+            continue
+        h0, w0 = case.mask.shape
+        mask = cv2.resize(case.mask.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST) > 0
+        out[entity] = ([case.click[0] * size[0] / w0, case.click[1] * size[1] / h0], mask)
+    return out
+
+
 def _first_frame(path: Path) -> np.ndarray:
     if path.suffix.lower() in (".mp4", ".avi", ".mov", ".mkv", ".webm"):
         from real2sim.capture.frames import read_video
