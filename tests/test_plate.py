@@ -345,6 +345,8 @@ def test_a_later_pass_that_puts_the_arm_back_is_undone_where_it_did_so():
     inner[5:35, 10:34] = True                # the left half, less the window's reach over the halves' border
     assert back[inner].all() and not back[:, 46:].any()
     assert (anchor[inner] == wall).all() and (anchor[:, 46:] == after[:, 46:]).all()
+
+
 def test_arbiter_drops_a_pick_whose_frames_cover_its_surroundings():
     """The arbiter's pick for a part stands when the frames backing it show the part's well-decided surroundings
     as the plate has them; when those frames cover the surroundings too (a robot link along an edge), the pick is
