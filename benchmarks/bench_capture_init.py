@@ -42,6 +42,22 @@ PROMPTS = {"robot": {"box": [430, 0, 640, 275]}, "can": {"points": [[240, 300]]}
 STILL = ("pot", "eggplant")
 
 
+def objects_place(root: Path, entities, px: float, outlines=()) -> np.ndarray:
+    """``(h, w) bool``: where the bundle ``root``'s frame-0 masks of ``entities`` (and any ``outlines``, ``(h, w)
+    bool``) lie, grown by 7 of the clip's pixels (``px``: one clip pixel's length in the image): the objects the
+    command takes out of the plate by design, left out of the scores."""
+    import cv2
+
+    from real2sim.core.imaging import read_rgb
+
+    places = list(outlines)
+    for e in entities:
+        m = read_rgb(root / "masks" / "000000" / f"{e}.png")
+        places.append((m.max(-1) if m.ndim == 3 else m) > 127)
+    k = 2 * max(1, int(round(7 * px))) + 1
+    return cv2.dilate(np.any(places, axis=0).astype(np.uint8), np.ones((k, k), np.uint8)) > 0
+
+
 def psnr(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> float:
     return float(10 * np.log10(255.0 ** 2 / np.mean((a[m].astype(float) - b[m]) ** 2)))
 
@@ -99,7 +115,6 @@ def framed_inputs(case, framing_name: str | None):
 
 def run(case, pose: str, keep: Path | None, framing: str | None = None) -> None:
     """One ``init`` on the clip with the camera file ``pose`` names, scored against the cleanup and the median."""
-    import cv2
 
     from real2sim.apps.cli import main as cli
     from real2sim.core.bundle import Bundle
@@ -127,12 +142,7 @@ def run(case, pose: str, keep: Path | None, framing: str | None = None) -> None:
         b = Bundle.load(root)
         robot_method = json.loads((root / "reports" / "robot_fit.json").read_text()).get("method")
         plate = read_rgb(b.path(b.manifest.capture.plate))
-        still = np.zeros(case.valid.shape, np.uint8)
-        for e in STILL:
-            m = read_rgb(root / "masks" / "000000" / f"{e}.png")
-            still |= (m.max(-1) if m.ndim == 3 else m) > 127
-        k = 2 * max(1, int(round(7 * px))) + 1  # 7 of the clip's pixels around them
-        still = cv2.dilate(still, np.ones((k, k), np.uint8)) > 0
+        still = objects_place(root, STILL, px)
     t0 = time.perf_counter()
     median = np.median(case.frames, axis=0).round().astype(np.uint8)
     t_median = time.perf_counter() - t0

@@ -36,6 +36,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_capture_init: this folder)
 DATA = ROOT.parent / "shared" / "data"
 BAR_DB = 1.0
 GOOGLE_PLATES = ("google_coke_can_real_eval_1", "open_drawer_a0", "open_drawer_b1", "open_drawer_c2")
@@ -95,6 +96,8 @@ def truth_at_frame0(clip) -> np.ndarray:
 
 
 def run_one(clip, with_pose: bool, objects: dict | None = None) -> dict:
+    from bench_capture_init import objects_place
+
     from real2sim.apps.cli import main as cli
     from real2sim.capture.plate import plain_median
     from real2sim.core.bundle import Bundle
@@ -120,19 +123,11 @@ def run_one(clip, with_pose: bool, objects: dict | None = None) -> dict:
         b = Bundle.load(tmp / "clip")
         method = json.loads((tmp / "clip" / "reports" / "robot_fit.json").read_text()).get("method")
         plate = read_rgb(b.path(b.manifest.capture.plate))
-        # the objects' places: their outlines and the command's own masks of them in frame 0 (as bench_capture_init)
-        places = [m for _, m in (objects or {}).values()]
-        for e in objects or {}:
-            m = read_rgb(tmp / "clip" / "masks" / "000000" / f"{e}.png")
-            places.append((m.max(-1) if m.ndim == 3 else m) > 127)
+        every = np.ones(plate.shape[:2], bool)
+        if objects:  # their outlines and the command's own masks of them in frame 0
+            every = ~objects_place(tmp / "clip", objects, plate.shape[1] / 640, [m for _, m in objects.values()])
     truth = truth_at_frame0(clip)
     median = plain_median(clip.frames)
-    every = np.ones(truth.shape[:2], bool)
-    if places:
-        import cv2
-
-        k = 2 * max(1, round(7 * truth.shape[1] / 640)) + 1
-        every = cv2.dilate(np.any(places, axis=0).astype(np.uint8), np.ones((k, k), np.uint8)) == 0
     covered = clip.masks.any(0) & every
     row = {"method": method, "seconds": round(seconds, 1)}
     for key, m in (("all", every), ("robot", covered)):
