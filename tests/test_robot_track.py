@@ -542,3 +542,17 @@ def test_the_silhouettes_prepared_pose_chain_poses_every_link_as_the_urdf_does(r
         assert set(got) == set(want)
         for name in want:
             np.testing.assert_allclose(got[name], want[name], atol=1e-12, err_msg=name)
+
+
+def test_a_clip_without_any_evidence_of_the_robot_is_reported_not_a_numpy_error(robot_model):
+    """No plate and nothing moves: no frame holds evidence of the robot, so none can be graded. Every frame is
+    reported (out of view, no IoU) instead of the log line's median over no graded frame raising numpy's
+    RuntimeWarning (an error under this suite's settings, a stray warning for a user)."""
+    from real2sim.segmentation.robot_track import track_robot
+
+    rdef, model, space = robot_model
+    clip = _clip(n_frames=1, seed=0, noise=0.0, exposure=0.0)
+    frames = np.repeat(clip.frames, 4, axis=0)
+    track = track_robot(frames, clip.camera, model, space, rdef.default_qpos, 0, None)
+    assert track.states == ["out_of_view"] * 4
+    assert np.isnan(track.iou).all()

@@ -740,8 +740,9 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
                      "median); give a plate or recorded joints")
         log.warning("robot track: %s", notes[-1])
     secs = time.perf_counter() - t0
-    log.info("robot track: %d frames, %d lost, IoU median %.3f, %.2f s/frame", n, states.count("lost"),
-             float(np.nanmedian(iou)), secs / n)
+    graded = np.asarray(iou, float)[np.isfinite(iou)]  # (no frame graded: no median, and no numpy warning)
+    log.info("robot track: %d frames, %d lost, IoU median %s, %.2f s/frame", n, states.count("lost"),
+             f"{np.median(graded):.3f}" if graded.size else "-", secs / n)
     ev = evs[start]
     iou0 = soft_iou(fitter.sil_full(q_start), ev.fg.astype(np.float32), (~ev.ignore).astype(np.float32))
     return RobotTrack(Q, masks, sils, iou, states, nev, "model", secs, notes, iou0, explained, pooled)
