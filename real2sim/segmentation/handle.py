@@ -45,7 +45,7 @@ class HandleConfig:
     """... it reaches at least this many times the mask's inscribed diameter away from the mask ..."""
     max_fill: float = 1.6
     """... its area is at most this many times its length times its width (a line, not a blob) ..."""
-    max_growth: float = 2.0
+    max_growth: float = 3.0
     """... all handles together add at most this many times the mask's area ..."""
     max_touch: float = 0.05
     """... and at most this fraction of a handle's pixels lie on the grown box's border (it ended inside)."""
