@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import channel_norm, disk
+from real2sim.core.imaging import channel_norm, dilate, disk
 from real2sim.core.manifest import (
     MASK_STATES as STATES,  # prompt, rest, occluded, moved, lost
 )
@@ -60,6 +60,16 @@ class PropagateConfig:
     back_at_rest: float = 0.8
     """A moved object whose prompted extent is seen again with its prompted colours over this fraction is back at
     rest (the 'motion' was an occluder's)."""
+    shade_ratio: float = 0.4
+    """A pixel of an object at rest whose colour is its reference's times one factor per channel between this and
+    its inverse is the object under a shadow that came or went (the arm's cast shadow on it in the prompt frame,
+    gone later), not an occluder: it stays visible. 0 = off."""
+    shade_spread: float = 1.25
+    """... the three channels' factors within this ratio of each other (a shadow scales them alike; an occluder
+    has its own colour) ..."""
+    shade_clear_px: int = 3
+    """... and the pixel at least this far from the pixels of the object that match neither (an occluder's edge,
+    mixed with the object by the blur, reads as a shade of it)."""
 
 
 def _gains(frames: np.ndarray, ref: int) -> np.ndarray:
@@ -77,6 +87,7 @@ class _Frames:
         self.gains = _gains(frames, ref)
         self.flow_scale = flow_scale
         self._lab: dict[int, np.ndarray] = {}
+        self._rgb: dict[int, np.ndarray] = {}
         self._gray: dict[int, np.ndarray] = {}
         self._flow: dict[tuple[int, int], np.ndarray] = {}
 
@@ -89,6 +100,14 @@ class _Frames:
         if i not in self._lab:
             self._lab[i] = lab_image(cv2.GaussianBlur(self.matched(i), (5, 5), 0), 0.5)
         return self._lab[i]
+
+    def rgb(self, i: int) -> np.ndarray:
+        """``(h, w, 3) uint8`` the exposure-matched frame, blurred as :meth:`lab`."""
+        import cv2
+
+        if i not in self._rgb:
+            self._rgb[i] = cv2.GaussianBlur(self.matched(i), (5, 5), 0)
+        return self._rgb[i]
 
     def gray(self, i: int) -> np.ndarray:
         import cv2
@@ -115,6 +134,14 @@ class _Frames:
 
 def _color_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return channel_norm(a - b)
+
+
+def shaded(rgb: np.ndarray, reference: np.ndarray, ratio: float, spread: float) -> np.ndarray:
+    """``(h, w) bool``: where ``rgb`` is ``reference`` (both ``(h, w, 3) uint8``) lit differently: each channel
+    scaled by a factor in ``[ratio, 1 / ratio]``, the three factors within ``spread`` of each other."""
+    f = (rgb.astype(np.float32) + 1.0) / (reference.astype(np.float32) + 1.0)
+    lo, hi = f.min(-1), f.max(-1)
+    return (lo >= ratio) & (hi <= 1.0 / ratio) & (hi <= spread * lo)
 
 
 def _clean(m: np.ndarray, within: np.ndarray) -> np.ndarray:
@@ -165,20 +192,23 @@ def _max_displacement(A: np.ndarray, mask: np.ndarray) -> float:
 class _Track:
     """One object's extent, reference appearance and visible mask while it is carried from frame to frame."""
 
-    def __init__(self, mask: np.ndarray, lab: np.ndarray, cfg: PropagateConfig):
+    def __init__(self, mask: np.ndarray, lab: np.ndarray, rgb: np.ndarray, cfg: PropagateConfig):
         self.cfg = cfg
         self.extent = np.asarray(mask, bool).copy()
         self.reference = lab.copy()
+        self.reference_rgb = rgb.copy()
         self.visible = self.extent.copy()
+        self.same_colour = self.extent.copy()  # the visible pixels that kept their colour (no shade allowed)
         self.moved = False
-        self.prompted = (self.extent.copy(), lab.copy())
+        self.prompted = (self.extent.copy(), lab.copy(), rgb.copy())
 
     def step(self, fr: _Frames, j: int, i: int, seed: int) -> dict:
         cfg = self.cfg
         lab_i, lab_j = fr.lab(i), fr.lab(j)
         if self.moved and self._back_at_rest(lab_i):
             self.moved = False
-        vis = self.visible if self.visible.any() else self.extent
+        # the motion test reads the pixels that kept their colour: a shade's pixels would lend it the shadow's motion
+        vis = self.same_colour if self.same_colour.any() else self.extent
         kept = _color_dist(lab_i[vis], lab_j[vis]) < cfg.color_tolerance
         info: dict = {"kept_colour": round(float(kept.mean()), 3) if len(kept) else 0.0}
         enough = vis.sum() >= cfg.min_visible_for_motion * max(1, self.extent.sum())
@@ -186,19 +216,24 @@ class _Track:
             motion = self._motion(fr, j, i, vis, kept.mean(), seed)
             info.update(motion.pop("info"))
             if motion["A"] is not None:
-                self._apply(motion["A"], lab_i)
+                self._apply(motion["A"], lab_i, fr.rgb(i))
                 info["transform"] = [[round(float(v), 4) for v in row] for row in motion["A"]]
                 return self._finish(info, "moved")
         match = _color_dist(lab_i, self.reference) < cfg.color_tolerance
+        self.same_colour = _clean(match & self.extent, self.extent)
+        if cfg.shade_ratio > 0 and not self.moved:
+            lit = shaded(fr.rgb(i), self.reference_rgb, cfg.shade_ratio, cfg.shade_spread)
+            # (not at an occluder's edge, which the blur mixes with the object into a shade of it)
+            match |= lit & ~dilate(self.extent & ~match & ~lit, cfg.shade_clear_px)
         self.visible = _clean(match & self.extent, self.extent)
         return self._finish(info, "moved" if self.moved else None)
 
     def _back_at_rest(self, lab_i: np.ndarray) -> bool:
-        extent0, reference0 = self.prompted
+        extent0, reference0, rgb0 = self.prompted
         seen = (_color_dist(lab_i, reference0) < self.cfg.color_tolerance) & extent0
         if seen.sum() < self.cfg.back_at_rest * extent0.sum():
             return False
-        self.extent, self.reference = extent0.copy(), reference0.copy()
+        self.extent, self.reference, self.reference_rgb = extent0.copy(), reference0.copy(), rgb0.copy()
         return True
 
     def _motion(self, fr: _Frames, j: int, i: int, vis: np.ndarray, static_support: float, seed: int) -> dict:
@@ -222,14 +257,17 @@ class _Track:
             out["A"] = A
         return out
 
-    def _apply(self, A: np.ndarray, lab_i: np.ndarray) -> None:
+    def _apply(self, A: np.ndarray, lab_i: np.ndarray, rgb_i: np.ndarray) -> None:
         cfg = self.cfg
         self.extent = _warp(self.extent, A, nearest=True)
         self.reference = _warp(self.reference, A, nearest=False)
+        self.reference_rgb = _warp(self.reference_rgb, A, nearest=False)
         match = _color_dist(lab_i, self.reference) < cfg.color_tolerance
         self.visible = _clean(match & self.extent, self.extent)
+        self.same_colour = self.visible
         # what is seen now is the reference for the next frames (the object may turn as it is carried)
         self.reference[self.visible] = lab_i[self.visible]
+        self.reference_rgb[self.visible] = rgb_i[self.visible]
         self.moved = True
 
     def _finish(self, info: dict, state: str | None) -> dict:
@@ -292,7 +330,7 @@ def propagate_many(frames: np.ndarray, masks: dict[str, np.ndarray], start: int 
         result[s], extents[s] = m0.copy(), m0.copy()
         info[s] = {"state": "prompt", "visible_fraction": 1.0, "extent_px": int(m0.sum())}
         for order in (range(s + 1, n), range(s - 1, -1, -1)):
-            track = _Track(m0, fr.lab(s), cfg)
+            track = _Track(m0, fr.lab(s), fr.rgb(s), cfg)
             for i in order:
                 j = i - 1 if i > s else i + 1
                 info[i] = track.step(fr, j, i, seed)
