@@ -1,0 +1,93 @@
+"""Mask propagation over robot clips with a known truth: an object of the mask benchmark (compact or thin) pasted
+into each real plate in ../shared/data, the WidowX rendered moving over it (its cast shadow, sensor noise, exposure
+drift; ``real2sim.demos.robot_clips``), the object's visible mask propagated from the true frame-0 mask
+(``real2sim.segmentation.propagate``) and scored in every later frame against the truth (the object less the robot
+in that frame).
+
+Columns: the propagation as shipped; the same without the shade step (``PropagateConfig.shade_ratio=0``: a pixel
+lit differently from the prompt frame is an occluder); and the naive baseline, the prompt mask held still in every
+frame (no occlusion reasoning). "covered" rows are the frames where the robot covers over 5 % of the object: there
+the held mask must lose, and propagation must win.
+
+    PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_propagate.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT.parent / "shared" / "data"
+FAMILIES = ("base", "thin", "support", "lowcontrast")
+COVERED = 0.05
+
+
+def clips(quick: bool):
+    """(name, frames ``(n, h, w, 3) uint8``, object mask ``(h, w) bool``, robot masks ``(n, h, w) bool``) for every
+    real plate, family and two seeds (``quick``: two plates, one seed)."""
+    from real2sim.demos import mask_cases as mc
+    from real2sim.demos.robot_clips import make_robot_clip
+
+    plates = mc.plates(DATA)
+    objects = list(mc.OBJECTS)
+    for k, (name, plate) in enumerate(list(plates.items())[:2] if quick else plates.items()):
+        for f, family in enumerate(FAMILIES):
+            for s in range(1 if quick else 2):
+                seed = 5000 + 97 * k + 13 * s + 1000 * f
+                case = mc.synthetic_case(DATA, name, plate, family, objects[(k + s) % len(objects)], seed)
+                clip = make_robot_clip(case.image, n_frames=12, seed=300 + seed % 1000)
+                yield f"{case.name}#{s}", family, clip.frames, case.mask, clip.masks
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    u = (a | b).sum()
+    return 1.0 if u == 0 else float((a & b).sum() / u)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from real2sim.segmentation.propagate import PropagateConfig, propagate
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="two plates, one seed")
+    args, _ = ap.parse_known_args(argv)  # (run_all.py passes its own filters)
+    if not DATA.is_dir():
+        print(f"skipped: {DATA} is not there (the plates and meshes come from it)")
+        return
+    logging.getLogger("real2sim").setLevel(logging.ERROR)
+    rows: dict[str, list] = {"propagate": [], "shade off": [], "held still": []}
+    fams, covered, seconds, frames_done = [], [], 0.0, 0
+    for name, family, frames, obj, robot in clips(args.quick):
+        prompt = obj & ~robot[0]
+        if prompt.sum() < 20:
+            continue
+        t0 = time.process_time()
+        shipped = propagate(frames, prompt, 0)[0]
+        seconds += time.process_time() - t0
+        frames_done += len(frames)
+        off = propagate(frames, prompt, 0, config=PropagateConfig(shade_ratio=0))[0]
+        for i in range(1, len(frames)):
+            truth = obj & ~robot[i]
+            rows["propagate"].append(_iou(shipped[i], truth))
+            rows["shade off"].append(_iou(off[i], truth))
+            rows["held still"].append(_iou(prompt, truth))
+            fams.append(family)
+            covered.append((obj & robot[i]).sum() > COVERED * obj.sum())
+    fams, covered = np.array(fams), np.array(covered)
+    print("| frames | n | " + " | ".join(rows) + " |")
+    print("|---|---|" + "---|" * len(rows))
+    for label, sel in [("all", np.ones(len(fams), bool)), (f"robot covers > {COVERED:.0%}", covered)] + [
+            (f, fams == f) for f in FAMILIES]:
+        if sel.any():
+            print(f"| {label} | {int(sel.sum())} | " + " | ".join(f"{np.mean(np.array(v)[sel]):.4f}" for v in rows.values())
+                  + " |")
+    print(f"propagation CPU time: {seconds / max(1, frames_done):.3f} s a frame of one object")
+
+
+if __name__ == "__main__":
+    main()
