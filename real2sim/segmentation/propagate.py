@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import channel_norm, dilate, disk
+from real2sim.core.imaging import channel_norm, dilate, disk, mask_box
 from real2sim.core.manifest import (
     MASK_STATES as STATES,  # prompt, rest, occluded, moved, lost
 )
@@ -101,10 +101,17 @@ class _Frames:
             self._lab[i] = lab_image(cv2.GaussianBlur(self.matched(i), (5, 5), 0), 0.5)
         return self._lab[i]
 
-    def rgb(self, i: int) -> np.ndarray:
-        """``(h, w, 3) uint8`` the exposure-matched frame, blurred as :meth:`lab`."""
+    def rgb(self, i: int, box: tuple[slice, slice] | None = None) -> np.ndarray:
+        """``(h, w, 3) uint8`` the exposure-matched frame, blurred as :meth:`lab`; only its ``box`` when given
+        (computed there from the frame's pixels 2 px around it: the same values, at the cost of the box)."""
         import cv2
 
+        if box is not None:
+            h, w = self.frames.shape[1:3]
+            y0, x0 = max(0, box[0].start - 2), max(0, box[1].start - 2)
+            y1, x1 = min(h, box[0].stop + 2), min(w, box[1].stop + 2)
+            crop = np.clip(self.frames[i, y0:y1, x0:x1].astype(np.float32) * self.gains[i], 0, 255).astype(np.uint8)
+            return cv2.GaussianBlur(crop, (5, 5), 0)[box[0].start - y0:box[0].stop - y0, box[1].start - x0:box[1].stop - x0]
         if i not in self._rgb:
             self._rgb[i] = cv2.GaussianBlur(self.matched(i), (5, 5), 0)
         return self._rgb[i]
@@ -220,13 +227,25 @@ class _Track:
                 info["transform"] = [[round(float(v), 4) for v in row] for row in motion["A"]]
                 return self._finish(info, "moved")
         match = _color_dist(lab_i, self.reference) < cfg.color_tolerance
-        self.same_colour = _clean(match & self.extent, self.extent)
+        self.same_colour = self.visible = _clean(match & self.extent, self.extent)
         if cfg.shade_ratio > 0 and not self.moved:
-            lit = shaded(fr.rgb(i), self.reference_rgb, cfg.shade_ratio, cfg.shade_spread)
-            # (not at an occluder's edge, which the blur mixes with the object into a shade of it)
-            match |= lit & ~dilate(self.extent & ~match & ~lit, cfg.shade_clear_px)
-        self.visible = _clean(match & self.extent, self.extent)
+            self.visible = self._with_shade(fr, i, match)
         return self._finish(info, "moved" if self.moved else None)
+
+    def _with_shade(self, fr: _Frames, i: int, match: np.ndarray) -> np.ndarray:
+        """The visible mask with the extent's pixels that are the reference under another light
+        (:func:`shaded`), away from an occluder's edge, which the blur mixes with the object into a shade of it.
+        Worked out in the extent's box, with room for the clearance and :func:`_clean`'s reach."""
+        cfg = self.cfg
+        box = mask_box(self.extent, cfg.shade_clear_px + 8)
+        if box is None:
+            return self.same_colour
+        ext, m = self.extent[box], match[box]
+        lit = shaded(fr.rgb(i, box), self.reference_rgb[box], cfg.shade_ratio, cfg.shade_spread)
+        m = m | (lit & ~dilate(ext & ~m & ~lit, cfg.shade_clear_px))
+        out = np.zeros_like(self.extent)
+        out[box] = _clean(m & ext, ext)
+        return out
 
     def _back_at_rest(self, lab_i: np.ndarray) -> bool:
         extent0, reference0, rgb0 = self.prompted
