@@ -151,12 +151,17 @@ def shaded(rgb: np.ndarray, reference: np.ndarray, ratio: float, spread: float) 
     return (lo >= ratio) & (hi <= 1.0 / ratio) & (hi <= spread * lo)
 
 
-def _clean(m: np.ndarray, within: np.ndarray) -> np.ndarray:
+def _clean(m: np.ndarray, within: np.ndarray, keep_thin: bool = False) -> np.ndarray:
+    """``m`` opened (specks out) and closed (pinholes in), inside ``within``; ``keep_thin``: the opening spares the
+    parts of ``within`` as thin as its disk (a spoon's 1-2 px handle is the object, not a speck)."""
     import cv2
 
     m8 = m.astype(np.uint8)
-    m8 = cv2.morphologyEx(m8, cv2.MORPH_OPEN, disk(1))
-    m8 = cv2.morphologyEx(m8, cv2.MORPH_CLOSE, disk(2))
+    opened = cv2.morphologyEx(m8, cv2.MORPH_OPEN, disk(1))
+    if keep_thin:
+        thin = cv2.morphologyEx(within.astype(np.uint8), cv2.MORPH_OPEN, disk(1)) == 0
+        opened[thin & m] = 1
+    m8 = cv2.morphologyEx(opened, cv2.MORPH_CLOSE, disk(2))
     return (m8 > 0) & within
 
 
@@ -228,23 +233,26 @@ class _Track:
                 return self._finish(info, "moved")
         match = _color_dist(lab_i, self.reference) < cfg.color_tolerance
         self.same_colour = self.visible = _clean(match & self.extent, self.extent)
-        if cfg.shade_ratio > 0 and not self.moved:
-            self.visible = self._with_shade(fr, i, match)
+        if not self.moved:
+            self.visible = self._visible_at_rest(fr, i, match)
         return self._finish(info, "moved" if self.moved else None)
 
-    def _with_shade(self, fr: _Frames, i: int, match: np.ndarray) -> np.ndarray:
-        """The visible mask with the extent's pixels that are the reference under another light
-        (:func:`shaded`), away from an occluder's edge, which the blur mixes with the object into a shade of it.
-        Worked out in the extent's box, with room for the clearance and :func:`_clean`'s reach."""
+    def _visible_at_rest(self, fr: _Frames, i: int, match: np.ndarray) -> np.ndarray:
+        """The visible mask of an object at rest: the extent's pixels that kept their colour (``match``), those that
+        are the reference under another light (:func:`shaded`) away from an occluder's edge (which the blur mixes
+        with the object into a shade of it), cleaned sparing the object's own thin parts (:func:`_clean`'s
+        ``keep_thin``). Worked out in the extent's box, with room for the clearance and :func:`_clean`'s reach. The
+        motion test reads neither addition (``same_colour``)."""
         cfg = self.cfg
         box = mask_box(self.extent, cfg.shade_clear_px + 8)
         if box is None:
             return self.same_colour
         ext, m = self.extent[box], match[box]
-        lit = shaded(fr.rgb(i, box), self.reference_rgb[box], cfg.shade_ratio, cfg.shade_spread)
-        m = m | (lit & ~dilate(ext & ~m & ~lit, cfg.shade_clear_px))
+        if cfg.shade_ratio > 0:
+            lit = shaded(fr.rgb(i, box), self.reference_rgb[box], cfg.shade_ratio, cfg.shade_spread)
+            m = m | (lit & ~dilate(ext & ~m & ~lit, cfg.shade_clear_px))
         out = np.zeros_like(self.extent)
-        out[box] = _clean(m & ext, ext)
+        out[box] = _clean(m & ext, ext, keep_thin=True)
         return out
 
     def _back_at_rest(self, lab_i: np.ndarray) -> bool:
