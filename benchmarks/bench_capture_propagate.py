@@ -45,12 +45,8 @@ def clips(quick: bool):
                 yield f"{case.name}#{s}", family, clip.frames, case.mask, clip.masks
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    u = (a | b).sum()
-    return 1.0 if u == 0 else float((a & b).sum() / u)
-
-
 def main(argv: list[str] | None = None) -> None:
+    from real2sim.core.imaging import iou
     from real2sim.segmentation.propagate import PropagateConfig, propagate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -73,9 +69,9 @@ def main(argv: list[str] | None = None) -> None:
         off = propagate(frames, prompt, 0, config=PropagateConfig(shade_ratio=0))[0]
         for i in range(1, len(frames)):
             truth = obj & ~robot[i]
-            rows["propagate"].append(_iou(shipped[i], truth))
-            rows["shade off"].append(_iou(off[i], truth))
-            rows["held still"].append(_iou(prompt, truth))
+            rows["propagate"].append(iou(shipped[i], truth))
+            rows["shade off"].append(iou(off[i], truth))
+            rows["held still"].append(iou(prompt, truth))
             fams.append(family)
             covered.append((obj & robot[i]).sum() > COVERED * obj.sum())
     fams, covered = np.array(fams), np.array(covered)

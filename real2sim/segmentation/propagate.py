@@ -91,8 +91,9 @@ class _Frames:
         self._gray: dict[int, np.ndarray] = {}
         self._flow: dict[tuple[int, int], np.ndarray] = {}
 
-    def matched(self, i: int) -> np.ndarray:
-        return np.clip(self.frames[i].astype(np.float32) * self.gains[i], 0, 255).astype(np.uint8)
+    def matched(self, i: int, box: tuple[slice, slice] = (slice(None), slice(None))) -> np.ndarray:
+        """Frame ``i`` (its ``box`` only, when given) at the prompt frame's exposure, ``uint8``."""
+        return np.clip(self.frames[i][box].astype(np.float32) * self.gains[i], 0, 255).astype(np.uint8)
 
     def lab(self, i: int) -> np.ndarray:
         import cv2
@@ -110,8 +111,8 @@ class _Frames:
             h, w = self.frames.shape[1:3]
             y0, x0 = max(0, box[0].start - 2), max(0, box[1].start - 2)
             y1, x1 = min(h, box[0].stop + 2), min(w, box[1].stop + 2)
-            crop = np.clip(self.frames[i, y0:y1, x0:x1].astype(np.float32) * self.gains[i], 0, 255).astype(np.uint8)
-            return cv2.GaussianBlur(crop, (5, 5), 0)[box[0].start - y0:box[0].stop - y0, box[1].start - x0:box[1].stop - x0]
+            blurred = cv2.GaussianBlur(self.matched(i, (slice(y0, y1), slice(x0, x1))), (5, 5), 0)
+            return blurred[box[0].start - y0:box[0].stop - y0, box[1].start - x0:box[1].stop - x0]
         if i not in self._rgb:
             self._rgb[i] = cv2.GaussianBlur(self.matched(i), (5, 5), 0)
         return self._rgb[i]
