@@ -107,6 +107,10 @@ class DifferenceConfig:
     """Opening radius (fraction of the core's size) that removes thin leaks of the weak growth."""
     appendage_frac: float = 0.2
     """Parts of the mask thinner than this fraction of its inner radius (twice) are cut off."""
+    refine_keep: float = 0.1
+    """An outline refinement that keeps under this share of the mask (a speck) found no outline to move to (an object
+    that reads as shade pixel by pixel, its few pixels of object evidence all edge): the mask stays as it was. A
+    spoon's 1-2 px handle, whose change the blur spreads 3 px wide, legitimately keeps 0.3 of it."""
     close_frac: float = 0.03
     """Closing radius as a fraction of the object's size."""
     noise_floor: float = 0.6
@@ -764,9 +768,16 @@ def _refine_outline(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points
     # a band pixel with no interior within reach (along a handle 1-2 px wide) has nothing to compare: it stays
     keep = np.where(np.isfinite(d_fg), d_fg < d_bg, m[ys, xs])
     out[ys[keep], xs[keep]] = True
-    out = _open_specks(out, m) | inner
-    out = fill_holes(out)
-    return component_at(out, points, radius=3) if points else out
+    return _refined(out, m, inner, cfg, points)
+
+
+def _refined(out: np.ndarray, m: np.ndarray, inner: np.ndarray, cfg: DifferenceConfig, points) -> np.ndarray:
+    """An outline refinement's per-pixel decisions ``out`` for the mask ``m`` settled: specks opened away (not in
+    ``m``'s thin parts), the ``inner`` band kept, holes filled, the component at the clicks; ``m`` itself when that
+    keeps under ``refine_keep`` of it. ``(h, w) bool`` in and out."""
+    out = fill_holes(_open_specks(out, m) | inner)
+    out = component_at(out, points, radius=3) if points else out
+    return out if np.count_nonzero(out) >= cfg.refine_keep * np.count_nonzero(m) else m
 
 
 def _local_mean(x: np.ndarray, w: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -823,9 +834,7 @@ def _refine_unmix(m: np.ndarray, ch: ChangeMaps, cfg: DifferenceConfig, points) 
     ok = d2 > (cfg.unmix_min_contrast * ch.sigma) ** 2 * 3
     out = m.copy()
     out[ys[ok], xs[ok]] = a[ok] >= 0.5
-    out = _open_specks(out, m) | inner
-    out = fill_holes(out)
-    return component_at(out, points, radius=3) if points else out
+    return _refined(out, m, inner, cfg, points)
 
 
 def difference_layers(image: np.ndarray, prompt: Prompt, plate: np.ndarray,
