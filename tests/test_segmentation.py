@@ -357,10 +357,10 @@ def test_mask_helpers_agree_with_independent_references_on_random_masks():
         assert ov.iou(a, b) == iou(a, b) and ov.area(a) == a.sum()
 
 
-def _shadow_clip(seed: int = 0, h: int = 240, w: int = 320):
-    """A still object on a table, the arm's soft cast shadow over its lower half in frame 0 only (gone in the
-    later frames), a black bar (the arm) over its left third in frames 4-5. Returns (frames, object mask,
-    the bar's masks)."""
+def _shadow_clip(seed: int = 0, h: int = 240, w: int = 320, colour=(190.0, 70.0, 55.0)):
+    """A still object of ``colour`` on a table, the arm's soft cast shadow over its lower half in frame 0 only
+    (gone in the later frames), a black bar (the arm) over its left third in frames 4-5. Returns (frames, object
+    mask, the bar's masks)."""
     import cv2
 
     from real2sim.demos.mask_cases import procedural_plate
@@ -369,7 +369,7 @@ def _shadow_clip(seed: int = 0, h: int = 240, w: int = 320):
     table = procedural_plate(h, w, rng).astype(np.float32)
     obj = np.zeros((h, w), bool)
     obj[90:170, 120:200] = True
-    scene = np.where(obj[..., None], np.array([190.0, 70.0, 55.0]) * (0.9 + 0.1 * rng.random((h, w, 1))), table)
+    scene = np.where(obj[..., None], np.array(colour) * (0.9 + 0.1 * rng.random((h, w, 1))), table)
     shade = np.zeros((h, w), np.float32)
     shade[135:200, 60:260] = 0.45  # darkens to 55 %, like the arm's shadow on the real clip's table
     shade = cv2.GaussianBlur(shade, (0, 0), 4.0)
@@ -402,6 +402,24 @@ def test_a_shadow_on_a_still_object_in_the_prompt_frame_that_leaves_does_not_tak
         assert iou(on.masks[i], seen) > 0.95, (i, round(iou(on.masks[i], seen), 3))
         assert (on.masks[i] & bars[i]).sum() <= 0.01 * on.masks[i].sum(), i
     assert min(iou(off.masks[i], obj & ~bars[i]) for i in (1, 2, 3, 6)) < 0.7, "the clip no longer shows the failure"
+
+
+def test_a_yellow_object_whose_blue_is_near_black_keeps_its_lit_part_after_a_shadow_leaves():
+    """The same clip with a yellow cube (blue 3 levels): under the shadow its blue is 1-2 levels, lit 2-5, and that
+    channel's factor is noise, which vetoed the shade (the lit half lost again, as the benchmark's yellow cubes did).
+    Each channel's factor is known to ``shade_noise`` levels over its value: the near-black channel no longer vetoes;
+    the black bar still stays out (its blue is 20 levels above the cube's: no shade of it)."""
+    from real2sim.segmentation import propagate_many
+    from real2sim.segmentation.propagate import PropagateConfig
+
+    frames, obj, bars = _shadow_clip(colour=(205.0, 185.0, 3.0))
+    on = propagate_many(frames, {"obj": obj}, 0)["obj"]
+    strict = propagate_many(frames, {"obj": obj}, 0, PropagateConfig(shade_noise=0))["obj"]
+    for i in range(1, len(frames)):
+        seen = obj & ~bars[i]
+        assert iou(on.masks[i], seen) > 0.95, (i, round(iou(on.masks[i], seen), 3))
+        assert (on.masks[i] & bars[i]).sum() <= 0.01 * on.masks[i].sum(), i
+    assert min(iou(strict.masks[i], obj & ~bars[i]) for i in (1, 2, 3, 6)) < 0.8, "the clip no longer shows the failure"
 
 
 def test_a_still_spoons_one_pixel_handle_stays_in_its_propagated_mask():

@@ -67,6 +67,10 @@ class PropagateConfig:
     shade_spread: float = 1.25
     """... the three channels' factors within this ratio of each other (a shadow scales them alike; an occluder
     has its own colour) ..."""
+    shade_noise: float = 2.0
+    """... each channel's factor known to this many levels over the channel's value (in the blurred 8-bit frames:
+    quantisation and what noise the blur leaves; a channel a few levels from black, a yellow cube's blue, does not
+    veto the others) ..."""
     shade_clear_px: int = 3
     """... and the pixel at least this far from the pixels of the object that match neither (an occluder's edge,
     mixed with the object by the blur, reads as a shade of it)."""
@@ -144,12 +148,17 @@ def _color_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return channel_norm(a - b)
 
 
-def shaded(rgb: np.ndarray, reference: np.ndarray, ratio: float, spread: float) -> np.ndarray:
+def shaded(rgb: np.ndarray, reference: np.ndarray, ratio: float, spread: float, noise: float = 0.0) -> np.ndarray:
     """``(h, w) bool``: where ``rgb`` is ``reference`` (both ``(h, w, 3) uint8``) lit differently: each channel
-    scaled by a factor in ``[ratio, 1 / ratio]``, the three factors within ``spread`` of each other."""
-    f = (rgb.astype(np.float32) + 1.0) / (reference.astype(np.float32) + 1.0)
-    lo, hi = f.min(-1), f.max(-1)
-    return (lo >= ratio) & (hi <= 1.0 / ratio) & (hi <= spread * lo)
+    scaled by a factor in ``[ratio, 1 / ratio]``, the three factors within ``spread`` of each other. Each channel's
+    factor is known to ``noise`` levels over its value (in log terms ``noise / level``): a channel a few levels
+    from black (a yellow cube's blue) says next to nothing about the factor and does not veto the others."""
+    a = rgb.astype(np.float32) + 1.0
+    b = reference.astype(np.float32) + 1.0
+    lf = np.log(a / b)
+    tol = noise / np.minimum(a, b)
+    in_range = (np.abs(lf) - tol).max(-1) <= -np.log(ratio)
+    return in_range & ((lf - tol).max(-1) <= (lf + tol).min(-1) + np.log(spread))
 
 
 def _clean(m: np.ndarray, within: np.ndarray, keep_thin: bool = False) -> np.ndarray:
@@ -250,7 +259,7 @@ class _Track:
             return self.same_colour
         ext, m = self.extent[box], match[box]
         if cfg.shade_ratio > 0:
-            lit = shaded(fr.rgb(i, box), self.reference_rgb[box], cfg.shade_ratio, cfg.shade_spread)
+            lit = shaded(fr.rgb(i, box), self.reference_rgb[box], cfg.shade_ratio, cfg.shade_spread, cfg.shade_noise)
             m = m | (lit & ~dilate(ext & ~m & ~lit, cfg.shade_clear_px))
         out = np.zeros_like(self.extent)
         out[box] = _clean(m & ext, ext, keep_thin=True)
