@@ -11,9 +11,11 @@ pot's mask with it), so objects are tracked as wholes instead:
   extent whose colours still match the reference; the rest is occluded (state ``"rest"``, or ``"occluded"``
   when less than ``min_visible`` of it is seen).
 - When they changed, one similarity transform (rotation + scale + shift) is fitted to the dense optical flow of
-  the visible pixels (RANSAC). If that transform explains the colours better than "nothing moved", the object
-  moved (a grasped can): extent and reference are carried by the transform (state ``"moved"``). Else what
-  changed is an occluder and the object stays.
+  the visible pixels (RANSAC). If that transform explains the colours better than "nothing moved", and also
+  where the two hypotheses part (the pixels whose carried colour differs from what was there: an object of the
+  floor's colour "explains" any floor it is carried over), the object moved (a grasped can): extent and
+  reference are carried by the transform (state ``"moved"``). Else what changed is an occluder and the object
+  stays.
 - An extent that leaves the image or a moved object with no visible pixel is ``"lost"`` (the extent is kept).
 
 Frames are first matched in exposure to the prompt frame (per-channel gains over the whole image).
@@ -49,7 +51,11 @@ class PropagateConfig:
     min_motion_px: float = 1.5
     """A fitted transform that moves no extent pixel farther than this is no motion."""
     motion_margin: float = 0.1
-    """The moved hypothesis must explain this much more of the visible pixels than the static one."""
+    """The moved hypothesis must explain this much more of the visible pixels than the static one ..."""
+    motion_where_told: bool = True
+    """... and more of the pixels where the two predict different colours (:meth:`_Track._told_apart`: the flow
+    next to an arm passing over an object of the floor's colour is the arm's, and carried by it the object still
+    matches the floor: without this it was "moved" off with the arm). False = the visible pixels alone."""
     check_motion_below: float = 0.9
     """Motion is tested only when fewer than this fraction of the visible pixels kept their colour."""
     flow_scale: float = 0.5
@@ -286,13 +292,33 @@ class _Track:
         # colours of frame j's visible pixels, looked up where the transform puts them in frame i
         moved_lab = _warp(fr.lab(j), A, nearest=False)
         moved_vis = _warp(vis, A, nearest=True)
-        support = float((_color_dist(fr.lab(i)[moved_vis], moved_lab[moved_vis]) < cfg.color_tolerance).mean()) \
+        lab_i, lab_j = fr.lab(i), fr.lab(j)
+        support = float((_color_dist(lab_i[moved_vis], moved_lab[moved_vis]) < cfg.color_tolerance).mean()) \
             if moved_vis.any() else 0.0
         out["info"]["moved_support"] = round(support, 3)
         out["info"]["static_support"] = round(float(static_support), 3)
-        if support > static_support + cfg.motion_margin:
-            out["A"] = A
+        if support <= static_support + cfg.motion_margin:
+            return out
+        if cfg.motion_where_told:
+            told = self._told_apart(lab_i, lab_j, moved_lab, moved_vis)
+            out["info"]["told_apart"] = told and [told[0], round(told[1], 3), round(told[2], 3)]
+            if told is None or told[1] <= told[2]:
+                return out
+        out["A"] = A
         return out
+
+    def _told_apart(self, lab_i: np.ndarray, lab_j: np.ndarray, moved_lab: np.ndarray,
+                    moved_vis: np.ndarray) -> tuple[int, float, float] | None:
+        """Where the object carried (``moved_lab`` over ``moved_vis``) shows other colours than frame ``j`` had
+        there (by ``color_tolerance``): (that many pixels, the share frame ``i`` matches carried, the share it
+        matches unchanged); None where there is no such pixel (the motion says nothing the colours can check)."""
+        tol = self.cfg.color_tolerance
+        told = moved_vis & (_color_dist(moved_lab, lab_j) >= tol)
+        if not told.any():
+            return None
+        li = lab_i[told]
+        return (int(told.sum()), float((_color_dist(li, moved_lab[told]) < tol).mean()),
+                float((_color_dist(li, lab_j[told]) < tol).mean()))
 
     def _apply(self, A: np.ndarray, lab_i: np.ndarray, rgb_i: np.ndarray) -> None:
         cfg = self.cfg
