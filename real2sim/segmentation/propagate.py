@@ -11,11 +11,11 @@ pot's mask with it), so objects are tracked as wholes instead:
   extent whose colours still match the reference; the rest is occluded (state ``"rest"``, or ``"occluded"``
   when less than ``min_visible`` of it is seen).
 - When they changed, one similarity transform (rotation + scale + shift) is fitted to the dense optical flow of
-  the visible pixels (RANSAC). If that transform explains the colours better than "nothing moved", and also
-  where the two hypotheses part (the pixels whose carried colour differs from what was there: an object of the
-  floor's colour "explains" any floor it is carried over), the object moved (a grasped can): extent and
-  reference are carried by the transform (state ``"moved"``). Else what changed is an occluder and the object
-  stays.
+  the visible pixels (RANSAC). If that transform explains the colours better than "nothing moved" (and, for
+  an object at rest, also where the two hypotheses part: the pixels whose carried colour differs from what was
+  there; an object of the floor's colour "explains" any floor it is carried over), the object moved (a grasped
+  can): extent and reference are carried by the transform (state ``"moved"``). Else what changed is an occluder
+  and the object stays.
 - An extent that leaves the image or a moved object with no visible pixel is ``"lost"`` (the extent is kept).
 
 Frames are first matched in exposure to the prompt frame (per-channel gains over the whole image).
@@ -53,9 +53,10 @@ class PropagateConfig:
     motion_margin: float = 0.1
     """The moved hypothesis must explain this much more of the visible pixels than the static one ..."""
     motion_where_told: bool = True
-    """... and more of the pixels where the two predict different colours (:meth:`_Track._told_apart`: the flow
-    next to an arm passing over an object of the floor's colour is the arm's, and carried by it the object still
-    matches the floor: without this it was "moved" off with the arm). False = the visible pixels alone."""
+    """... and, for an object at rest to start moving, more of the pixels where the two predict different colours
+    (:meth:`_Track._told_apart`: the flow next to an arm passing over an object of the floor's colour is the arm's,
+    and carried by it the object still matches the floor: without this it was "moved" off with the arm; an object
+    already carried needs no more than the visible pixels). False = the visible pixels alone."""
     check_motion_below: float = 0.9
     """Motion is tested only when fewer than this fraction of the visible pixels kept their colour."""
     flow_scale: float = 0.5
@@ -299,7 +300,7 @@ class _Track:
         out["info"]["static_support"] = round(float(static_support), 3)
         if support <= static_support + cfg.motion_margin:
             return out
-        if cfg.motion_where_told:
+        if cfg.motion_where_told and not self.moved:
             told = self._told_apart(lab_i, lab_j, moved_lab, moved_vis)
             out["info"]["told_apart"] = told and [told[0], round(told[1], 3), round(told[2], 3)]
             if told is None or told[1] <= told[2]:
