@@ -314,12 +314,13 @@ class _Track:
         there (by ``color_tolerance``): (that many pixels, the share frame ``i`` matches carried, the share it
         matches unchanged); None where there is no such pixel (the motion says nothing the colours can check)."""
         tol = self.cfg.color_tolerance
-        told = moved_vis & (_color_dist(moved_lab, lab_j) >= tol)
+        carried, before, now = moved_lab[moved_vis], lab_j[moved_vis], lab_i[moved_vis]
+        told = _color_dist(carried, before) >= tol
         if not told.any():
             return None
-        li = lab_i[told]
-        return (int(told.sum()), float((_color_dist(li, moved_lab[told]) < tol).mean()),
-                float((_color_dist(li, lab_j[told]) < tol).mean()))
+        now = now[told]
+        return (int(told.sum()), float((_color_dist(now, carried[told]) < tol).mean()),
+                float((_color_dist(now, before[told]) < tol).mean()))
 
     def _apply(self, A: np.ndarray, lab_i: np.ndarray, rgb_i: np.ndarray) -> None:
         cfg = self.cfg
