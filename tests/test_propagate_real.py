@@ -71,7 +71,7 @@ def test_the_grasped_can_is_tracked_to_where_the_gripper_holds_it(clip):
     ys, xs = np.nonzero(can.extents[-1])
     centre = np.array([xs.mean(), ys.mean()])
     # 9.5 px off with the flow's transforms alone, 5.5 px once a carried object's motion is aligned by ECC
-    assert np.linalg.norm(centre - CAN_CENTRE_LAST_FRAME) < 10, centre
+    assert np.linalg.norm(centre - CAN_CENTRE_LAST_FRAME) < 8, centre
     # it is the same can: its extent keeps its size within 35 % (it moves away from the camera a little; 0.74 of
     # the prompt's with the flow's scale, 0.67 with ECC's rotation and shift)
     assert 0.65 < can.extents[-1].sum() / prompts["can"].sum() < 1.1
