@@ -58,8 +58,9 @@ class PropagateConfig:
     and carried by it the object still matches the floor: without this it was "moved" off with the arm; an object
     already carried needs no more than the visible pixels). False = the visible pixels alone."""
     align_carried: bool = True
-    """An object already carried: the flow's transform refined by ECC (:func:`_aligned`, on the blurred lightness),
-    kept when it carries more of the visible pixels onto their colours. The flow, at ``flow_scale``, underestimates a
+    """A carried object's motion: the flow's transform refined by ECC (:func:`_aligned`, on the blurred lightness),
+    kept when it carries more of the visible pixels onto their colours (for an object at rest, after the flow's
+    transform has decided that it starts moving). The flow, at ``flow_scale``, underestimates a
     small object's shift by a fraction of a pixel, and the error adds up from frame to frame until the extent has
     left the object (carried objects of the propagation benchmark)."""
     check_motion_below: float = 0.9
@@ -322,10 +323,7 @@ class _Track:
         lab_i, lab_j = fr.lab(i), fr.lab(j)
         support, moved_lab, moved_vis = self._carried(lab_i, lab_j, vis, A)
         if cfg.align_carried and self.moved:
-            B = _aligned(lab_j[..., 0], lab_i[..., 0], vis, A)
-            aligned = self._carried(lab_i, lab_j, vis, B)
-            if aligned[0] > support:  # (a plain-coloured object gives ECC nothing to hold on to inside it)
-                A, (support, moved_lab, moved_vis) = B, aligned
+            A, (support, moved_lab, moved_vis) = self._better_aligned(lab_i, lab_j, vis, A, support, moved_lab, moved_vis)
         out["info"]["moved_support"] = round(support, 3)
         out["info"]["static_support"] = round(float(static_support), 3)
         if support <= static_support + cfg.motion_margin:
@@ -335,8 +333,18 @@ class _Track:
             out["info"]["told_apart"] = told and [told[0], round(told[1], 3), round(told[2], 3)]
             if told is None or told[1] <= told[2]:
                 return out
+        if cfg.align_carried and not self.moved:  # the start decided on the flow's transform, applied aligned
+            A = self._better_aligned(lab_i, lab_j, vis, A, support, moved_lab, moved_vis)[0]
         out["A"] = A
         return out
+
+    def _better_aligned(self, lab_i: np.ndarray, lab_j: np.ndarray, vis: np.ndarray, A: np.ndarray, *carried):
+        """``A`` aligned by ECC (:func:`_aligned`) where that carries more of the visible pixels onto their colours
+        (a plain-coloured object gives ECC nothing to hold on to inside it), else ``A``; with what :meth:`_carried`
+        gives for the transform returned (``carried``: that for ``A``)."""
+        B = _aligned(lab_j[..., 0], lab_i[..., 0], vis, A)
+        aligned = self._carried(lab_i, lab_j, vis, B)
+        return (B, aligned) if aligned[0] > carried[0] else (A, carried)
 
     def _carried(self, lab_i: np.ndarray, lab_j: np.ndarray, vis: np.ndarray, A: np.ndarray):
         """Frame ``j``'s colours and visible pixels carried by ``A`` into frame ``i``, and the share of those pixels
