@@ -27,62 +27,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data"
-FAMILIES = ("base", "thin", "support", "lowcontrast")
 COVERED = 0.05
-
-
-def clips(quick: bool):
-    """(name, frames ``(n, h, w, 3) uint8``, object mask ``(h, w) bool``, robot masks ``(n, h, w) bool``) for every
-    real plate, family and two seeds (``quick``: two plates, one seed)."""
-    from real2sim.demos import mask_cases as mc
-    from real2sim.demos.robot_clips import make_robot_clip
-
-    plates = mc.plates(DATA)
-    objects = list(mc.OBJECTS)
-    for k, (name, plate) in enumerate(list(plates.items())[:2] if quick else plates.items()):
-        for f, family in enumerate(FAMILIES):
-            for s in range(1 if quick else 2):
-                seed = 5000 + 97 * k + 13 * s + 1000 * f
-                case = mc.synthetic_case(DATA, name, plate, family, objects[(k + s) % len(objects)], seed)
-                clip = make_robot_clip(case.image, n_frames=12, seed=300 + seed % 1000)
-                yield f"{case.name}#{s}", family, clip.frames, case.mask, clip.masks
-
-
-def _shifted(a: np.ndarray, dx: int, dy: int) -> np.ndarray:
-    """``a`` (``(h, w, ...)``) moved ``dx`` px right and ``dy`` px down, zeros where nothing moved in."""
-    out = np.zeros_like(a)
-    h, w = a.shape[:2]
-    out[dy:, dx:] = a[:h - dy, :w - dx]
-    return out
-
-
-def carried_clips(quick: bool):
-    """(name, family, frames, object masks per frame ``(n, h, w) bool``, robot masks) like :func:`clips`, the
-    object moving from frame 3 on (3 px right, 1 px down a frame), drawn under the arm with its own sensor noise."""
-    from real2sim.demos import mask_cases as mc
-    from real2sim.demos.robot_clips import make_robot_clip
-
-    plates = mc.plates(DATA)
-    objects = list(mc.OBJECTS)
-    for k, (name, plate) in enumerate(list(plates.items())[:2] if quick else plates.items()):
-        for f, family in enumerate(FAMILIES):
-            seed = 7000 + 97 * k + 1000 * f
-            case = mc.synthetic_case(DATA, name, plate, family, objects[k % len(objects)], seed)
-            clip = make_robot_clip(case.plate, n_frames=12, seed=300 + seed % 1000)
-            rng = np.random.default_rng(seed)
-            frames, objs = clip.frames.copy(), []
-            for i in range(len(frames)):
-                d = max(0, i - 2)
-                obj, img = _shifted(case.mask, 3 * d, d), _shifted(case.image, 3 * d, d)
-                seen = obj & ~clip.masks[i]
-                noisy = img[seen].astype(np.float32) + rng.normal(0, 3.0, (int(seen.sum()), 3))
-                frames[i][seen] = np.clip(noisy, 0, 255).astype(np.uint8)
-                objs.append(obj)
-            yield f"carried/{case.name}", family, frames, np.stack(objs), clip.masks
 
 
 def main(argv: list[str] | None = None) -> None:
     from real2sim.core.imaging import iou
+    from real2sim.demos.propagate_cases import FAMILIES, carried_clips, still_clips
     from real2sim.segmentation.propagate import PropagateConfig, propagate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -94,8 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("real2sim").setLevel(logging.ERROR)
     rows: dict[str, list] = {"propagate": [], "shade off": [], "held still": []}
     fams, covered, carried, seconds, frames_done = [], [], [], 0.0, 0
-    for name, family, frames, obj, robot in chain(clips(args.quick), carried_clips(args.quick)):
-        objs = obj if obj.ndim == 3 else np.repeat(obj[None], len(frames), 0)
+    for name, family, frames, objs, robot in chain(still_clips(DATA, args.quick), carried_clips(DATA, args.quick)):
         prompt = objs[0] & ~robot[0]
         if prompt.sum() < 20:
             continue
@@ -111,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
             rows["held still"].append(iou(prompt, truth))
             fams.append(family)
             covered.append((objs[i] & robot[i]).sum() > COVERED * objs[i].sum())
-            carried.append(obj.ndim == 3)
+            carried.append(name.startswith("carried/"))
     fams, covered, carried = np.array(fams), np.array(covered), np.array(carried)
     print("| frames | n | " + " | ".join(rows) + " |")
     print("|---|---|" + "---|" * len(rows))

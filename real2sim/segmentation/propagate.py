@@ -321,9 +321,10 @@ class _Track:
         if A is None or _max_displacement(A, self.extent) < cfg.min_motion_px:
             return out
         lab_i, lab_j = fr.lab(i), fr.lab(j)
-        support, moved_lab, moved_vis = self._carried(lab_i, lab_j, vis, A)
+        carried = self._carried(lab_i, lab_j, vis, A)
         if cfg.align_carried and self.moved:
-            A, (support, moved_lab, moved_vis) = self._better_aligned(lab_i, lab_j, vis, A, support, moved_lab, moved_vis)
+            A, carried = self._better_aligned(lab_i, lab_j, vis, A, carried)
+        support, moved_lab, moved_vis = carried
         out["info"]["moved_support"] = round(support, 3)
         out["info"]["static_support"] = round(float(static_support), 3)
         if support <= static_support + cfg.motion_margin:
@@ -334,11 +335,11 @@ class _Track:
             if told is None or told[1] <= told[2]:
                 return out
         if cfg.align_carried and not self.moved:  # the start decided on the flow's transform, applied aligned
-            A = self._better_aligned(lab_i, lab_j, vis, A, support, moved_lab, moved_vis)[0]
+            A = self._better_aligned(lab_i, lab_j, vis, A, carried)[0]
         out["A"] = A
         return out
 
-    def _better_aligned(self, lab_i: np.ndarray, lab_j: np.ndarray, vis: np.ndarray, A: np.ndarray, *carried):
+    def _better_aligned(self, lab_i: np.ndarray, lab_j: np.ndarray, vis: np.ndarray, A: np.ndarray, carried: tuple):
         """``A`` aligned by ECC (:func:`_aligned`) where that carries more of the visible pixels onto their colours
         (a plain-coloured object gives ECC nothing to hold on to inside it), else ``A``; with what :meth:`_carried`
         gives for the transform returned (``carried``: that for ``A``)."""
