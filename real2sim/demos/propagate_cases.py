@@ -52,24 +52,29 @@ def _shifted(a: np.ndarray, dx: int, dy: int) -> np.ndarray:
     return out
 
 
-def carried_clips(data: Path, quick: bool = False):
-    """Every real plate in ``data`` and family, one seed, the object carried (see the module docstring)."""
+def carried_clip(data: Path, k: int, name: str, plate: np.ndarray, family: str):
+    """The carried clip of ``family`` over the ``k``-th real plate ``name`` (see the module docstring)."""
     from real2sim.demos import mask_cases as mc
     from real2sim.demos.robot_clips import make_robot_clip
 
     objects = list(mc.OBJECTS)
+    seed = 7000 + 97 * k + 1000 * FAMILIES.index(family)
+    case = mc.synthetic_case(data, name, plate, family, objects[k % len(objects)], seed)
+    clip = make_robot_clip(case.plate, n_frames=12, seed=300 + seed % 1000)
+    rng = np.random.default_rng(seed)
+    frames, objs = clip.frames.copy(), []
+    for i in range(len(frames)):
+        d = max(0, i - 2)
+        obj, img = _shifted(case.mask, 3 * d, d), _shifted(case.image, 3 * d, d)
+        seen = obj & ~clip.masks[i]
+        noisy = img[seen].astype(np.float32) + rng.normal(0, 3.0, (int(seen.sum()), 3))
+        frames[i][seen] = np.clip(noisy, 0, 255).astype(np.uint8)
+        objs.append(obj)
+    return f"carried/{case.name}", family, frames, np.stack(objs), clip.masks
+
+
+def carried_clips(data: Path, quick: bool = False):
+    """Every real plate in ``data`` and family, one seed, the object carried (see the module docstring)."""
     for k, name, plate in _plates(data, quick):
-        for f, family in enumerate(FAMILIES):
-            seed = 7000 + 97 * k + 1000 * f
-            case = mc.synthetic_case(data, name, plate, family, objects[k % len(objects)], seed)
-            clip = make_robot_clip(case.plate, n_frames=12, seed=300 + seed % 1000)
-            rng = np.random.default_rng(seed)
-            frames, objs = clip.frames.copy(), []
-            for i in range(len(frames)):
-                d = max(0, i - 2)
-                obj, img = _shifted(case.mask, 3 * d, d), _shifted(case.image, 3 * d, d)
-                seen = obj & ~clip.masks[i]
-                noisy = img[seen].astype(np.float32) + rng.normal(0, 3.0, (int(seen.sum()), 3))
-                frames[i][seen] = np.clip(noisy, 0, 255).astype(np.uint8)
-                objs.append(obj)
-            yield f"carried/{case.name}", family, frames, np.stack(objs), clip.masks
+        for family in FAMILIES:
+            yield carried_clip(data, k, name, plate, family)
