@@ -444,28 +444,31 @@ def test_an_object_of_the_floors_colour_is_not_carried_off_by_the_arm_passing_ov
     assert min(scores) > 0.6 and np.mean(scores) > 0.85, np.round(scores, 2)
 
 
+def _carried_clip_scores(shared_data, name: str, family: str, config):
+    """The propagation benchmark's carried clip of ``family`` over the real plate ``name``, propagated from its
+    frame-0 mask with ``config``: (IoU with the visible object in frames 1.., each frame's state)."""
+    from real2sim.demos import mask_cases as mc
+    from real2sim.demos.propagate_cases import carried_clip
+    from real2sim.segmentation.propagate import propagate
+
+    plates = mc.plates(shared_data)
+    _, _, frames, objs, robot = carried_clip(shared_data, list(plates).index(name), name, plates[name], family)
+    masks, info = propagate(frames, objs[0] & ~robot[0], 0, config=config)
+    return [iou(masks[i], objs[i] & ~robot[i]) for i in range(1, len(masks))], [inf["state"] for inf in info]
+
+
 def test_a_low_contrast_object_carried_off_is_followed(shared_data):
     """The propagation benchmark's clip of a yellow cube on the Google Robot's grey-beige floor, carried 3 px a frame
     from frame 3 on, in view all along: moved a few pixels, 85 % of its pixels still kept their colours within the
     tolerance, the moved hypothesis explained 93 %, and the plain margin (10 % more) left the cube behind: its mask
     held still while the cube moved off (IoU 0.00 from frame 8). A motion of an object seen whole now needs 30 % of
     what standing still leaves unexplained where that is less (``motion_margin_share``)."""
-    from real2sim.demos import mask_cases as mc
-    from real2sim.demos.propagate_cases import carried_clip
-    from real2sim.segmentation.propagate import PropagateConfig, propagate
+    from real2sim.segmentation.propagate import PropagateConfig
 
-    plates = mc.plates(shared_data)
-    name = "google_coke_can_real_eval_1"
-    _, _, frames, objs, robot = carried_clip(shared_data, list(plates).index(name), name, plates[name], "lowcontrast")
-    prompt = objs[0] & ~robot[0]
-
-    def scores(config):
-        masks, info = propagate(frames, prompt, 0, config=config)
-        return [iou(masks[i], objs[i] & ~robot[i]) for i in range(1, len(masks))], [inf["state"] for inf in info]
-
-    old, _ = scores(PropagateConfig(motion_margin_share=0.0))
+    clip = (shared_data, "google_coke_can_real_eval_1", "lowcontrast")
+    old, _ = _carried_clip_scores(*clip, PropagateConfig(motion_margin_share=0.0))
     assert old[-1] < 0.2, "the clip no longer shows the failure"
-    new, states = scores(PropagateConfig())
+    new, states = _carried_clip_scores(*clip, PropagateConfig())
     assert "moved" in states[3:6], states
     assert min(new) > 0.4 and np.mean(new) > 0.65, np.round(new, 2)
 
@@ -477,21 +480,12 @@ def test_a_plain_coloured_object_carried_off_is_followed(shared_data):
     by frame 11). Motion is now tested whenever a visible pixel changed (``check_motion_below``), and the moved
     hypothesis (100 %) clears the margin for an object seen whole (``motion_margin_share``; the plain 10 % it does
     not)."""
-    from real2sim.demos import mask_cases as mc
-    from real2sim.demos.propagate_cases import carried_clip
-    from real2sim.segmentation.propagate import PropagateConfig, propagate
+    from real2sim.segmentation.propagate import PropagateConfig
 
-    plates = mc.plates(shared_data)
-    name = "open_drawer_a1"
-    _, _, frames, objs, robot = carried_clip(shared_data, list(plates).index(name), name, plates[name], "base")
-    prompt = objs[0] & ~robot[0]
-
-    def scores(config):
-        masks = propagate(frames, prompt, 0, config=config)[0]
-        return [iou(masks[i], objs[i] & ~robot[i]) for i in range(1, len(masks))]
-
-    assert scores(PropagateConfig(check_motion_below=0.9))[-1] < 0.2, "the clip no longer shows the failure"
-    new = scores(PropagateConfig())
+    clip = (shared_data, "open_drawer_a1", "base")
+    old, _ = _carried_clip_scores(*clip, PropagateConfig(check_motion_below=0.9))
+    assert old[-1] < 0.2, "the clip no longer shows the failure"
+    new, _ = _carried_clip_scores(*clip, PropagateConfig())
     assert min(new) > 0.7 and np.mean(new) > 0.8, np.round(new, 2)
 
 
