@@ -17,7 +17,12 @@ person-like click, and the scores leave out the objects (their outlines and the 
 grown by 7 px at 640 wide, as ``bench_capture_init.py`` does on the real clip): the command takes every prompted
 object out of the plate by design (they are simulated), while the true background keeps them.
 
+``--camera SEED``: every clip and its background through another camera's look once rendered
+(``mask_cases.camera_look``: white balance, saturation, tone curve, vignetting; one look per clip from SEED and its
+name): the same scenes as a sensor the method was not made on records their colours.
+
     PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_init_clips.py [--quick] [--pose pose|none|both] [--objects]
+        [--camera SEED]
 """
 from __future__ import annotations
 
@@ -95,6 +100,17 @@ def truth_at_frame0(clip) -> np.ndarray:
     return gain_to(clip.plate[None], clip.frames[0])[0]
 
 
+def through_a_look(clip, name: str, seed: int):
+    """``clip`` with its frames and its background recorded through the camera look of ``seed`` and ``name``."""
+    import zlib
+    from dataclasses import replace
+
+    from real2sim.demos.mask_cases import camera_look, recorded
+
+    look = camera_look(np.random.default_rng([seed, zlib.crc32(name.encode())]))
+    return replace(clip, frames=np.stack([recorded(look, f) for f in clip.frames]), plate=recorded(look, clip.plate))
+
+
 def run_one(clip, with_pose: bool, objects: dict | None = None) -> dict:
     from bench_capture_init import objects_place
 
@@ -146,6 +162,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="camera file with the clip's pose, intrinsics only, or one run of each (default)")
     ap.add_argument("--objects", action="store_true",
                     help="only the clips over plates with outlined objects, a click on each object too")
+    ap.add_argument("--camera", type=int, metavar="SEED",
+                    help="every clip through another camera's look (one per clip from SEED and its name)")
     args, _ = ap.parse_known_args(argv)  # (run_all.py passes its own filters)
     logging.getLogger("real2sim").setLevel(logging.ERROR)
     poses = ("pose", "none") if args.pose == "both" else (args.pose,)
@@ -162,6 +180,9 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             name = f"{name}, {len(objects)} objects"
         clip = make_robot_clip(n_frames=16, **kw)
+        if args.camera is not None:
+            clip = through_a_look(clip, name, args.camera)
+            name = f"{name} @camera{args.camera}"
         for pose in poses:
             r = run_one(clip, pose == "pose", objects)
             worst[pose] = min(worst.get(pose, np.inf), r["gain_all"])

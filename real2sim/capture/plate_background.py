@@ -802,9 +802,11 @@ def tone_curves(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | N
 def apply_tone(frames: np.ndarray, curves: np.ndarray | None, luts: np.ndarray | None = None) -> np.ndarray:
     """``(n, h, w, 3) uint8`` frames through their ``(n, 256, 3)`` tone curves (``cv2.LUT``). ``luts``: ``(n, 256,
     3) uint8`` level maps applied before the curves (the exposure gains), composed with them into one lookup;
-    ``curves`` None: those maps only."""
+    ``curves`` None: those maps only; both None: a copy of the frames."""
     import cv2
 
+    if curves is None and luts is None:
+        return frames.copy()
     out = np.empty_like(frames)
     for t in range(len(frames)):
         lut = None if curves is None else np.clip(curves[t] + 0.5, 0, 255).astype(np.uint8)
