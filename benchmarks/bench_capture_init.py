@@ -167,8 +167,7 @@ def run(case, pose: str, keep: Path | None, framing: str | None = None, look: in
     print(f"camera pose: {pose}; robot masks by: {robot_method}; framing: {framing or 'as recorded'}; "
           f"camera look: {'as recorded' if look is None else look}")
     print("summary:", json.dumps({"pose": pose, "framing": framing, "look": look, "robot_method": robot_method,
-                                  "gain_db": rows,
-                                  "init_s": round(seconds, 1)}))
+                                  "gain_db": rows, "init_s": round(seconds, 1)}))
 
 
 if __name__ == "__main__":

@@ -101,13 +101,14 @@ def truth_at_frame0(clip) -> np.ndarray:
 
 
 def through_a_look(clip, name: str, seed: int):
-    """``clip`` with its frames and its background recorded through the camera look of ``seed`` and ``name``."""
-    import zlib
+    """``clip`` with its frames and its background recorded through the camera look of ``seed`` and ``name``
+    (``plate_cases.look_of``)."""
     from dataclasses import replace
 
-    from real2sim.demos.mask_cases import camera_look, recorded
+    from real2sim.demos.mask_cases import recorded
+    from real2sim.demos.plate_cases import look_of
 
-    look = camera_look(np.random.default_rng([seed, zlib.crc32(name.encode())]))
+    look = look_of(seed, name)
     return replace(clip, frames=np.stack([recorded(look, f) for f in clip.frames]), plate=recorded(look, clip.plate))
 
 

@@ -74,12 +74,16 @@ class PlateCase:
     """``(n, h, w) bool`` the occluder's own pixels per frame (the robot, without its shadow); synthetic only."""
 
 
+def look_of(seed: int, name: str):
+    """The :func:`real2sim.demos.mask_cases.camera_look` (white balance, saturation, tone curve, vignetting) of
+    ``seed`` and a clip's ``name``: the same look for a clip whichever clips are run with it."""
+    return camera_look(np.random.default_rng([seed, zlib.crc32(name.encode())]))
+
+
 def through_another_camera(case: PlateCase, seed: int) -> PlateCase:
-    """``case`` recorded through another camera: its frames and its truth alike through one
-    :func:`real2sim.demos.mask_cases.camera_look` (white balance, saturation, tone curve, vignetting) drawn from
-    ``seed`` and the case's name (the same look whichever cases are run with it); the masks and regions are the
-    case's own."""
-    look = camera_look(np.random.default_rng([seed, zlib.crc32(case.name.encode())]))
+    """``case`` recorded through another camera: its frames and its truth alike through :func:`look_of` ``seed``
+    and the case's name; the masks and regions are the case's own."""
+    look = look_of(seed, case.name)
     return replace(case, name=f"{case.name}@camera{seed}", frames=np.stack([recorded(look, f) for f in case.frames]),
                    truth=recorded(look, case.truth), kind=f"{case.kind}, another camera")
 
