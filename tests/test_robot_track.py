@@ -202,6 +202,23 @@ def test_recorded_joints_render_the_masks(tmp_path, robot_model):
 
 
 @pytest.mark.slow
+def test_a_prompted_frame_without_the_robot_says_so_instead_of_a_nan_iou(tmp_path):
+    """The camera's pose is known but the prompted frame shows only the background (the robot out of view, or as
+    dark as what is behind it through a camera's tone curve): the fallback to motion said "best silhouette IoU nan;
+    its pose is probably wrong"; it now says the frame shows too few pixels that differ from the background."""
+    from dataclasses import replace
+
+    clip = _clip(n_frames=8, seed=5)
+    frames = clip.frames.copy()
+    frames[0] = clip.plate
+    b = _capture(tmp_path, replace(clip, frames=frames), {"robot": {"box": _box(clip.masks[1])}})
+    rep = json.loads((b.root / "reports" / "robot_fit.json").read_text())
+    assert rep["method"] == "motion", rep
+    assert "too few pixels that differ from the background" in rep["camera_pose"], rep["camera_pose"]
+    assert "nan" not in rep["camera_pose"]
+
+
+@pytest.mark.slow
 def test_unknown_camera_pose_falls_back_to_motion(tmp_path):
     """A camera file without a pose: no joints can be fitted; the robot's masks come from motion and the report
     says why."""

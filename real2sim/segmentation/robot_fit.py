@@ -263,10 +263,17 @@ def _find_robot(bundle, idx, frames, bg, cam_name, q0, start, prompt, cfg) -> tu
         return track, _report(track, idx, None, rep)
     q_start = np.asarray(q0 if q0 is not None else model.default_q, float)
     track = track_robot(frames, camera, model, space, q_start, start, bg, excl, pmask, cfg)
-    if track.states[start] == "lost" or not np.isfinite(track.iou[start]) or track.iou[start] < cfg.lost_iou:
+    if track.states[start] == "out_of_view":
+        reason = (f"frame {idx[start]} from camera '{cam_name}' shows too few pixels that differ from the background "
+                  "for the robot model to be fitted (the robot is out of view there, or its colours are the "
+                  "background's); prompt a frame where the robot stands out")
+    elif track.states[start] == "lost" or not np.isfinite(track.iou[start]) or track.iou[start] < cfg.lost_iou:
         reason = (f"the robot model does not match frame {idx[start]} from camera '{cam_name}' (best silhouette IoU "
                   f"{track.iou[start]:.2f}); its pose is probably wrong for this clip: calibrate it "
                   "('real2sim init ... --points', 'real2sim refine-camera')")
+    else:
+        reason = None
+    if reason is not None:
         log.warning("robot_fit: %s; falling back to motion segmentation", reason)
         rep["camera_pose"] = f"does not fit: {reason}"
         fallback = motion_masks(frames, bg, excl, cfg, reason=reason, background_seen=seen)
