@@ -28,11 +28,10 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 def near_object(case, mask: np.ndarray) -> np.ndarray:
     """``(h, w) bool``: the object, its shadow and ``mask``, grown by 3 % of ``sqrt(h * w)``."""
-    import cv2
+    from real2sim.core.imaging import dilate
 
     h, w = mask.shape
-    r = max(3, int(0.03 * np.sqrt(h * w)))
-    return cv2.dilate((case.mask | case.shadow | mask).astype(np.uint8), np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0
+    return dilate(case.mask | case.shadow | mask, max(3, int(0.03 * np.sqrt(h * w))))
 
 
 def score_case(case, margins: list[float], rng: np.random.Generator) -> list[float]:
