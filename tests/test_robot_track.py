@@ -573,3 +573,21 @@ def test_a_clip_without_any_evidence_of_the_robot_is_reported_not_a_numpy_error(
     track = track_robot(frames, clip.camera, model, space, rdef.default_qpos, 0, None)
     assert track.states == ["out_of_view"] * 4
     assert np.isnan(track.iou).all()
+
+
+def test_a_threshold_that_leaves_no_evidence_of_the_robot_is_not_chosen_for_the_start_frame(robot_model):
+    """A black arm on a dark brown table (it differs by about 40 grey levels; the noise threshold is 8): the start
+    frame's highest threshold (8x the noise) leaves no evidence, and the fit moved the robot out of the image, an
+    empty silhouette on empty evidence, IoU 1.0, which beat every real fit: the start frame was then graded out of
+    view and the whole clip went to motion segmentation (a Google Robot overlay through a brightening camera look).
+    A level without evidence is never chosen over one with it."""
+    from real2sim.demos.robot_clips import bridge_camera, make_robot_clip
+    from real2sim.segmentation.robot_track import track_robot
+
+    rdef, model, space = robot_model
+    rng = np.random.default_rng(0)
+    plate = np.clip(np.array([60, 48, 36]) + rng.normal(0, 3, (240, 320, 3)), 0, 255).astype(np.uint8)
+    clip = make_robot_clip(plate, n_frames=2, seed=0, camera=bridge_camera(320, 240))
+    tr = track_robot(clip.frames, clip.camera, model, space, rdef.default_qpos, 0, clip.plate)
+    assert tr.states == ["prompt", "tracked"], tr.states
+    assert min(_iou(m, t) for m, t in zip(tr.masks, clip.masks)) >= BAR

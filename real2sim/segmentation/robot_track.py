@@ -49,6 +49,10 @@ STATES = ("prompt", "tracked", "recorded", "out_of_view", "lost", "motion")
 recorded joints, out of view (neither the fit nor the evidence shows it), not found (IoU below the bar: the mask
 is a guess, made wide), found by motion (no robot model)."""
 
+IN_VIEW_SHARE = 0.002
+"""Evidence with fewer pixels than this share of the image shows no robot: the frame is ``out_of_view``, and a
+fit to it means nothing (an empty silhouette matches empty evidence perfectly)."""
+
 
 @dataclass
 class TrackConfig:
@@ -650,7 +654,7 @@ def _track_pass(fitter: Fitter, evs: list[Evidence], q_start, start: int, seeds=
             cands.append(sp.to_q(2 * sp.to_x(last) - sp.to_x(good[prev]), last))
         ev = used[i] = _near(fitter, evs[i], last)
         wide = (0.5, 0.4, 0.4)
-        if ev.fg.sum() < 0.002 * ev.fg.size < evs[i].fg.sum():  # nothing near where it was: back into view elsewhere
+        if ev.fg.sum() < IN_VIEW_SHARE * ev.fg.size < evs[i].fg.sum():  # nothing near where it was: back into view elsewhere
             ev = used[i] = evs[i]
             wide = (0.8, 0.6, 0.6)
         cands.sort(key=lambda q: fitter.iou(q, ev), reverse=True)
@@ -726,7 +730,7 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
         Q[start] = fitter.polish(evs[start], Q[start])
     sils = [fitter.sil_full(q) for q in Q]
     masks = [robot_pixels(ev, sil, near) for ev, sil in zip(evs, sils)]
-    iou, states = _grade(evs, sils, masks, states, cfg, notes, min_px=0.002 * h * w)
+    iou, states = _grade(evs, sils, masks, states, cfg, notes, min_px=IN_VIEW_SHARE * h * w)
     for i in range(n):
         if states[i] == "lost":
             masks[i] = masks[i] | dilate(sils[i], near)
@@ -945,7 +949,9 @@ def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stan
         Q, iou, _, _, used = _track_pass(fitter, [ev], q_start, 0, region=prompt_mask, all_seeds=all_seeds)
         log.debug("start frame: threshold %.1f -> IoU %.3f", base * f, iou[0])
         fits.append((float(iou[0]), Q[0], base * f, used[0]))
-    iou, q, floor, ev = fits[_ladder_pick([fit[0] for fit in fits])]
+    # a level too high to leave the robot any evidence "fits" by moving it out of view: never chosen over one with it
+    scores = [-np.inf if ev.fg.sum() < IN_VIEW_SHARE * ev.fg.size else v for v, _, _, ev in fits]
+    iou, q, floor, ev = fits[_ladder_pick(scores)]
     return q, floor, ev, iou
 
 
@@ -1010,7 +1016,7 @@ def render_recorded(frames: np.ndarray, camera: Camera, model: RobotModel, space
     masks = [s | robot_pixels(ev, s, near) for ev, s in zip(evs, sils)]
     notes = ["joints recorded with the frames: the robot model rendered at them"]
     iou, states = _grade(evs, sils, [robot_pixels(ev, s, near) for ev, s in zip(evs, sils)], ["recorded"] * n, cfg,
-                         notes, min_px=0.002 * h * w)
+                         notes, min_px=IN_VIEW_SHARE * h * w)
     return RobotTrack(np.asarray(joints, float), masks, sils, iou, states, [0] * n, "recorded",
                       time.perf_counter() - t0, notes)
 
