@@ -579,7 +579,8 @@ def test_a_threshold_that_leaves_no_evidence_of_the_robot_is_not_chosen_for_the_
     """A black arm on a dark brown table (it differs by about 40 grey levels; the noise threshold is 8): the start
     frame's highest threshold (8x the noise) leaves no evidence, and the fit moved the robot out of the image, an
     empty silhouette on empty evidence, IoU 1.0, which beat every real fit: the start frame was then graded out of
-    view and the whole clip went to motion segmentation (a Google Robot overlay through a brightening camera look).
+    view and the whole clip went to motion segmentation (the WidowX rendered over open_drawer_a2's real plate
+    through another camera's look, `bench_capture_init_clips.py --camera 0`).
     A level without evidence is never chosen over one with it."""
     from real2sim.demos.robot_clips import bridge_camera, make_robot_clip
     from real2sim.segmentation.robot_track import track_robot
