@@ -151,27 +151,31 @@ def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path,
         assert robot.any(), f"frame {k}: no robot mask"
 
 
-@pytest.mark.realdata
-def test_object_clicks_with_the_intrinsics_only_keep_the_plate_over_the_median(tmp_path, shared_data):
-    """The issue's one-command capture (a box on the robot, a click on each object, the camera's intrinsics known
-    and its pose not) on a WidowX rendered over a real Google scene whose objects a person outlined (the bin and
-    the can of open_drawer_a2, 320x256): each object gets a mask over its outline in frame 0, and the plate, away
-    from the objects (taken out of it by design: they are simulated), is over the plain median by the issue's 1 dB."""
+def _one_command_with_clicks(tmp_path, shared_data, plate_name: str, seed: int, look: int | None = None):
+    """The issue's one-command capture (a box on the robot, a click on each hand-outlined object, the camera's
+    intrinsics known and its pose not) on a WidowX rendered over the real plate ``plate_name`` (through camera look
+    ``look``, as ``bench_capture_init_clips.py --camera``). Returns (bundle, clip, objects, gain of the plate over the
+    plain median away from the objects, which the command takes out of the plate by design: they are simulated)."""
+    from dataclasses import replace
+
     import cv2
 
     from real2sim.capture.camera_file import camera_to_dict
-    from real2sim.core.imaging import iou, read_mask, read_rgb, write_rgb
-    from real2sim.demos.mask_cases import plate_objects
-    from real2sim.demos.plate_cases import gain_to, real_plates
+    from real2sim.core.imaging import read_mask, read_rgb, write_rgb
+    from real2sim.demos.mask_cases import plate_objects, recorded
+    from real2sim.demos.plate_cases import gain_to, look_of, real_plates
     from real2sim.demos.robot_clips import make_robot_clip, robot_box
 
-    plate = real_plates(shared_data).get("open_drawer_a2")
+    plate = real_plates(shared_data).get(plate_name)
     if plate is None:
-        pytest.skip(f"google_robot/overlays/open_drawer_a2.png not in {shared_data}")
+        pytest.skip(f"the real plate {plate_name} is not in {shared_data}")
     h, w = plate.shape[:2]
-    objects = plate_objects(shared_data, "open_drawer_a2", (w, h))
-    assert sorted(objects) == ["bin", "can"]
-    clip = make_robot_clip(plate, n_frames=16, seed=102)
+    objects = plate_objects(shared_data, plate_name, (w, h))
+    clip = make_robot_clip(plate, n_frames=16, seed=seed)
+    if look is not None:
+        camera_look = look_of(look, f"{plate_name}, {len(objects)} objects")
+        clip = replace(clip, frames=np.stack([recorded(camera_look, f) for f in clip.frames]),
+                       plate=recorded(camera_look, clip.plate))
     frames = tmp_path / "frames"
     frames.mkdir()
     for i, f in enumerate(clip.frames):
@@ -186,13 +190,40 @@ def test_object_clicks_with_the_intrinsics_only_keep_the_plate_over_the_median(t
                  "--robot", "widowx", "--prompts", str(tmp_path / "prompts.json")]) == 0
     b = Bundle.load(root)
     first = b.manifest.capture.masks[sorted(b.manifest.capture.masks)[0]]
-    places = []
-    for name, (_, outline) in objects.items():
-        mask = read_mask(b.path(first[name]))
-        assert iou(mask, outline) > 0.4, name
-        places += [mask, outline]
-    away = cv2.dilate(np.any(places, axis=0).astype(np.uint8), np.ones((7, 7), np.uint8)) == 0
+    places = [read_mask(b.path(first[name])) for name in objects] + [outline for _, outline in objects.values()]
+    grow = max(7, round(7 * w / 640)) | 1
+    away = cv2.dilate(np.any(places, axis=0).astype(np.uint8), np.ones((grow, grow), np.uint8)) == 0
     truth = gain_to(clip.plate[None], clip.frames[0])[0]
     median = np.median(clip.frames, axis=0).round().astype(np.uint8)
     made = read_rgb(b.path(b.manifest.capture.plate))
-    assert _psnr(made, truth, away) >= _psnr(median, truth, away) + 1.0
+    return b, clip, objects, _psnr(made, truth, away) - _psnr(median, truth, away)
+
+
+@pytest.mark.realdata
+def test_object_clicks_with_the_intrinsics_only_keep_the_plate_over_the_median(tmp_path, shared_data):
+    """The one command with object clicks on a WidowX over a real Google scene whose objects a person outlined
+    (the bin and the can of open_drawer_a2, 320x256): each object gets a mask over its outline in frame 0, and the
+    plate, away from the objects, is over the plain median by the issue's 1 dB."""
+    from real2sim.core.imaging import iou, read_mask
+
+    b, _, objects, gain = _one_command_with_clicks(tmp_path, shared_data, "open_drawer_a2", seed=102)
+    assert sorted(objects) == ["bin", "can"]
+    first = b.manifest.capture.masks[sorted(b.manifest.capture.masks)[0]]
+    for name, (_, outline) in objects.items():
+        assert iou(read_mask(b.path(first[name])), outline) > 0.4, name
+    assert gain >= 1.0
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_object_clicks_through_another_cameras_look_keep_the_plate_over_the_median(tmp_path, shared_data):
+    """The same over the Bridge plate (the pot, the can and the eggplant clicked, 640x480) through camera look 2
+    (`bench_capture_init_clips.py --camera 2`): the plate's step for a thing that stayed in most frames
+    (`PlateConfig.foreign_majority`) replaced 3087 pixels of the orange table beside the can, which it judged the
+    colour of the things in front by a small margin (log ratio 1.27), with the black of the gripper that stood
+    there in several frames, judged the background's by a smaller one (-0.10): +0.58 dB over the median. A set
+    replaces the plate only when its colour is more like the background's by twice the margin that called the
+    plate's foreign."""
+    _, _, objects, gain = _one_command_with_clicks(tmp_path, shared_data, "bridge_real_1_cleanup", seed=100, look=2)
+    assert sorted(objects) == ["can", "eggplant", "pot"]
+    assert gain >= 1.0, gain

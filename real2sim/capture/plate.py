@@ -172,7 +172,8 @@ class PlateConfig:
     arm passing) or no majority agrees with the median (and neither the arbiter nor ``mixed_mode`` decided) and the
     plate's colour is that of the things seen in front (more
     than ``foreign_majority_ratio`` in log likelihood ratio), the largest set of the other frames that agree with each
-    other, when it holds at least this share of the frames and its colour is more like the background's: a dark arm
+    other, when it holds at least this share of the frames and its colour is more like the background's (by twice
+    ``foreign_majority_ratio`` more than the plate's: see ``plate_background.foreign_majority``): a dark arm
     close to the camera that covers a corner in most frames (its frames agree: the median is the arm) gives way to
     the frames that show the wall. Marked undecided. Only without given masks (what they leave of the things in
     front, edges and shadows, is no measure of their colours) unless ``foreign_majority_with_masks``. 0: off."""
