@@ -100,18 +100,6 @@ def truth_at_frame0(clip) -> np.ndarray:
     return gain_to(clip.plate[None], clip.frames[0])[0]
 
 
-def through_a_look(clip, name: str, seed: int):
-    """``clip`` with its frames and its background recorded through the camera look of ``seed`` and ``name``
-    (``plate_cases.look_of``)."""
-    from dataclasses import replace
-
-    from real2sim.demos.mask_cases import recorded
-    from real2sim.demos.plate_cases import look_of
-
-    look = look_of(seed, name)
-    return replace(clip, frames=np.stack([recorded(look, f) for f in clip.frames]), plate=recorded(look, clip.plate))
-
-
 def run_one(clip, with_pose: bool, objects: dict | None = None) -> dict:
     from bench_capture_init import objects_place
 
@@ -155,6 +143,7 @@ def run_one(clip, with_pose: bool, objects: dict | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     from real2sim.demos.mask_cases import plate_objects
+    from real2sim.demos.plate_cases import robot_clip_through_another_camera
     from real2sim.demos.robot_clips import make_robot_clip
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -182,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
             name = f"{name}, {len(objects)} objects"
         clip = make_robot_clip(n_frames=16, **kw)
         if args.camera is not None:
-            clip = through_a_look(clip, name, args.camera)
+            clip = robot_clip_through_another_camera(clip, name, args.camera)
             name = f"{name} @camera{args.camera}"
         for pose in poses:
             r = run_one(clip, pose == "pose", objects)

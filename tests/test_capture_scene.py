@@ -154,16 +154,14 @@ def test_a_robot_box_alone_captures_and_the_summary_names_the_pictures(tmp_path,
 def _one_command_with_clicks(tmp_path, shared_data, plate_name: str, seed: int, look: int | None = None):
     """The issue's one-command capture (a box on the robot, a click on each hand-outlined object, the camera's
     intrinsics known and its pose not) on a WidowX rendered over the real plate ``plate_name`` (through camera look
-    ``look``, as ``bench_capture_init_clips.py --camera``). Returns (bundle, clip, objects, gain of the plate over the
-    plain median away from the objects, which the command takes out of the plate by design: they are simulated)."""
-    from dataclasses import replace
-
+    ``look``, as ``bench_capture_init_clips.py --camera``). Returns (bundle, objects, gain of the plate over the plain
+    median away from the objects, which the command takes out of the plate by design: they are simulated)."""
     import cv2
 
     from real2sim.capture.camera_file import camera_to_dict
     from real2sim.core.imaging import read_mask, read_rgb, write_rgb
-    from real2sim.demos.mask_cases import plate_objects, recorded
-    from real2sim.demos.plate_cases import gain_to, look_of, real_plates
+    from real2sim.demos.mask_cases import plate_objects
+    from real2sim.demos.plate_cases import gain_to, real_plates, robot_clip_through_another_camera
     from real2sim.demos.robot_clips import make_robot_clip, robot_box
 
     plate = real_plates(shared_data).get(plate_name)
@@ -173,9 +171,7 @@ def _one_command_with_clicks(tmp_path, shared_data, plate_name: str, seed: int, 
     objects = plate_objects(shared_data, plate_name, (w, h))
     clip = make_robot_clip(plate, n_frames=16, seed=seed)
     if look is not None:
-        camera_look = look_of(look, f"{plate_name}, {len(objects)} objects")
-        clip = replace(clip, frames=np.stack([recorded(camera_look, f) for f in clip.frames]),
-                       plate=recorded(camera_look, clip.plate))
+        clip = robot_clip_through_another_camera(clip, f"{plate_name}, {len(objects)} objects", look)
     frames = tmp_path / "frames"
     frames.mkdir()
     for i, f in enumerate(clip.frames):
@@ -196,7 +192,7 @@ def _one_command_with_clicks(tmp_path, shared_data, plate_name: str, seed: int, 
     truth = gain_to(clip.plate[None], clip.frames[0])[0]
     median = np.median(clip.frames, axis=0).round().astype(np.uint8)
     made = read_rgb(b.path(b.manifest.capture.plate))
-    return b, clip, objects, _psnr(made, truth, away) - _psnr(median, truth, away)
+    return b, objects, _psnr(made, truth, away) - _psnr(median, truth, away)
 
 
 @pytest.mark.realdata
@@ -206,7 +202,7 @@ def test_object_clicks_with_the_intrinsics_only_keep_the_plate_over_the_median(t
     plate, away from the objects, is over the plain median by the issue's 1 dB."""
     from real2sim.core.imaging import iou, read_mask
 
-    b, _, objects, gain = _one_command_with_clicks(tmp_path, shared_data, "open_drawer_a2", seed=102)
+    b, objects, gain = _one_command_with_clicks(tmp_path, shared_data, "open_drawer_a2", seed=102)
     assert sorted(objects) == ["bin", "can"]
     first = b.manifest.capture.masks[sorted(b.manifest.capture.masks)[0]]
     for name, (_, outline) in objects.items():
@@ -224,6 +220,6 @@ def test_object_clicks_through_another_cameras_look_keep_the_plate_over_the_medi
     there in several frames, judged the background's by a smaller one (-0.10): +0.58 dB over the median. A set
     replaces the plate only when its colour is more like the background's by twice the margin that called the
     plate's foreign."""
-    _, _, objects, gain = _one_command_with_clicks(tmp_path, shared_data, "bridge_real_1_cleanup", seed=100, look=2)
+    _, objects, gain = _one_command_with_clicks(tmp_path, shared_data, "bridge_real_1_cleanup", seed=100, look=2)
     assert sorted(objects) == ["can", "eggplant", "pot"]
     assert gain >= 1.0, gain

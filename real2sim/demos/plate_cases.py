@@ -80,6 +80,14 @@ def look_of(seed: int, name: str):
     return camera_look(np.random.default_rng([seed, zlib.crc32(name.encode())]))
 
 
+def robot_clip_through_another_camera(clip, name: str, seed: int):
+    """A rendered robot clip (:class:`real2sim.demos.robot_clips.RobotClip`: its ``frames`` and its background
+    ``plate``) recorded through the look of ``seed`` and the clip's ``name`` (:func:`look_of`); its masks and camera
+    are the clip's own."""
+    look = look_of(seed, name)
+    return replace(clip, frames=np.stack([recorded(look, f) for f in clip.frames]), plate=recorded(look, clip.plate))
+
+
 def through_another_camera(case: PlateCase, seed: int) -> PlateCase:
     """``case`` recorded through another camera: its frames and its truth alike through :func:`look_of` ``seed``
     and the case's name; the masks and regions are the case's own."""
