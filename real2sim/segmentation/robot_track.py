@@ -54,6 +54,11 @@ IN_VIEW_SHARE = 0.002
 fit to it means nothing (an empty silhouette matches empty evidence perfectly)."""
 
 
+def shows_robot(ev: Evidence) -> bool:
+    """Whether ``ev`` holds at least :data:`IN_VIEW_SHARE` of the image: enough to show a robot."""
+    return ev.fg.sum() >= IN_VIEW_SHARE * ev.fg.size
+
+
 @dataclass
 class TrackConfig:
     """Settings of robot tracking."""
@@ -730,7 +735,7 @@ def track_robot(frames: np.ndarray, camera: Camera, model: RobotModel, space: Jo
         Q[start] = fitter.polish(evs[start], Q[start])
     sils = [fitter.sil_full(q) for q in Q]
     masks = [robot_pixels(ev, sil, near) for ev, sil in zip(evs, sils)]
-    iou, states = _grade(evs, sils, masks, states, cfg, notes, min_px=IN_VIEW_SHARE * h * w)
+    iou, states = _grade(evs, sils, masks, states, cfg, notes)
     for i in range(n):
         if states[i] == "lost":
             masks[i] = masks[i] | dilate(sils[i], near)
@@ -950,7 +955,7 @@ def _start_frame(fitter: Fitter, frame, bg, excluded, q_start, prompt_mask, stan
         log.debug("start frame: threshold %.1f -> IoU %.3f", base * f, iou[0])
         fits.append((float(iou[0]), Q[0], base * f, used[0]))
     # a level too high to leave the robot any evidence "fits" by moving it out of view: never chosen over one with it
-    scores = [-np.inf if ev.fg.sum() < IN_VIEW_SHARE * ev.fg.size else v for v, _, _, ev in fits]
+    scores = [v if shows_robot(ev) else -np.inf for v, _, _, ev in fits]
     iou, q, floor, ev = fits[_ladder_pick(scores)]
     return q, floor, ev, iou
 
@@ -965,15 +970,15 @@ def _ladder_pick(scores: list[float]) -> int:
     return pick
 
 
-def _grade(evs: list[Evidence], sils: list, masks: list, states: list, cfg: TrackConfig, notes: list,
-           min_px: float) -> tuple[np.ndarray, list]:
+def _grade(evs: list[Evidence], sils: list, masks: list, states: list, cfg: TrackConfig, notes: list
+           ) -> tuple[np.ndarray, list]:
     """Per frame, the fit's quality: IoU of the silhouette with the robot's pixels (the evidence near it,
     :func:`robot_pixels`; ignored pixels left out), and the final states: ``out_of_view`` where the evidence
-    has fewer than ``min_px`` pixels, ``lost`` below :func:`outlier_bar`."""
+    does not show a robot (:func:`shows_robot`), ``lost`` below :func:`outlier_bar`."""
     iou = np.array([iou_of(s & ~ev.ignore, m & ~ev.ignore) for ev, s, m in zip(evs, sils, masks)])
     states = list(states)
     for i, ev in enumerate(evs):
-        if ev.fg.sum() < min_px:  # nothing robot-like in the frame: out of view, or hidden whole
+        if not shows_robot(ev):  # nothing robot-like in the frame: out of view, or hidden whole
             states[i], iou[i] = "out_of_view", np.nan
     bar = outlier_bar(iou, states, cfg)
     for i in range(len(states)):
@@ -1016,7 +1021,7 @@ def render_recorded(frames: np.ndarray, camera: Camera, model: RobotModel, space
     masks = [s | robot_pixels(ev, s, near) for ev, s in zip(evs, sils)]
     notes = ["joints recorded with the frames: the robot model rendered at them"]
     iou, states = _grade(evs, sils, [robot_pixels(ev, s, near) for ev, s in zip(evs, sils)], ["recorded"] * n, cfg,
-                         notes, min_px=IN_VIEW_SHARE * h * w)
+                         notes)
     return RobotTrack(np.asarray(joints, float), masks, sils, iou, states, [0] * n, "recorded",
                       time.perf_counter() - t0, notes)
 
