@@ -704,11 +704,12 @@ def test_the_arbiter_does_not_continue_a_lingering_arm(shared_data, google_robot
 
 
 def test_the_arbiter_does_not_continue_surroundings_of_two_regions(shared_data):
-    """google_a0_many_60 (60 frames of the Google Robot over open_drawer_a0) through camera look 0 (its tone curve
-    darkens the shadows): where the frames agreeing with the median are no majority, the plate around them is
-    a dark region beside a lighter one, and the prediction spread from both is a colour neither has, which the
-    robot's dark links continue better than the background does: -0.37 dB against the median. A pick must now beat
-    the plate by more than the surroundings' own spread (``PlateConfig.arbiter_spread``): +1.8."""
+    """google_a0_many_60 (60 frames of the Google Robot over open_drawer_a0) through camera look 0 (a tone curve
+    ``x ** 1.68`` that crushes the shadows, saturation 0.58): where the frames agreeing with the median are no
+    majority, the spatial arbiter took the robot's dark grey (about (64, 55, 50)) in parts whose background is
+    (108, 92, 85), because the prediction spread from the plate around them is as dark, (65, 54, 48): -0.37 dB
+    against the median. A pick must now beat the plate by more than the spread of the colours that make the
+    prediction (``PlateConfig.arbiter_spread``): +1.8."""
     from real2sim.demos.plate_cases import plate_cases, through_another_camera
 
     cases = plate_cases(shared_data, ["google_a0_many_60"])

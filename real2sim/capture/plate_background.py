@@ -1680,7 +1680,8 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     win = (2 * r + 1, 2 * r + 1)
     # the distances below read the prediction within the window around the mixed pixels only
     read = cv2.dilate(mix.view(np.uint8), _square(2 * r + 1)) > 0
-    pred = local_background(plate[box].astype(np.float32), ~unk, need=mix, crop=True, read=read)
+    around = plate[box].astype(np.float32)
+    pred = local_background(around, ~unk, need=mix, crop=True, read=read)
 
     # the distances are read at the mixed pixels only: computed over their box plus the window (the box filter's
     # sums are exact in double precision, so the values there are the same as over the whole box)
@@ -1708,9 +1709,9 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
         best[b], arg[b] = d[b], t
     pick = (best < cfg.arbiter_ratio * d_plate) & (d_plate - best > cfg.arbiter_margin * sigma)
     if pick.any() and cfg.arbiter_spread > 0:
-        # the surroundings' spread under the prediction's own weights: the same scales, so the same pixels weigh
-        near = plate[box].astype(np.float32)
-        square = local_background(near * near, ~unk, need=mix, crop=True, read=read)
+        # the surroundings' spread under the prediction's own weights (the same known pixels, needs and reads: the
+        # same scale at each pixel)
+        square = local_background(around * around, ~unk, need=mix, crop=True, read=read)
         spread = np.sqrt(np.maximum(square[c0:c1, c2:c3] - pred_c * pred_c, 0).max(-1))
         pick &= d_plate - best > cfg.arbiter_spread * np.take(cv2.boxFilter(spread, -1, win).ravel(), read_at)
     if not pick.any():
