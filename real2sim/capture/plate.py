@@ -155,8 +155,8 @@ class PlateConfig:
     arbiter_spread: float = 1.0
     """... and closer than the plate by more than this times the spread of the surroundings that predict the
     background there (their colours' standard deviation under the prediction's Gaussian weights, averaged over the
-    window): surroundings of two regions (a brown seat beside black posts) predict a colour neither has, which a
-    thing in front can continue better than the background does. 0: no check."""
+    window): surroundings of more than one region predict their mix, which a thing in front can continue better
+    than the background does. 0: no check."""
     arbiter_surround: float = 0.6
     """... and (each connected part) when the frames that back its new colour show the part's well-decided
     surroundings as the plate has them at least this times as often as the frames that back the plate there: frames
