@@ -703,7 +703,7 @@ def test_the_arbiter_does_not_continue_a_lingering_arm(shared_data, google_robot
     assert psnr(plate, truth) > median + 1.2, (psnr(plate, truth), median, before)
 
 
-def test_the_arbiter_does_not_continue_surroundings_of_two_regions(shared_data):
+def test_an_arbiter_pick_must_beat_the_plate_by_more_than_its_surroundings_spread(shared_data):
     """google_a0_many_60 (60 frames of the Google Robot over open_drawer_a0) through camera look 0 (a tone curve
     ``x ** 1.68`` that crushes the shadows, saturation 0.58): where the frames agreeing with the median are no
     majority, the spatial arbiter took the robot's dark grey (about (64, 55, 50)) in parts whose background is
