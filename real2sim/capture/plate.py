@@ -128,6 +128,12 @@ class PlateConfig:
     frames agreeing with it changes (neighbours whose sets overlap by less than this, intersection over union: a
     thing in front and the place a lingering thing left are shown by different frames); the pieces are judged on
     their own outline. 0: no split."""
+    dark_part_seam: float = 2.0
+    """A part of such a region that its pixels call background (the frame continues the surroundings there) whose
+    frame colours are near black (their brightest channel's mean under this many thresholds) is kept only where a
+    seam of more than this many thresholds, in the frame or in the anchor, sets it apart from the rest of its
+    region: near black any dark thing continues dark surroundings (a black arm beside a black post, crushed
+    blacks). 0: no check."""
     passes: int = 3
     """Regions are told apart again against the anchor with the ghosts found so far replaced, this many times in
     all: a ghost merged with something in front is peeled piece by piece."""

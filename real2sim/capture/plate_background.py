@@ -659,7 +659,7 @@ def attached_static(frame: np.ndarray, anchor: np.ndarray, fg: np.ndarray, tau: 
 def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarray | None, tau: np.ndarray,
                      ratio: float, open_px: int, close_px: int, min_area: int, holes: bool = True,
                      split: float = 0.0, links: dict | None = None, attached: bool = True,
-                     level_floor: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     level_floor: float = 1.0, dark_seam: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per frame, the pixels that deviate from the anchor, each called background / foreground / undecided.
 
     ``small``: ``(n, hs, ws, 3) float32`` frames; ``anchor_s`` ``(hs, ws, 3)``; ``valid_s`` optional ``(n, hs, ws)``
@@ -672,7 +672,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
     anchor).
     ``attached``: add the still parts attached to the foreground (:func:`attached_static`) to ``undecided``.
     ``level_floor``: under 1, a pixel deviates by more than ``tau`` times the noise at its level
-    (:func:`noise_by_level`, at least this fraction)."""
+    (:func:`noise_by_level`, at least this fraction). ``dark_seam``: see :func:`_dark_parts_joined` (0: off)."""
     import cv2
 
     n = small.shape[0]
@@ -698,7 +698,7 @@ def classify_regions(small: np.ndarray, anchor_s: np.ndarray, valid_s: np.ndarra
 
         both[..., :3] = small[t]
         bg[t], fg[t], und[t] = _classify_frame(small[t], anchor_s, dev, float(tau[t]), ratio, open_px, min_area,
-                                               pieces if split > 0 else None, both)
+                                               pieces if split > 0 else None, both, dark_seam)
         if attached and fg[t].any():
             und[t] |= attached_static(small[t], anchor_s, fg[t], float(tau[t]))
     return bg, fg, und
@@ -716,11 +716,12 @@ def clean_in_box(m: np.ndarray, open_px: int, close_px: int, fill: bool, min_are
 
 
 def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau: float, ratio: float, open_px: int,
-                    min_area: int, pieces=None, both: np.ndarray | None = None
+                    min_area: int, pieces=None, both: np.ndarray | None = None, dark_seam: float = 0.0
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bg, fg, undecided) ``(h, w) bool`` of one frame's deviating regions ``dev``: whole regions by their outline
     (:func:`region_seams`); regions that are neither (a thing that moved next to where it lingered) pixel by
-    pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline.
+    pixel against their surroundings (:func:`local_background`), background parts re-checked at their outline
+    (and, near black, at their border with the rest of their region: :func:`_dark_parts_joined`).
     ``both``: ``_with_ones(frame, anchor)`` if the caller has it."""
     import cv2
 
@@ -761,11 +762,42 @@ def _classify_frame(frame: np.ndarray, anchor: np.ndarray, dev: np.ndarray, tau:
             lab2, s_f2, s_a2, _ = region_seams(frame, anchor, p_bg, both=both)
             keep = s_a2 > s_f2
             keep[0] = False
+            if dark_seam > 0 and keep.any():
+                keep &= ~_dark_parts_joined(frame, anchor, dev & ~p_bg, lab2, keep, dark_seam * tau, both)
             p_bg = np.take(keep, lab2)
         is_bg |= p_bg
         is_fg |= mixed & ~p_bg & px_fg
     # a piece called foreground in a region undecided as a whole stays undecided for the confidence map
     return is_bg, is_fg, dev & ~is_bg & (~is_fg | ~whole)
+
+
+def _dark_parts_joined(frame: np.ndarray, anchor: np.ndarray, rest: np.ndarray, lab: np.ndarray, keep: np.ndarray,
+                       level: float, both: np.ndarray) -> np.ndarray:
+    """``(k,) bool`` per label of ``lab`` (a frame's parts called background pixel by pixel, ``keep`` the ones kept
+    so far): the kept parts whose frame colours are near black (their brightest channel's mean under ``level``)
+    that border ``rest`` (``(h, w) bool``, the other pixels of their regions) without a seam over ``level`` there,
+    in the frame or in the anchor.
+
+    Such a part was called background because the frame continues its surroundings; near black that says little
+    (a black arm continues a black post beside it as well as the post's own pixels would, and a camera's crushed
+    blacks make them one level). A part that is the place a lingering thing left is set apart from the thing in
+    front beside it in the frame, or from the lingering thing's rest in the anchor; a part that is more of the thing
+    in front is set apart in neither."""
+    import cv2
+
+    k = len(keep)
+    flat = lab.ravel()
+    count = np.maximum(np.bincount(flat, minlength=k), 1)
+    brightest = np.max([np.bincount(flat, frame[..., c].ravel(), k) for c in range(3)], axis=0) / count
+    dark = keep & (brightest < level)
+    if not dark.any():
+        return dark
+    _, s_f, s_a, _ = region_seams(frame, anchor, ~rest, labels=np.where(np.take(dark, lab), lab, 0), both=both)
+    seam = np.zeros(k, np.float32)
+    seam[:len(s_f)] = np.maximum(s_f, s_a)
+    borders = np.zeros(k, bool)
+    borders[lab[(cv2.dilate(rest.view(np.uint8), _square(3)) > 0) & (lab > 0)]] = True
+    return dark & borders & (seam <= level)
 
 
 def _calls(r_bg: np.ndarray, r_fg: np.ndarray) -> np.ndarray:
@@ -1144,7 +1176,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
             # the still parts attached to the foreground only feed the confidence: found once, after the last pass
             bg_s, fg_s, und_s = classify_regions(small, anchor_s, valid_s, tau_t, cfg.ghost_ratio, cfg.open_px,
                                                  cfg.close_px, min_area, cfg.fill_holes, cfg.split_jaccard, links,
-                                                 attached=False, level_floor=cfg.level_noise_floor)
+                                                 attached=False, level_floor=cfg.level_noise_floor,
+                                                 dark_seam=cfg.dark_part_seam)
             anchor_c = anchor_s
             und_n = np.maximum(und_n, und_s.sum(0))  # undecided in any pass
             if not bg_s.any():
