@@ -724,7 +724,7 @@ def test_an_arbiter_pick_must_beat_the_plate_by_more_than_its_surroundings_sprea
 
 def test_a_black_arm_beside_a_black_post_is_not_taken_for_the_post(shared_data):
     """The one-command benchmark's WidowX clip over open_drawer_a0 (16 frames, no robot masks) through camera look 1
-    (a tone curve that crushes the blacks: the post is (0, 0, 0), the arm (1-3, 0-2, 1-3)): where the arm passes the
+    (a tone curve that crushes the blacks: the post is (0, 0, 0), the arm mostly 1-4 levels): where the arm passes the
     post in 3 of the frames, strips of it beside the post continue the post, were called the background behind a
     ghost pixel by pixel and replaced the wall that 13 frames show: -2.7 dB against the median. Near black such a
     part must also be set apart from the rest of its region (``PlateConfig.dark_part_seam``); the strips are not."""
