@@ -2,14 +2,15 @@
 ``real2sim.demos.plate_cases`` (the real Bridge clip + synthetic clips over every real plate in ../shared/data).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_capture_plates.py [--cases a,b] [--json out.json] [--markdown]
-        [--held-out [1|2]] [--camera SEED] [--reframe]
+        [--held-out [1|2]] [--camera SEED] [--shake PX] [--reframe]
 
 Per case: PSNR (dB) of the plate and of the median against the true plate over all valid pixels, over the pixels
 something covered in some frame ("occluded") and over the pixels the plate marks low-confidence (< 255), the
 difference plate - median, and the time of each (best of 2) with the ratio (target <= 3x the median): wall clock
 and process CPU time (steadier on a shared machine: other sessions' load inflates the wall clock). ``--camera SEED``:
 every clip and its truth recorded through another camera first (``plate_cases.through_another_camera``, one look
-per clip from SEED and its name): the same scenes through a camera the method was not made on. ``--reframe``: the
+per clip from SEED and its name): the same scenes through a camera the method was not made on. ``--shake PX``:
+every clip from a camera that shook by up to +-PX px (``plate_cases.through_a_shaking_camera``). ``--reframe``: the
 real clip through other framings instead (``plate_cases.REFRAMINGS``: close-up crops at 1.5x and 2x, portrait,
 320x240, 1280x960, with fresh sensor noise where the crop is smoother than a sensor).
 """
@@ -97,17 +98,22 @@ def main(argv=None) -> int:
     ap.add_argument("--camera", type=int, default=None, metavar="SEED",
                     help="record every clip through another camera first (white balance, saturation, tone curve, "
                          "vignetting; one look per clip, drawn from SEED)")
+    ap.add_argument("--shake", type=float, default=None, metavar="PX",
+                    help="a camera that shook: every frame after the first moved by up to +-PX px on each axis "
+                         "(plate_cases.through_a_shaking_camera)")
     ap.add_argument("--reframe", action="store_true",
                     help="the real clip through other framings instead (plate_cases.REFRAMINGS: close-up crops, "
                          "portrait, other sizes, sensor noise)")
     a, _ = ap.parse_known_args(argv)  # run_all.py passes its own arguments through
     from real2sim.capture.plate import make_plate, plain_median
-    from real2sim.demos.plate_cases import plate_cases, reframed_cases, through_another_camera
+    from real2sim.demos.plate_cases import plate_cases, reframed_cases, through_a_shaking_camera, through_another_camera
 
     names = a.cases.split(",") if a.cases else None
     cases = reframed_cases(Path(a.data), names) if a.reframe else plate_cases(Path(a.data), names, held_out=a.held_out)
     if a.camera is not None:
         cases = [through_another_camera(c, a.camera) for c in cases]
+    if a.shake is not None:
+        cases = [through_a_shaking_camera(c, a.shake) for c in cases]
     if not cases:
         print(f"no cases: {a.data} has none of the plates (see real2sim/demos/plate_cases.py)")
         return 0

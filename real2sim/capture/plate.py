@@ -4,6 +4,8 @@ Algorithm (``make_plate``; the estimator is :mod:`real2sim.capture.plate_backgro
 
 1. **Checks**: frames of one size (else an error naming the frame), a fixed camera (else refused with the
    evidence), no all-black or saturated frames (warned about by index and left out).
+   A camera that shook by a fraction of a pixel or more (on a tripod beside the robot, on the robot's head) has
+   its frames moved back onto the reference frame's view (:mod:`real2sim.capture.shake`; the masks with them).
 2. **Exposure**: webcams change gain while a dark robot moves (up to 13 % in ``bridge_real_1.mp4``).
    Every frame gets a per-channel gain that maps its background to the reference frame's
    (robust median of ratios, refined on pixels that agree).
@@ -36,6 +38,7 @@ import numpy as np
 from real2sim.capture.init import load_frames
 from real2sim.capture.inpaint import PatchMatchConfig, inpaint
 from real2sim.capture.plate_background import confidence_map, estimate_background, masked_rows
+from real2sim.capture.shake import camera_shake, shift_frames
 from real2sim.core.bundle import hash_jsonable
 from real2sim.core.errors import CaptureError
 from real2sim.core.imaging import (
@@ -220,6 +223,16 @@ class PlateConfig:
     """Samples within this many noise sigmas of the anchor (edges: plus ``jitter_px`` times the gradient) are averaged."""
     jitter_px: float = 0.3
     """Sub-pixel jitter (px) allowed for at edges when deciding which samples agree."""
+    shake_px: float = 0.4
+    """A camera that shook (the frames' median shift against the reference frame, measured on the still
+    background, :mod:`real2sim.capture.shake`) by at least this many px has its frames moved back before the plate
+    is made (and the masks with them); 0: never. A still camera's frames are used as they are."""
+    shake_frame_px: float = 0.2
+    """... each frame whose own shift is at least this many px and explains it (see ``shake_fit``)."""
+    shake_fit: float = 0.02
+    """... where moving the frame takes away at least this fraction of its decorrelation from the clip's median
+    and lowers the difference in at least 3/4 of the image's 3 x 3 tiles (a camera moves every part alike; a
+    thing passing only its own)."""
     average_tolerance: float = 0.02
     """... and at least this much ([0, 1] units)."""
     majority: float = 0.3
@@ -524,10 +537,17 @@ def _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names) 
     # every frame, in order: no copy (nothing below writes into the frames)
     F = np.ascontiguousarray(frames if np.array_equal(sel, np.arange(n)) else frames[sel])
     motion = check_static_camera(F, ref)
+    shake = camera_shake(F, ref, min_px=cfg.shake_frame_px, min_fit=cfg.shake_fit,
+                         min_clip_px=cfg.shake_px) if cfg.shake_px > 0 else None
+    moved = shake is not None and bool(shake.shifts.any())
+    if moved:
+        F = shift_frames(F, shake.shifts)
     given = masks is not None
     fg_given = None
     if given:
         masks, fg_given = _given_foreground(masks, n, h, w, sel, cfg)
+        if moved:
+            fg_given = shift_frames(fg_given, shake.shifts)
     gains, luts = np.ones((len(sel), 3), np.float32), None
     if cfg.exposure_compensation and len(sel) > 1:
         gains = estimate_gains(F, ref, fg_given)
@@ -574,11 +594,12 @@ def _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names) 
                              "0": "no frame saw it: inpainted"},
         "warnings": warnings,
         **motion,
+        **(shake.report() if shake is not None else {}),
         "seconds": round(time.perf_counter() - t0, 3),
     }
     full_fg = np.zeros((n, h, w), bool)
     full_fg[left_out] = True
-    full_fg[sel] = fg
+    full_fg[sel] = shift_frames(fg, shake.shifts, back=False) if moved else fg  # (each frame's own pixels)
     return PlateResult(plate, conf, full_fg, est.count, gains, report)
 
 
