@@ -19,10 +19,11 @@ object out of the plate by design (they are simulated), while the true backgroun
 
 ``--camera SEED``: every clip and its background through another camera's look once rendered
 (``mask_cases.camera_look``: white balance, saturation, tone curve, vignetting; one look per clip from SEED and its
-name): the same scenes as a sensor the method was not made on records their colours.
+name): the same scenes as a sensor the method was not made on records their colours. ``--shake PX``: every clip
+from a camera that shook, its frames after the first moved by up to +-PX px (``plate_cases.shaken``).
 
     PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_init_clips.py [--quick] [--pose pose|none|both] [--objects]
-        [--camera SEED]
+        [--camera SEED] [--shake PX]
 """
 from __future__ import annotations
 
@@ -143,7 +144,7 @@ def run_one(clip, with_pose: bool, objects: dict | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     from real2sim.demos.mask_cases import plate_objects
-    from real2sim.demos.plate_cases import robot_clip_through_another_camera
+    from real2sim.demos.plate_cases import robot_clip_through_a_shaking_camera, robot_clip_through_another_camera
     from real2sim.demos.robot_clips import make_robot_clip
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -154,6 +155,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="only the clips over plates with outlined objects, a click on each object too")
     ap.add_argument("--camera", type=int, metavar="SEED",
                     help="every clip through another camera's look (one per clip from SEED and its name)")
+    ap.add_argument("--shake", type=float, metavar="PX",
+                    help="every clip from a camera that shook: frames after the first moved by up to +-PX px")
     args, _ = ap.parse_known_args(argv)  # (run_all.py passes its own filters)
     logging.getLogger("real2sim").setLevel(logging.ERROR)
     poses = ("pose", "none") if args.pose == "both" else (args.pose,)
@@ -173,6 +176,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.camera is not None:
             clip = robot_clip_through_another_camera(clip, name, args.camera)
             name = f"{name} @camera{args.camera}"
+        if args.shake is not None:
+            clip = robot_clip_through_a_shaking_camera(clip, name, args.shake)
+            name = f"{name} @shake{args.shake:g}"
         for pose in poses:
             r = run_one(clip, pose == "pose", objects)
             worst[pose] = min(worst.get(pose, np.inf), r["gain_all"])

@@ -97,15 +97,33 @@ def through_another_camera(case: PlateCase, seed: int) -> PlateCase:
 
 
 def through_a_shaking_camera(case: PlateCase, amplitude: float) -> PlateCase:
-    """``case`` from a camera that shook: every frame after the first moved by a translation drawn uniformly within
-    +-``amplitude`` px on each axis (from the case's name), resampled bicubically (a shift of the image the lens
-    forms, not a blur); the truth, frame 0 and the regions stay where they are (the plate is the first frame's
-    view). The given masks move with their frames. Pixels within ``amplitude`` + 1 of the border are left out of
-    ``valid`` (a shifted frame has no content there)."""
+    """``case`` from a camera that shook (:func:`shaken`, drawn from the case's name); the truth, frame 0 and the
+    regions stay where they are (the plate is the first frame's view). Pixels within ``amplitude`` + 1 of the border
+    are left out of ``valid`` (a shifted frame has no content there)."""
+    frames, masks = shaken(case.frames, case.masks, case.name, amplitude)
+    valid = case.valid.copy()
+    b = int(np.ceil(amplitude)) + 1
+    valid[:b], valid[-b:], valid[:, :b], valid[:, -b:] = False, False, False, False
+    return replace(case, name=f"{case.name}@shake{amplitude:g}", frames=frames, masks=masks, valid=valid,
+                   kind=f"{case.kind}, shaking camera")
+
+
+def robot_clip_through_a_shaking_camera(clip, name: str, amplitude: float):
+    """A rendered robot clip (:class:`real2sim.demos.robot_clips.RobotClip`) from a camera that shook
+    (:func:`shaken`, drawn from ``name``): its frames and robot masks moved; its plate, frame 0 and camera stay."""
+    frames, masks = shaken(clip.frames, clip.masks, name, amplitude)
+    return replace(clip, frames=frames, masks=masks)
+
+
+def shaken(frames: np.ndarray, masks: np.ndarray | None, name: str, amplitude: float
+           ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(frames, masks)`` (``(n, h, w, 3) uint8``, optional ``(n, h, w) bool``) as a camera that shook shot them:
+    every frame after the first moved by a translation drawn uniformly within +-``amplitude`` px on each axis (from
+    ``name``), resampled bicubically (a shift of the image the lens forms, not a blur); the masks with them."""
     import cv2
 
-    rng = np.random.default_rng([zlib.crc32(case.name.encode()), int(round(amplitude * 1000))])
-    n, h, w = case.frames.shape[:3]
+    rng = np.random.default_rng([zlib.crc32(name.encode()), int(round(amplitude * 1000))])
+    n, h, w = frames.shape[:3]
     shifts = np.zeros((n, 2))
     shifts[1:] = rng.uniform(-amplitude, amplitude, (n - 1, 2))
 
@@ -113,14 +131,10 @@ def through_a_shaking_camera(case: PlateCase, amplitude: float) -> PlateCase:
         m = np.float32([[1, 0, s[0]], [0, 1, s[1]]])
         return cv2.warpAffine(img, m, (w, h), flags=interp, borderMode=cv2.BORDER_REFLECT)
 
-    frames = np.stack([moved(f, s, cv2.INTER_CUBIC) for f, s in zip(case.frames, shifts)])
-    masks = None if case.masks is None else np.stack(
-        [moved(m.view(np.uint8), s, cv2.INTER_NEAREST).view(bool) for m, s in zip(case.masks, shifts)])
-    valid = case.valid.copy()
-    b = int(np.ceil(amplitude)) + 1
-    valid[:b], valid[-b:], valid[:, :b], valid[:, -b:] = False, False, False, False
-    return replace(case, name=f"{case.name}@shake{amplitude:g}", frames=frames, masks=masks, valid=valid,
-                   kind=f"{case.kind}, shaking camera")
+    out = np.stack([moved(f, s, cv2.INTER_CUBIC) for f, s in zip(frames, shifts)])
+    if masks is not None:
+        masks = np.stack([moved(m.view(np.uint8), s, cv2.INTER_NEAREST).view(bool) for m, s in zip(masks, shifts)])
+    return out, masks
 
 
 @dataclass(frozen=True)
