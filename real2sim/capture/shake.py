@@ -104,16 +104,12 @@ def shift_frames(frames: np.ndarray, shifts: np.ndarray, back: bool = True) -> n
     if not np.any(shifts):
         return frames
     out = frames.copy()
-    h, w = frames.shape[1:3]
     is_mask = frames.dtype == bool
+    interp = cv2.INTER_NEAREST if is_mask else cv2.INTER_CUBIC
     for i, s in enumerate(shifts):
-        if not np.any(s):
-            continue
-        m = np.float32([[1, 0, s[0]], [0, 1, s[1]]])
-        flags = (cv2.INTER_NEAREST if is_mask else cv2.INTER_CUBIC) | (cv2.WARP_INVERSE_MAP if back else 0)
-        src = frames[i].view(np.uint8) if is_mask else frames[i]
-        moved = cv2.warpAffine(src, m, (w, h), flags=flags, borderMode=cv2.BORDER_REPLICATE)
-        out[i] = moved.view(bool) if is_mask else moved
+        if np.any(s):
+            moved = _moved(frames[i].view(np.uint8) if is_mask else frames[i], s, interp, back)
+            out[i] = moved.view(bool) if is_mask else moved
     return out
 
 
@@ -126,12 +122,14 @@ def _gray(frame: np.ndarray, scale: float) -> np.ndarray:
     return g.astype(np.float32)
 
 
-def _moved(gray: np.ndarray, shift: np.ndarray) -> np.ndarray:
+def _moved(image: np.ndarray, shift, interp: int | None = None, back: bool = True) -> np.ndarray:
+    """``image`` ``(h, w[, c])`` moved by ``-shift`` (``back``) or ``+shift`` (bicubic unless ``interp``; the border
+    replicated)."""
     import cv2
 
     m = np.float32([[1, 0, shift[0]], [0, 1, shift[1]]])
-    return cv2.warpAffine(gray, m, gray.shape[::-1], flags=cv2.INTER_CUBIC | cv2.WARP_INVERSE_MAP,
-                          borderMode=cv2.BORDER_REPLICATE)
+    flags = (cv2.INTER_CUBIC if interp is None else interp) | (cv2.WARP_INVERSE_MAP if back else 0)
+    return cv2.warpAffine(image, m, image.shape[1::-1], flags=flags, borderMode=cv2.BORDER_REPLICATE)
 
 
 def _still(blurred: np.ndarray, median_b: np.ndarray) -> np.ndarray:
