@@ -17,9 +17,11 @@ less the prompted objects that never moved (their frame-0 masks, dilated by 7 px
 camera's pose as well): the same command as another camera would have framed the scene. ``--camera SEED``: the
 clip and its cleanup through another camera's look first (``plate_cases.through_another_camera``: white balance,
 saturation, tone curve, vignetting, one look per seed): the same scene as another sensor records its colours.
+``--shake PX``: the clip from a camera that shook, every frame after the first moved by up to +-PX px
+(``plate_cases.through_a_shaking_camera``; the cleanup is frame 0's view).
 
     PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_init.py [--pose readme|none|both] [--keep DIR]
-        [--framing NAME] [--camera SEED]
+        [--framing NAME] [--camera SEED] [--shake PX]
 """
 from __future__ import annotations
 
@@ -76,6 +78,8 @@ def main() -> None:
                                       "would have framed it")
     ap.add_argument("--camera", type=int, metavar="SEED",
                     help="the clip and its cleanup through another camera's look first (one look per seed)")
+    ap.add_argument("--shake", type=float, metavar="PX",
+                    help="the clip from a camera that shook by up to +-PX px (frames after the first)")
     args = ap.parse_args()
     case = bridge_real_case(DATA)
     if case is None:
@@ -84,7 +88,7 @@ def main() -> None:
     logging.getLogger("real2sim").setLevel(logging.ERROR)
     for pose in (("readme", "none") if args.pose == "both" else (args.pose,)):
         keep = None if args.keep is None else (args.keep if args.pose != "both" else args.keep / pose)
-        run(case, pose, keep, args.framing, args.camera)
+        run(case, pose, keep, args.framing, args.camera, args.shake)
 
 
 def framed_inputs(case, framing_name: str | None):
@@ -117,17 +121,21 @@ def framed_inputs(case, framing_name: str | None):
     return reframed(case, framing_name, framing), intrinsics, prompts, float(M[0, 0])
 
 
-def run(case, pose: str, keep: Path | None, framing: str | None = None, look: int | None = None) -> None:
+def run(case, pose: str, keep: Path | None, framing: str | None = None, look: int | None = None,
+        shake: float | None = None) -> None:
     """One ``init`` on the clip with the camera file ``pose`` names, scored against the cleanup and the median
-    (the clip through the framing ``framing`` and the camera look of seed ``look`` first, where given)."""
+    (the clip through the framing ``framing``, the camera look of seed ``look`` and a shake of ``shake`` px first,
+    where given)."""
     from real2sim.apps.cli import main as cli
     from real2sim.core.bundle import Bundle
     from real2sim.core.imaging import read_rgb, write_rgb
-    from real2sim.demos.plate_cases import through_another_camera
+    from real2sim.demos.plate_cases import through_a_shaking_camera, through_another_camera
 
     case, intrinsics, prompts, px = framed_inputs(case, framing)
     if look is not None:
         case = through_another_camera(case, look)
+    if shake is not None:
+        case = through_a_shaking_camera(case, shake)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         root = keep or tmp / "clip"
@@ -135,7 +143,7 @@ def run(case, pose: str, keep: Path | None, framing: str | None = None, look: in
         (tmp / "camera.json").write_text(json.dumps(camera))
         (tmp / "prompts.json").write_text(json.dumps(prompts))
         clip = DATA / "bridge" / "bridge_real_1.mp4"
-        if framing is not None or look is not None:  # as lossless images (a video codec would add its own loss)
+        if (framing, look, shake) != (None, None, None):  # as lossless images (a video codec would add its own loss)
             clip = tmp / "frames"
             clip.mkdir()
             for i, f in enumerate(case.frames):
@@ -165,8 +173,9 @@ def run(case, pose: str, keep: Path | None, framing: str | None = None, look: in
     print(f"time: init {seconds:.1f} s (masks, robot fit, plate) vs plain median {t_median:.2f} s: "
           f"ratio {seconds / max(t_median, 1e-9):.0f}x")
     print(f"camera pose: {pose}; robot masks by: {robot_method}; framing: {framing or 'as recorded'}; "
-          f"camera look: {'as recorded' if look is None else look}")
-    print("summary:", json.dumps({"pose": pose, "framing": framing, "look": look, "robot_method": robot_method,
+          f"camera look: {'as recorded' if look is None else look}; shake: {shake or 0} px")
+    print("summary:", json.dumps({"pose": pose, "framing": framing, "look": look, "shake": shake,
+                                  "robot_method": robot_method,
                                   "gain_db": rows, "init_s": round(seconds, 1)}))
 
 

@@ -35,8 +35,8 @@ class ShakeEstimate:
 
     def report(self) -> dict:
         m = np.hypot(*self.shifts.T)
-        return {"camera_shake_px_median": round(float(np.median(m)), 3), "camera_shake_px_max": round(float(m.max()), 3),
-                "camera_shake_frames_moved": int((m > 0).sum())}
+        return {"camera_shake_px_median": round(float(np.median(m)), 3),
+                "camera_shake_px_max": round(float(m.max()), 3), "camera_shake_frames_moved": int((m > 0).sum())}
 
 
 def camera_shake(frames: np.ndarray, ref: int = 0, scale: float = 0.5, min_px: float = 0.2, min_fit: float = 0.02,
