@@ -154,19 +154,17 @@ def _fit(template: np.ndarray, gray: np.ndarray, still: np.ndarray, start: np.nd
     except cv2.error:  # (no convergence: the frame has too little texture where it is still)
         return np.zeros(2, np.float32), 0.0
     moved = _moved(gray, warp[:, 2])
-    rho_0 = cv2.computeECC(template, gray, still)
-    rho = cv2.computeECC(template, moved, still)
     if _tiles_better(template, gray, moved, still) < min_tiles:
         return warp[:, 2].copy(), 0.0  # (a thing that moved, not the camera: no fit)
+    rho_0 = cv2.computeECC(template, gray, still)
+    rho = cv2.computeECC(template, moved, still)
     return warp[:, 2].copy(), float((1.0 - rho_0) / max(1.0 - rho, 1e-12) - 1.0)
 
 
-
 def _tiles_better(template, gray, moved, still, grid: int = 3) -> float:
-    """The fraction of the ``grid x grid`` tiles (those with still pixels) where the shift lowers the still pixels'
-    squared difference to the template (each image normalised on the still pixels): a camera that shook moves
-    every part of the image alike, a thing that moved only its own part."""
-
+    """The fraction of the ``grid x grid`` tiles (those at least a fifth still) where the shift lowers the still
+    pixels' squared difference to the template (each image normalised on the still pixels): a camera that shook
+    moves every part of the image alike, a thing that moved only its own part."""
     m = still.astype(bool)
 
     def norm(x):
