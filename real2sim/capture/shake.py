@@ -95,10 +95,10 @@ def _kept(shifts: np.ndarray, fit: np.ndarray, min_px: float, min_fit: float) ->
     return (fit >= min_fit) & (np.hypot(*np.asarray(shifts, float).T) >= min_px)
 
 
-def shift_frames(frames: np.ndarray, shifts: np.ndarray, back: bool = True) -> np.ndarray:
+def shift_frames(frames: np.ndarray, shifts: np.ndarray, back: bool = True, border: int | None = None) -> np.ndarray:
     """``frames`` ``(n, h, w[, c])`` each moved by ``-shift`` (``back``: undo the shake; else by ``+shift``), bicubic
     for images, nearest for bool masks; frames with a zero shift are kept as they are (the same array where none
-    moves)."""
+    moves). ``border``: an OpenCV border mode (default: replicated)."""
     import cv2
 
     if not np.any(shifts):
@@ -108,7 +108,7 @@ def shift_frames(frames: np.ndarray, shifts: np.ndarray, back: bool = True) -> n
     interp = cv2.INTER_NEAREST if is_mask else cv2.INTER_CUBIC
     for i, s in enumerate(shifts):
         if np.any(s):
-            moved = _moved(frames[i].view(np.uint8) if is_mask else frames[i], s, interp, back)
+            moved = _moved(frames[i].view(np.uint8) if is_mask else frames[i], s, interp, back, border)
             out[i] = moved.view(bool) if is_mask else moved
     return out
 
@@ -122,14 +122,16 @@ def _gray(frame: np.ndarray, scale: float) -> np.ndarray:
     return g.astype(np.float32)
 
 
-def _moved(image: np.ndarray, shift, interp: int | None = None, back: bool = True) -> np.ndarray:
+def _moved(image: np.ndarray, shift, interp: int | None = None, back: bool = True, border: int | None = None
+           ) -> np.ndarray:
     """``image`` ``(h, w[, c])`` moved by ``-shift`` (``back``) or ``+shift`` (bicubic unless ``interp``; the border
-    replicated)."""
+    replicated unless ``border``)."""
     import cv2
 
     m = np.float32([[1, 0, shift[0]], [0, 1, shift[1]]])
     flags = (cv2.INTER_CUBIC if interp is None else interp) | (cv2.WARP_INVERSE_MAP if back else 0)
-    return cv2.warpAffine(image, m, image.shape[1::-1], flags=flags, borderMode=cv2.BORDER_REPLICATE)
+    return cv2.warpAffine(image, m, image.shape[1::-1], flags=flags,
+                          borderMode=cv2.BORDER_REPLICATE if border is None else border)
 
 
 def _still(blurred: np.ndarray, median_b: np.ndarray) -> np.ndarray:

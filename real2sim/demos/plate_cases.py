@@ -122,19 +122,13 @@ def shaken(frames: np.ndarray, masks: np.ndarray | None, name: str, amplitude: f
     ``name``), resampled bicubically (a shift of the image the lens forms, not a blur); the masks with them."""
     import cv2
 
+    from real2sim.capture.shake import shift_frames
+
     rng = np.random.default_rng([zlib.crc32(name.encode()), int(round(amplitude * 1000))])
-    n, h, w = frames.shape[:3]
-    shifts = np.zeros((n, 2))
-    shifts[1:] = rng.uniform(-amplitude, amplitude, (n - 1, 2))
-
-    def moved(img, s, interp):
-        m = np.float32([[1, 0, s[0]], [0, 1, s[1]]])
-        return cv2.warpAffine(img, m, (w, h), flags=interp, borderMode=cv2.BORDER_REFLECT)
-
-    out = np.stack([moved(f, s, cv2.INTER_CUBIC) for f, s in zip(frames, shifts)])
-    if masks is not None:
-        masks = np.stack([moved(m.view(np.uint8), s, cv2.INTER_NEAREST).view(bool) for m, s in zip(masks, shifts)])
-    return out, masks
+    shifts = np.zeros((len(frames), 2))
+    shifts[1:] = rng.uniform(-amplitude, amplitude, (len(frames) - 1, 2))
+    moved = shift_frames(frames, shifts, back=False, border=cv2.BORDER_REFLECT)
+    return moved, None if masks is None else shift_frames(masks, shifts, back=False, border=cv2.BORDER_REFLECT)
 
 
 @dataclass(frozen=True)
