@@ -430,6 +430,22 @@ def test_the_cropped_blurs_give_the_values_of_the_whole_image_bit_for_bit():
         assert np.array_equal(local_background(image, dev, scales=(2.0, 6.0)), spread_near(image, dev, (2.0, 6.0)))
 
 
+def test_the_regions_boxes_are_scipys_boxes():
+    """The seams group regions by their boxes (``_label_boxes``, made without scipy): the boxes must be those of
+    ``scipy.ndimage.find_objects`` (labels missing in between, single pixels, regions along the borders), or plates
+    change."""
+    from scipy.ndimage import find_objects
+
+    from real2sim.capture.plate_background import _label_boxes
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        h, w = (int(v) for v in rng.integers(1, 50, 2))
+        lab = rng.integers(0, int(rng.integers(1, 12)), (h, w)).astype(np.int32)
+        lab[rng.random((h, w)) < rng.random()] = 0
+        assert _label_boxes(lab, int(lab.max())) == find_objects(lab)
+
+
 def test_a_blur_over_a_region_of_the_image_gives_the_whole_images_values_bit_for_bit():
     """``_roi_blur`` (OpenCV's blur over a region, the pixels around it read from the image) gives the values of the
     blur of the whole image there when the region's columns start on a multiple of 16 and span a multiple of 16 or
