@@ -101,12 +101,21 @@ def main(argv=None) -> int:
     ap.add_argument("--shake", type=float, default=None, metavar="PX",
                     help="a camera that shook: every frame after the first moved by up to +-PX px on each axis "
                          "(plate_cases.through_a_shaking_camera)")
+    ap.add_argument("--motion-blur", type=float, default=None, metavar="EXPOSURE",
+                    help="an arm smeared along its motion over EXPOSURE of the time between frames (0.5: half); "
+                         "the real clip is blurred as recorded (plate_cases.through_motion_blur)")
     ap.add_argument("--reframe", action="store_true",
                     help="the real clip through other framings instead (plate_cases.REFRAMINGS: close-up crops, "
                          "portrait, other sizes, sensor noise)")
     a, _ = ap.parse_known_args(argv)  # run_all.py passes its own arguments through
     from real2sim.capture.plate import make_plate, plain_median
-    from real2sim.demos.plate_cases import plate_cases, reframed_cases, through_a_shaking_camera, through_another_camera
+    from real2sim.demos.plate_cases import (
+        plate_cases,
+        reframed_cases,
+        through_a_shaking_camera,
+        through_another_camera,
+        through_motion_blur,
+    )
 
     names = a.cases.split(",") if a.cases else None
     cases = reframed_cases(Path(a.data), names) if a.reframe else plate_cases(Path(a.data), names, held_out=a.held_out)
@@ -114,6 +123,8 @@ def main(argv=None) -> int:
         cases = [through_another_camera(c, a.camera) for c in cases]
     if a.shake is not None:
         cases = [through_a_shaking_camera(c, a.shake) for c in cases]
+    if a.motion_blur is not None:
+        cases = [through_motion_blur(c, a.motion_blur) for c in cases]
     if not cases:
         print(f"no cases: {a.data} has none of the plates (see real2sim/demos/plate_cases.py)")
         return 0

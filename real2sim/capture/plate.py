@@ -45,6 +45,7 @@ from real2sim.core.imaging import (
     channel_max,
     channel_min,
     disk,
+    grow_parts,
     median_rows,
     read_mask,
     to_uint8,
@@ -143,6 +144,11 @@ class PlateConfig:
     peel_reach: float = 0.02
     """Passes after the first replace only pixels connected to, and within this fraction of the image size
     (``sqrt(h * w)``) of, a ghost found before."""
+    peel_reach_ghost: float = 0.5
+    """... and also within this fraction of the width of the ghost part they touch (the diameter of a disk of its
+    area): a large ghost (an arm close to the camera, or smeared by its motion over a long exposure) leaves a
+    wider rim to peel than the image's size says. The real clip's close-up framings +34.5 -> +48.7 dB summed over
+    10; 0: the image's fraction alone (docs/capture.md, *A blurred or close arm*)."""
     peel_support: float = 0.5
     """What the later passes replaced (a connected part) is put back to the first pass's anchor, and marked
     undecided, where the colour it replaced is shown by at least ``peel_majority`` of the frames and the new colour
@@ -566,7 +572,7 @@ def _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names) 
     method = inpainter if inpainter is not None else cfg.inpaint
     plate = est.plate
     if unseen.any() and cfg.inpaint_margin > 0:
-        unseen = grow_holes(unseen, cfg.inpaint_margin)
+        unseen = grow_parts(unseen, cfg.inpaint_margin)
         n_avail = np.where(unseen, 0, n_avail)
     if unseen.any():
         plate = inpaint(plate, unseen, method, radius=cfg.inpaint_radius, patchmatch=PatchMatchConfig(seed=cfg.seed))
@@ -601,22 +607,6 @@ def _make_plate_full(frames, masks, config, inpainter, mask_names, frame_names) 
     full_fg[left_out] = True
     full_fg[sel] = shift_frames(fg, shake.shifts, back=False) if moved else fg  # (each frame's own pixels)
     return PlateResult(plate, conf, full_fg, est.count, gains, report)
-
-
-def grow_holes(hole: np.ndarray, frac: float) -> np.ndarray:
-    """``(h, w) bool``: each connected part of ``hole`` dilated by ``frac`` times its width (the diameter of a disk
-    of its area; at least 1 px)."""
-    import cv2
-
-    k, lab, stats, _ = cv2.connectedComponentsWithStats(hole.astype(np.uint8), connectivity=8)
-    out = hole.copy()
-    for i in range(1, k):
-        r = max(1, int(round(frac * 2 * np.sqrt(stats[i, cv2.CC_STAT_AREA] / np.pi))))
-        x, y, w, h = (int(v) for v in stats[i, :4])
-        x0, y0, x1, y1 = max(0, x - r), max(0, y - r), min(hole.shape[1], x + w + r), min(hole.shape[0], y + h + r)
-        part = (lab[y0:y1, x0:x1] == i).astype(np.uint8)
-        out[y0:y1, x0:x1] |= cv2.dilate(part, disk(r)) > 0
-    return out
 
 
 def plain_median(frames: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from real2sim.core.imaging import by_quantile_bins, channel_max, clean_mask, disk, mask_box
+from real2sim.core.imaging import by_quantile_bins, channel_max, clean_mask, disk, grow_parts, mask_box
 
 Q25_HALF_NORMAL = 0.3186
 """25th percentile of |N(0, 1)|: sigma = q25(|x|) / this."""
@@ -1206,6 +1206,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
                 behind &= valid
             if it > 0:  # later passes peel what is left of a ghost found before: only next to it
                 near = cv2.dilate(ghost.view(np.uint8), peel) > 0
+                if cfg.peel_reach_ghost > 0:
+                    near |= grow_parts(ghost, cfg.peel_reach_ghost)
                 behind &= near[None]  # (the candidates that stay weak are reported by the first pass)
             new, rep, weak = ghost_anchor(frames, anchor, behind, front, tol_ghost, shade=cfg.ghost_shade)
             if it == 0 and cfg.ghost_one_frame > 0 and weak.any():  # what one frame alone shows: judged below

@@ -131,6 +131,62 @@ def shaken(frames: np.ndarray, masks: np.ndarray | None, name: str, amplitude: f
     return moved, None if masks is None else shift_frames(masks, shifts, back=False, border=cv2.BORDER_REFLECT)
 
 
+def through_motion_blur(case: PlateCase, exposure: float) -> PlateCase:
+    """``case`` as a camera with a longer exposure shot it: each frame's occluder (``occluder_masks``) smeared along
+    its motion over ``exposure`` of the time between frames (:func:`motion_blurred`); the background, the truth and
+    the regions stay. A case without occluder masks (the real clip, whose arm is blurred as recorded) is returned
+    as it is."""
+    if case.occluder_masks is None or exposure <= 0:
+        return case
+    frames = motion_blurred(case.frames, case.occluder_masks, case.truth, exposure, case.name,
+                            float(case.spec.get("noise", 2.0)))
+    return replace(case, name=f"{case.name}@blur{exposure:g}", frames=frames, kind=f"{case.kind}, motion blur")
+
+
+def motion_blurred(frames: np.ndarray, occluder: np.ndarray, background: np.ndarray, exposure: float, name: str,
+                   noise: float) -> np.ndarray:
+    """``(n, h, w, 3) uint8`` frames whose moving layer is smeared along a line: the occluder's motion (its
+    centroid's (``occluder`` ``(n, h, w) bool``), from the frame before to the frame after, per frame interval)
+    times ``exposure``. The layer is what the frame changes from its background (``background`` ``(h, w, 3)`` at
+    the frame's exposure: a per-channel gain fitted where nothing covers it): the occluder and its cast shadow
+    (the pixels that change by more than the noise, near the occluder). The layer's own pixels get fresh Gaussian
+    noise of ``noise`` levels (the background there is the noiseless one; the smear averages the noise away)."""
+    import cv2
+
+    n = len(frames)
+    rng = np.random.default_rng([zlib.crc32(name.encode()), int(round(exposure * 1000))])
+    cent = np.array([np.argwhere(m).mean(0)[::-1] if m.any() else (np.nan, np.nan) for m in occluder])  # (x, y)
+    out = frames.copy()
+    bg_f = background.astype(np.float32)
+    free = ~occluder.any(0)
+    near = np.ones((31, 31), np.uint8)
+    for t in range(n):
+        a, b = max(0, t - 1), min(n - 1, t + 1)
+        if b == a or not occluder[t].any():
+            continue
+        v = (cent[b] - cent[a]) / (b - a) * exposure
+        length = float(np.hypot(*v))
+        if not np.isfinite(length) or length < 1.0:
+            continue
+        size = int(np.ceil(length)) | 1
+        kernel = np.zeros((size, size), np.float32)
+        c, u = size // 2, v / length
+        cv2.line(kernel, (int(round(c - u[0] * length / 2)), int(round(c - u[1] * length / 2))),
+                 (int(round(c + u[0] * length / 2)), int(round(c + u[1] * length / 2))), 1.0, 1, cv2.LINE_AA)
+        kernel /= kernel.sum()
+        f = frames[t].astype(np.float32)
+        back = bg_f * (np.median(f[free] + 1.0, 0) / np.median(bg_f[free] + 1.0, 0))
+        change = f - back
+        moving = occluder[t] | ((np.abs(change).max(-1) > 3 * noise + 6)
+                                & (cv2.dilate(occluder[t].view(np.uint8), near) > 0))
+        layer = change * moving[..., None]
+        smeared = cv2.filter2D(layer, -1, kernel, borderType=cv2.BORDER_REPLICATE)
+        reached = moving | (cv2.filter2D(moving.astype(np.float32), -1, kernel) > 0.01)
+        blurred = f - layer + smeared + rng.normal(0, noise, f.shape).astype(np.float32) * moving[..., None]
+        out[t] = np.clip(np.rint(np.where(reached[..., None], blurred, f)), 0, 255).astype(np.uint8)
+    return out
+
+
 @dataclass(frozen=True)
 class Framing:
     """Another lens and sensor on a recorded clip: a crop zoomed ``zoom`` times about an anchor, resampled to
