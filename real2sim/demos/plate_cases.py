@@ -159,21 +159,14 @@ def motion_blurred(frames: np.ndarray, occluder: np.ndarray, background: np.ndar
     out = frames.copy()
     bg_f = background.astype(np.float32)
     free = ~occluder.any(0)
-    near = np.ones((31, 31), np.uint8)
+    near = np.ones((31, 31), np.uint8)  # the renders' cast shadows lie within 15 px of their occluder
     for t in range(n):
         a, b = max(0, t - 1), min(n - 1, t + 1)
         if b == a or not occluder[t].any():
             continue
-        v = (cent[b] - cent[a]) / (b - a) * exposure
-        length = float(np.hypot(*v))
-        if not np.isfinite(length) or length < 1.0:
+        kernel = _line_kernel((cent[b] - cent[a]) / (b - a) * exposure)
+        if kernel is None:
             continue
-        size = int(np.ceil(length)) | 1
-        kernel = np.zeros((size, size), np.float32)
-        c, u = size // 2, v / length
-        cv2.line(kernel, (int(round(c - u[0] * length / 2)), int(round(c - u[1] * length / 2))),
-                 (int(round(c + u[0] * length / 2)), int(round(c + u[1] * length / 2))), 1.0, 1, cv2.LINE_AA)
-        kernel /= kernel.sum()
         f = frames[t].astype(np.float32)
         back = bg_f * (np.median(f[free] + 1.0, 0) / np.median(bg_f[free] + 1.0, 0))
         change = f - back
@@ -185,6 +178,22 @@ def motion_blurred(frames: np.ndarray, occluder: np.ndarray, background: np.ndar
         blurred = f - layer + smeared + rng.normal(0, noise, f.shape).astype(np.float32) * moving[..., None]
         out[t] = np.clip(np.rint(np.where(reached[..., None], blurred, f)), 0, 255).astype(np.uint8)
     return out
+
+
+def _line_kernel(v: np.ndarray) -> np.ndarray | None:
+    """A normalised ``(k, k) float32`` kernel along the segment ``v`` ``(2,)`` (x, y) px centred on the origin
+    (antialiased); ``None`` when it is shorter than a pixel."""
+    import cv2
+
+    length = float(np.hypot(*v))
+    if not np.isfinite(length) or length < 1.0:
+        return None
+    size = int(np.ceil(length)) | 1
+    kernel = np.zeros((size, size), np.float32)
+    c, u = size // 2, v / length
+    cv2.line(kernel, (int(round(c - u[0] * length / 2)), int(round(c - u[1] * length / 2))),
+             (int(round(c + u[0] * length / 2)), int(round(c + u[1] * length / 2))), 1.0, 1, cv2.LINE_AA)
+    return kernel / kernel.sum()
 
 
 @dataclass(frozen=True)
