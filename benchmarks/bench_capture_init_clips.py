@@ -21,9 +21,10 @@ object out of the plate by design (they are simulated), while the true backgroun
 (``mask_cases.camera_look``: white balance, saturation, tone curve, vignetting; one look per clip from SEED and its
 name): the same scenes as a sensor the method was not made on records their colours. ``--shake PX``: every clip
 from a camera that shook, its frames after the first moved by up to +-PX px (``plate_cases.shaken``).
+``--motion-blur EXPOSURE``: every clip's robot smeared along its motion (``plate_cases.motion_blurred``).
 
     PYTHONPATH=$PWD MUJOCO_GL=egl .venv/bin/python benchmarks/bench_capture_init_clips.py [--quick] [--pose pose|none|both] [--objects]
-        [--camera SEED] [--shake PX]
+        [--camera SEED] [--shake PX] [--motion-blur EXPOSURE]
 """
 from __future__ import annotations
 
@@ -144,7 +145,11 @@ def run_one(clip, with_pose: bool, objects: dict | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     from real2sim.demos.mask_cases import plate_objects
-    from real2sim.demos.plate_cases import robot_clip_through_a_shaking_camera, robot_clip_through_another_camera
+    from real2sim.demos.plate_cases import (
+        robot_clip_through_a_shaking_camera,
+        robot_clip_through_another_camera,
+        robot_clip_through_motion_blur,
+    )
     from real2sim.demos.robot_clips import make_robot_clip
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -157,6 +162,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="every clip through another camera's look (one per clip from SEED and its name)")
     ap.add_argument("--shake", type=float, metavar="PX",
                     help="every clip from a camera that shook: frames after the first moved by up to +-PX px")
+    ap.add_argument("--motion-blur", type=float, metavar="EXPOSURE",
+                    help="every clip's robot smeared along its motion over EXPOSURE of the time between frames")
     args, _ = ap.parse_known_args(argv)  # (run_all.py passes its own filters)
     logging.getLogger("real2sim").setLevel(logging.ERROR)
     poses = ("pose", "none") if args.pose == "both" else (args.pose,)
@@ -179,6 +186,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.shake is not None:
             clip = robot_clip_through_a_shaking_camera(clip, name, args.shake)
             name = f"{name} @shake{args.shake:g}"
+        if args.motion_blur is not None:
+            clip = robot_clip_through_motion_blur(clip, name, args.motion_blur)
+            name = f"{name} @blur{args.motion_blur:g}"
         for pose in poses:
             r = run_one(clip, pose == "pose", objects)
             worst[pose] = min(worst.get(pose, np.inf), r["gain_all"])

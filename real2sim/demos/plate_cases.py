@@ -143,6 +143,15 @@ def through_motion_blur(case: PlateCase, exposure: float) -> PlateCase:
     return replace(case, name=f"{case.name}@blur{exposure:g}", frames=frames, kind=f"{case.kind}, motion blur")
 
 
+def robot_clip_through_motion_blur(clip, name: str, exposure: float, noise: float = 3.0):
+    """A rendered robot clip (:class:`real2sim.demos.robot_clips.RobotClip`) shot with a longer exposure: the robot
+    and its shadow smeared along the robot's motion (:func:`motion_blurred`, seeded by ``name``; ``noise`` the
+    clip's sensor noise, ``make_robot_clip``'s default); its masks (the sharp robot), plate and camera stay."""
+    if exposure <= 0:
+        return clip
+    return replace(clip, frames=motion_blurred(clip.frames, clip.masks, clip.plate, exposure, name, noise))
+
+
 def motion_blurred(frames: np.ndarray, occluder: np.ndarray, background: np.ndarray, exposure: float, name: str,
                    noise: float) -> np.ndarray:
     """``(n, h, w, 3) uint8`` frames whose moving layer is smeared along a line: the occluder's motion (its
