@@ -2,10 +2,12 @@
 plates) over the real plates; honest confidence; bad input (frames of other sizes, black or saturated frames)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from real2sim.capture import CaptureError, make_plate, plain_median
+from real2sim.capture import CaptureError, PlateConfig, make_plate, plain_median
 from real2sim.core.imaging import psnr
 from real2sim.demos.plate_cases import (
     ClipSpec,
@@ -164,10 +166,6 @@ def test_a_close_arm_is_peeled_as_far_as_its_ghost_is_wide(shared_data):
     """The real clip's 2x close-up of its top-left corner: the arm is large there and its ghost's rim, merged with
     the arm passing, wider than 2 % of the image; the later passes reach a fraction of the ghost's own width
     (``PlateConfig.peel_reach_ghost``) and peel it (+5.9 dB over the median with the image's reach alone)."""
-    from dataclasses import replace
-
-    from real2sim.capture import PlateConfig
-
     cases = reframed_cases(shared_data, ["closeup_2_top_left"])
     if not cases:
         pytest.skip(f"bridge/bridge_real_1.mp4 or its cleanup not in {shared_data}")
