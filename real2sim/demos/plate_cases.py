@@ -139,7 +139,7 @@ def through_motion_blur(case: PlateCase, exposure: float) -> PlateCase:
     if case.occluder_masks is None or exposure <= 0:
         return case
     frames = motion_blurred(case.frames, case.occluder_masks, case.truth, exposure, case.name,
-                            float(case.spec.get("noise", 2.0)))
+                            float(case.spec.get("noise", ClipSpec.noise)))  # (the spec holds what is not default)
     return replace(case, name=f"{case.name}@blur{exposure:g}", frames=frames, kind=f"{case.kind}, motion blur")
 
 
