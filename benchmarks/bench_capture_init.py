@@ -80,7 +80,7 @@ def main() -> None:
                     help="the clip and its cleanup through another camera's look first (one look per seed)")
     ap.add_argument("--shake", type=float, metavar="PX",
                     help="the clip from a camera that shook by up to +-PX px (frames after the first)")
-    args = ap.parse_args()
+    args, _ = ap.parse_known_args()  # (run_all.py passes its own filters)
     case = bridge_real_case(DATA)
     if case is None:
         print(f"skipped: {DATA}/bridge/bridge_real_1.mp4 or its cleanup is not there")
