@@ -285,9 +285,10 @@ class GrabCutConfig:
     at least this (a grey lid on a red can stands apart from the can a little better than the can from the table;
     a whole pepsi can's 0.6 box took the table along at 0.7)."""
     parallel_cues: bool = True
-    """Cut the cues' masks (:func:`_cue_masks`) in a second thread beside the box sizes, and the large boxes' masks
-    (:func:`_large_masks`) two at a time: the same masks (OpenCV's random state is per thread and seeded before
-    every GrabCut), about a third less wall time on two free cores; the CPU time is the same."""
+    """Cut the cues' masks (:func:`_cue_masks`) in a second thread beside the box sizes, the large boxes' masks
+    (:func:`_large_masks`) two at a time, and run the steps after the pick (:func:`_steps_in_order`) ahead on the
+    mask as it is: the same masks (OpenCV's random state is per thread and seeded before every GrabCut), about a
+    third less wall time on two free cores; the CPU time is the same (more where a step changes the mask)."""
     support_split: bool = True
     """A mask that took along what the object stands on (a pot and its towel) is cut to the object under the click
     (:func:`real2sim.segmentation.support.without_support`)."""
@@ -326,6 +327,15 @@ class _Frame:
     def __init__(self, image: np.ndarray):
         self.image = image
         self.overlaps = MaskOverlaps()
+        self._cuts: dict[tuple[float, float, float], np.ndarray] = {}
+
+    def context_cut(self, click, r: float, cfg: GrabCutConfig) -> np.ndarray:
+        """:func:`_context_grabcut` of the frame (a copy): each box is cut once (the large surface's test and the
+        whole around an unsure mask ask for the same boxes)."""
+        key = (float(click[0]), float(click[1]), float(r))
+        if key not in self._cuts:
+            self._cuts[key] = _context_grabcut(self.image, click, r, cfg)
+        return self._cuts[key].copy()
 
     @cached_property
     def lab(self) -> np.ndarray:
@@ -832,37 +842,86 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         shadow = shadow & ~mask
         conf = min(conf, LOW_CONFIDENCE - 0.01)
         picked = "sizes, over a speck"
-    part_px = None
-    if picked != "large surface":
-        around = _whole_around(frame, (cx, cy), mask, conf, cfg)
-        if around is not None:
+    steps = _finishing_steps(frame, (cx, cy), pos, conf, cfg, around=picked != "large surface")
+    part_px, grew, support, continued = None, {}, {}, []
+    for name, (new, info) in zip(steps, _steps_in_order(list(steps.values()), mask, cfg.parallel_cues)):
+        if name == "whole around" and new is not None:
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
-            mask, shadow, picked = around, np.zeros_like(around), "whole around"
-    grew = {}
-    if cfg.below:
-        for key, step in (("below_px", whole_below), ("above_px", whole_above)):
-            mask, shadow = _grown(mask, shadow, step(image, mask, pos, BelowConfig(seed=cfg.seed)), key, grew)
-            if key in grew:
-                break
-    support = {}
-    if cfg.support_split:
-        alone, support = without_support(image, mask, pos, SupportConfig(seed=cfg.seed))
-        if alone is not None:
-            support["removed_px"] = int((mask & ~alone).sum())
-            mask = alone
-    continued: list[str] = []
-    if cfg.continue_cuts:
-        mask, continued = continue_past_cuts(image, mask, pos, cfg.cut_ratio, cfg.continue_steps,
-                                             max_border_run=cfg.max_border_run, seed=cfg.seed)
-        shadow = shadow & ~mask if shadow is not None else None
-    if cfg.handles:
-        mask, shadow = _grown(mask, shadow, with_handle(image, mask, HandleConfig(seed=cfg.seed)), "handle_px", grew)
+            mask, shadow, picked = new, np.zeros_like(new), "whole around"
+        elif name in ("below", "handle"):
+            mask, shadow = _grown(mask, shadow, new, info, grew)
+        elif name == "support":
+            support = info
+            if new is not None:
+                support["removed_px"] = int((mask & ~new).sum())
+                mask = new
+        elif name == "continued":
+            mask, continued = (mask if new is None else new), info
+            shadow = shadow & ~mask if shadow is not None else None
     details = {"picked": picked, "part_of_larger": ambiguous, "box_half_px": round(float(r), 1), "touch": round(touch, 3), "scale_stability": round(float(stab), 3),
                "sizes_tried": len(tried), **pre, **({"support": support} if support else {}),
                **({"part_px": part_px} if part_px is not None else {}),
                **({"continued_past": continued} if continued else {}),
                **grew}
     return MaskResult(mask, conf, shadow=shadow, details=details)
+
+
+def _finishing_steps(frame: _Frame, click, pos, conf: float, cfg: GrabCutConfig, around: bool) -> dict:
+    """The steps after the pick, in order, by name: each ``fn(mask) -> (new mask or None when it leaves the mask
+    as it is, info)``: the whole around a part, the side below a top (or the top above a side: info is the
+    details' key), the support taken along cut off, the cuts continued past, the handles."""
+    image, seed = frame.image, cfg.seed
+    steps = {}
+    if around:
+        steps["whole around"] = lambda m: (_whole_around(frame, click, m, conf, cfg), None)
+    if cfg.below:
+        steps["below"] = lambda m: _below_or_above(image, m, pos, seed)
+    if cfg.support_split:
+        steps["support"] = lambda m: without_support(image, m, pos, SupportConfig(seed=seed))
+    if cfg.continue_cuts:
+        def continued(m):
+            out, sides = continue_past_cuts(image, m, pos, cfg.cut_ratio, cfg.continue_steps,
+                                            max_border_run=cfg.max_border_run, seed=seed)
+            return (out if sides else None), sides
+        steps["continued"] = continued
+    if cfg.handles:
+        steps["handle"] = lambda m: (with_handle(image, m, HandleConfig(seed=seed)), "handle_px")
+    return steps
+
+
+def _below_or_above(image: np.ndarray, mask: np.ndarray, pos, seed: int):
+    """(the whole below a top, "below_px"), else (the whole above a side or None, "above_px")."""
+    below = whole_below(image, mask, pos, BelowConfig(seed=seed))
+    if below is not None:
+        return below, "below_px"
+    return whole_above(image, mask, pos, BelowConfig(seed=seed)), "above_px"
+
+
+def _steps_in_order(steps: list, mask: np.ndarray, parallel: bool) -> list[tuple]:
+    """``[fn(mask'), ...]`` of ``steps`` (each ``fn(mask) -> (new mask or None, info)``), each on the mask ``mask'``
+    the ones before it left. ``parallel``: the steps still to run are started together, two threads at a time, on
+    the mask as it is, and the ones after a step that changed it are started again on the new mask: the same
+    results (the steps rarely change the mask; OpenCV's random state is per thread and seeded before every
+    GrabCut) in about half the wall time on two free cores."""
+    out = []
+    if not parallel:
+        for step in steps:
+            out.append(step(mask))
+            mask = mask if out[-1][0] is None else out[-1][0]
+        return out
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        while len(out) < len(steps):
+            ahead = [pool.submit(step, mask) for step in steps[len(out):]]
+            for future in ahead:
+                out.append(future.result())
+                if out[-1][0] is not None:  # the mask changed: what was started after this step is stale
+                    mask = out[-1][0]
+                    for stale in ahead:
+                        stale.cancel()
+                    break
+    return out
 
 
 def _grown(mask: np.ndarray, shadow: np.ndarray | None, whole: np.ndarray | None, key: str, grew: dict):
@@ -921,14 +980,14 @@ def _context_grabcut(image: np.ndarray, click, r: float, cfg: GrabCutConfig) -> 
     return fill_holes(component_at(out, [click], radius=max(2, int(round(1 / f)))))
 
 
-def _large_masks(image: np.ndarray, click, scales, min_solidity: float, cfg: GrabCutConfig) -> list[np.ndarray]:
+def _large_masks(frame: _Frame, click, scales, min_solidity: float, cfg: GrabCutConfig) -> list[np.ndarray]:
     """The masks of context boxes of half-size ``scales`` x the image's smaller side around ``click`` that may be
     an object: not empty, at most ``large_max_frac`` of the image, not along an image side, at least
     ``min_solidity`` compact."""
-    h, w = image.shape[:2]
+    h, w = frame.image.shape[:2]
 
     def cut(s: float) -> np.ndarray:
-        return _context_grabcut(image, click, s * min(h, w), cfg)
+        return frame.context_cut(click, s * min(h, w), cfg)
 
     if cfg.parallel_cues and len(scales) > 1:  # the same masks (seeded per GrabCut, per thread), in less wall time
         from concurrent.futures import ThreadPoolExecutor
@@ -964,7 +1023,7 @@ def _large_object(frame: _Frame, click, mask: np.ndarray, cfg: GrabCutConfig) ->
     grad, typical = frame.gradient
     if mask.sum() >= 20 and _outline_edge(grad, typical, mask, cfg) >= cfg.large_max_edge:
         return None
-    return _best_outlined(frame, _large_masks(frame.image, click, cfg.large_scales, cfg.min_solidity, cfg),
+    return _best_outlined(frame, _large_masks(frame, click, cfg.large_scales, cfg.min_solidity, cfg),
                           _separation(frame.bins, mask), cfg.large_min_edge, cfg)
 
 
@@ -982,7 +1041,7 @@ def _whole_around(frame: _Frame, click, mask: np.ndarray, conf: float, cfg: Grab
     grad, typical = frame.gradient
     plain = not sure and _outline_edge(grad, typical, mask, cfg) < cfg.whole_plain_edge
     scales = cfg.whole_scales if sure else cfg.whole_scales_unsure
-    wholes = [m for m in _large_masks(frame.image, click, scales, cfg.whole_min_solidity, cfg)
+    wholes = [m for m in _large_masks(frame, click, scales, cfg.whole_min_solidity, cfg)
               if _holds(frame.overlaps, m, mask, cfg.whole_min_growth, cfg.whole_max_growth if sure else np.inf)
               and (sure or _shared_outline(mask, m) >= cfg.whole_shared_outline
                    or (plain and _reach(grad, mask, m) >= cfg.whole_plain_reach))]
