@@ -199,9 +199,9 @@ def _line_kernel(v: np.ndarray) -> np.ndarray | None:
         return None
     size = int(np.ceil(length)) | 1
     kernel = np.zeros((size, size), np.float32)
-    c, u = size // 2, v / length
-    cv2.line(kernel, (int(round(c - u[0] * length / 2)), int(round(c - u[1] * length / 2))),
-             (int(round(c + u[0] * length / 2)), int(round(c + u[1] * length / 2))), 1.0, 1, cv2.LINE_AA)
+    c, (hx, hy) = size // 2, v / 2
+    cv2.line(kernel, (int(round(c - hx)), int(round(c - hy))), (int(round(c + hx)), int(round(c + hy))), 1.0, 1,
+             cv2.LINE_AA)
     return kernel / kernel.sum()
 
 
