@@ -2,8 +2,6 @@
 plates) over the real plates; honest confidence; bad input (frames of other sizes, black or saturated frames)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -172,7 +170,7 @@ def test_a_close_arm_is_peeled_as_far_as_its_ghost_is_wide(shared_data):
     case = cases[0]
     med = psnr(plain_median(case.frames), case.truth, case.valid)
     wide = psnr(make_plate(case.frames)[0], case.truth, case.valid)
-    image_only = psnr(make_plate(case.frames, config=replace(PlateConfig(), peel_reach_ghost=0.0))[0],
+    image_only = psnr(make_plate(case.frames, config=PlateConfig(peel_reach_ghost=0.0))[0],
                       case.truth, case.valid)
     assert wide >= image_only + 2.0 and wide >= med + 1.0, (wide, image_only, med)
 
