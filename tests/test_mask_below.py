@@ -55,8 +55,9 @@ def test_a_click_on_a_cans_lid_gives_the_can():
 
 
 def test_a_whole_object_is_not_continued_into_its_shadow_or_the_table():
-    """Masks that already are the object (the procedural cylinders with a cast shadow beside and below them, a can
-    clicked on its body) are left as they are, pixel for pixel."""
+    """Masks that already are the object (the procedural cylinders with a cast shadow beside and below them) are left
+    as they are, pixel for pixel; a can clicked on its body is not taken into the table (at least as close to the
+    can as without the step: seed 2's body mask, 0.92 of the can, is completed to 0.997)."""
     for seed in range(6):
         case = procedural_case(seed)
         off = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(below=False))
@@ -68,7 +69,8 @@ def test_a_whole_object_is_not_continued_into_its_shadow_or_the_table():
         body_click = (float(np.median(xs)), float(np.percentile(ys, 70)))
         off = grabcut_result(image, Prompt([body_click]), config=GrabCutConfig(below=False))
         on = grabcut_result(image, Prompt([body_click]))
-        assert np.array_equal(on.mask, off.mask), seed
+        added_outside = np.count_nonzero(on.mask & ~off.mask & ~can)
+        assert iou(on.mask, can) >= iou(off.mask, can) and added_outside <= 0.02 * can.sum(), seed
 
 
 def test_rendered_cans_clicked_on_the_lid(shared_data):
@@ -97,3 +99,61 @@ def test_rendered_cans_clicked_on_the_body_take_their_lid(shared_data):
         res = segment_result(case.image, Prompt([case.click]))
         assert iou(res.mask, case.mask) > 0.9, (name, res.details)
         assert res.details.get("above_px", 0) > 0
+
+
+def _can_with_shaded_foot(seed: int, towel: bool = False, h: int = 256, w: int = 320):
+    """A can on a mottled table whose lowest tenth is in shade (0.55 of its colour), and the mask a first cut
+    would give of it: the lit part alone. ``towel``: the can stands on a towel of the shade's colour, wider than
+    the can. Returns the image, the can's mask, the lit part's mask and a click on it."""
+    rng = np.random.default_rng(seed)
+    mottle = cv2.resize(rng.normal(0, 1, (h // 8, w // 8, 3)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
+    img = mottle * 10 + np.array([150, 135, 115]) * rng.uniform(0.8, 1.1) + rng.normal(0, 2, (h, w, 3))
+    cw = int(rng.uniform(0.08, 0.14) * w)
+    ch, ew = int(cw * rng.uniform(1.2, 1.6)), cw / 2
+    eh = ew * rng.uniform(0.35, 0.6)
+    cx, top = int(rng.uniform(0.3, 0.7) * w), int(rng.uniform(0.25, 0.45) * h)
+    can = np.zeros((h, w), np.uint8)
+    cv2.rectangle(can, (int(cx - ew), top), (int(cx + ew), top + ch), 1, -1)
+    for y in (top, top + ch):
+        cv2.ellipse(can, (cx, y), (int(ew), int(eh)), 0, 0, 360, 1, -1)
+    colour = np.array([rng.uniform(140, 200), rng.uniform(10, 40), rng.uniform(20, 50)])[rng.permutation(3)]
+    rows = np.arange(h)[:, None]
+    lit = rows <= top + int(0.9 * ch)
+    if towel:
+        cloth = np.zeros((h, w), np.uint8)
+        cv2.rectangle(cloth, (int(cx - 2.5 * ew), top + int(0.8 * ch)), (int(cx + 2.5 * ew), top + ch + int(3 * eh)), 1, -1)
+        img = np.where(cloth[..., None] > 0, colour * 0.55 + rng.normal(0, 2, (h, w, 3)), img)
+    body = colour * np.where(lit, 1.0, 0.55)[..., None] + rng.normal(0, 2, (h, w, 3))
+    img = np.where(can[..., None] > 0, body, img)
+    return np.clip(img, 0, 255).astype(np.uint8), can > 0, (can > 0) & lit, (float(cx), float(top + 0.3 * ch))
+
+
+def test_a_mask_that_left_a_shaded_foot_out_is_completed_but_not_into_a_towel():
+    """:func:`real2sim.segmentation.below.whole_around`: the lit part of a can (0.80-0.83 of it) is completed to the
+    can (> 0.98) where no side was found, and named so; standing on a towel of the shade's colour, wider than the
+    can, the cut's whole is no completion (wider, not convex) and nothing is added."""
+    from real2sim.segmentation.below import whole_around
+
+    for seed in range(4):
+        image, can, lit, click = _can_with_shaded_foot(seed)
+        assert iou(lit, can) < 0.85
+        whole, key = whole_around(image, lit, [click])
+        assert key == "completed_px" and iou(whole, can) > 0.98, seed
+        image, can, lit, click = _can_with_shaded_foot(seed, towel=True)
+        whole, _ = whole_around(image, lit, [click])
+        assert whole is None, seed
+
+
+def test_rendered_objects_whose_first_mask_left_a_part_out_are_completed(shared_data):
+    """Two cases of the mask benchmark where the picked mask left a shaded part out and no side was found (seed 0:
+    a lit apple, 0.86 before; seed 1: a 7up can at 320x256, 0.91 before): now the object, completed."""
+    from real2sim.demos.mask_cases import mask_cases
+
+    for seed, family, name in ((0, "exposure", "exposure/open_drawer_c2/apple"),
+                               (1, "lowres", "lowres/bridge_real_1_cleanup/7up_can")):
+        case = {c.name: c for c in mask_cases(shared_data, [family], seed=seed)}.get(name)
+        if case is None:
+            pytest.skip(f"{name} needs plates and meshes that are not in the shared data")
+        res = segment_result(case.image, Prompt([case.click]))
+        assert iou(res.mask, case.mask) > 0.95, (name, res.details)
+        assert res.details.get("completed_px", 0) > 0

@@ -15,6 +15,11 @@ inside the grown box (a mask reaching the box's bottom or sides ran into the tab
 out. The box grows up by ``up_reach`` times the mask's width, and the whole must add ``up_min_growth`` to
 ``up_max_growth`` times the mask's area above its middle, no wider than ``up_max_widen`` times the mask, under the
 same bounds on solidity and the box.
+
+:func:`whole_around` runs both and, where neither finds a side, keeps a cut's whole that completes the mask: it adds
+less than a side would (up to ``complete_max_growth`` times the mask's area, on any side), is convex
+(``complete_min_solidity``), no wider than ``complete_max_widen`` times the mask and ends inside the box: the part of
+the object the first cut left out (a shaded flank, a rim), not the table.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real2sim.core.imaging import component_at, fill_holes, mask_box, solidity
+from real2sim.core.imaging import component_at, dilate, fill_holes, mask_box, solidity
 from real2sim.segmentation.continuation import grow_in_box
 
 
@@ -59,6 +64,19 @@ class BelowConfig:
     up_max_widen: float = 1.1
     """... and no wider than this many times the mask (a can's lid is as wide as its body; what widens more is
     something else above it)."""
+    complete_max_growth: float = 1.5
+    """:func:`whole_around`, where neither cut found a side: a cut's whole that adds less than this many times the
+    mask's area (at least ``complete_min_growth``) completes the mask ..."""
+    complete_min_growth: float = 1.03
+    """... (less is the outline's own jitter) ..."""
+    complete_min_solidity: float = 0.99
+    """... when it is convex (a part of the object the first cut left out fills the mask's outline out; a leak into
+    the table or a neighbour dents it) ..."""
+    complete_max_widen: float = 1.1
+    """... no wider than this many times the mask ..."""
+    complete_own_hue: bool = True
+    """... and what it adds has the mask's hue rather than the table's around it (a shaded part of the object keeps
+    the object's chromaticity; a cast shadow keeps the table's)."""
     seed: int = 0
     """OpenCV's random state before the cut."""
 
@@ -106,40 +124,108 @@ def whole_below(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig
     """The object under the top ``mask`` (``(h, w) bool`` of ``image`` ``(h, w, 3) uint8`` RGB; see the module
     docstring), or None when what the cut adds does not look like the object's side."""
     cfg = config or BelowConfig()
-    return _whole_along(image, mask, clicks, False, cfg.reach, cfg.min_growth, cfg.max_growth, cfg.max_widen, cfg)
+    whole = _cut_whole(image, mask, clicks, False, cfg)
+    return whole.mask if whole is not None and _is_side(whole, mask, False, cfg) else None
 
 
 def whole_above(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None) -> np.ndarray | None:
     """The object whose side ``mask`` is, with the top the camera sees over it (a can's body clicked: its lid),
     or None when what the cut adds does not look like the object's top (see the module docstring)."""
     cfg = config or BelowConfig()
-    return _whole_along(image, mask, clicks, True, cfg.up_reach, cfg.up_min_growth, cfg.up_max_growth,
-                        cfg.up_max_widen, cfg)
+    whole = _cut_whole(image, mask, clicks, True, cfg)
+    return whole.mask if whole is not None and _is_side(whole, mask, True, cfg) else None
 
 
-def _whole_along(image, mask, clicks, up: bool, reach: float, min_growth: float, max_growth: float,
-                 max_widen: float, cfg: BelowConfig) -> np.ndarray | None:
-    n = int(np.count_nonzero(mask))
-    if n < 20:
+def whole_around(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None
+                 ) -> tuple[np.ndarray | None, str]:
+    """:func:`whole_below`, else :func:`whole_above`, else the first of their cuts' wholes that completes ``mask``
+    (see the module docstring): ``(whole or None, "below_px" | "above_px" | "completed_px")``, the key naming
+    which (the details' key for the pixels added)."""
+    cfg = config or BelowConfig()
+    down = _cut_whole(image, mask, clicks, False, cfg)
+    if down is not None and _is_side(down, mask, False, cfg):
+        return down.mask, "below_px"
+    up = _cut_whole(image, mask, clicks, True, cfg)
+    if up is not None and _is_side(up, mask, True, cfg):
+        return up.mask, "above_px"
+    for whole in (down, up):
+        if whole is not None and _completes(image, whole, mask, cfg):
+            return whole.mask, "completed_px"
+    return None, "above_px"
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """A cut's whole (``mask``: the component at the clicks, holes filled) and the box it was cut in."""
+
+    mask: np.ndarray
+    grown: tuple[int, int, int, int]
+    up: bool
+
+
+def _cut_whole(image, mask, clicks, up: bool, cfg: BelowConfig) -> _Whole | None:
+    """GrabCut in the box grown from ``mask`` down (``up``: up) by ``reach`` (``up_reach``): the whole at the clicks,
+    or None (a mask under 20 px, or the cut found nothing)."""
+    if np.count_nonzero(mask) < 20:
         return None
     rows, cols = mask_box(mask)
     box = (rows.start, rows.stop - 1, cols.start, cols.stop - 1)
     mh, mw = box[1] - box[0] + 1, box[3] - box[2] + 1
-    cut = _cut_along(image, mask, box, int(round(reach * (mw if up else max(mh, mw)))), up, cfg)
+    reach = cfg.up_reach * mw if up else cfg.reach * max(mh, mw)
+    cut = _cut_along(image, mask, box, int(round(reach)), up, cfg)
     if cut is None:
         return None
     fg, grown = cut
-    whole = fill_holes(component_at(mask | fg, clicks, radius=3))
-    a = int(np.count_nonzero(whole))
-    if not (min_growth * n <= a <= max_growth * n) or np.count_nonzero(whole & mask) < 0.95 * n:
-        return None
-    ys, _ = np.nonzero(whole & ~mask)
-    y_mid = 0.5 * (box[0] + box[1])
-    if not len(ys) or np.mean(ys < y_mid if up else ys > y_mid) < 0.8:
-        return None
-    _, wc = mask_box(whole)
-    if (wc.stop - wc.start) > max_widen * mw:
-        return None
-    if solidity(whole) < cfg.min_solidity or _touches(whole, grown, mask.shape, up) > cfg.max_touch:
-        return None
-    return whole
+    return _Whole(fill_holes(component_at(mask | fg, clicks, radius=3)), grown, up)
+
+
+def _grows_within(whole: _Whole, mask: np.ndarray, min_growth: float, max_growth: float, max_widen: float,
+                  min_solidity: float, cfg: BelowConfig) -> bool:
+    """The whole holds the mask, adds ``min_growth`` to ``max_growth`` times its area, widens at most
+    ``max_widen`` times, is at least ``min_solidity`` compact and ends inside its box."""
+    n, a = int(np.count_nonzero(mask)), int(np.count_nonzero(whole.mask))
+    if not (min_growth * n <= a <= max_growth * n) or np.count_nonzero(whole.mask & mask) < 0.95 * n:
+        return False
+    _, mc = mask_box(mask)
+    _, wc = mask_box(whole.mask)
+    if (wc.stop - wc.start) > max_widen * (mc.stop - mc.start):
+        return False
+    return (solidity(whole.mask) >= min_solidity
+            and _touches(whole.mask, whole.grown, mask.shape, whole.up) <= cfg.max_touch)
+
+
+def _is_side(whole: _Whole, mask: np.ndarray, up: bool, cfg: BelowConfig) -> bool:
+    """The whole is the object's side under the top ``mask`` (``up``: its top over the side ``mask``): the bounds
+    of the module docstring, the new pixels on the far side of the mask's middle."""
+    grow = (cfg.up_min_growth, cfg.up_max_growth, cfg.up_max_widen) if up else (cfg.min_growth, cfg.max_growth,
+                                                                                cfg.max_widen)
+    if not _grows_within(whole, mask, *grow, cfg.min_solidity, cfg):
+        return False
+    rows, _ = mask_box(mask)
+    ys, _ = np.nonzero(whole.mask & ~mask)
+    y_mid = 0.5 * (rows.start + rows.stop - 1)
+    return bool(len(ys)) and float(np.mean(ys < y_mid if up else ys > y_mid)) >= 0.8
+
+
+def _completes(image: np.ndarray, whole: _Whole, mask: np.ndarray, cfg: BelowConfig) -> bool:
+    """The whole completes the mask (see the module docstring): a little more on any side, convex, in the mask's
+    hue (``complete_own_hue``)."""
+    return (_grows_within(whole, mask, cfg.complete_min_growth, cfg.complete_max_growth, cfg.complete_max_widen,
+                          cfg.complete_min_solidity, cfg)
+            and (not cfg.complete_own_hue or _in_own_hue(image, whole.mask & ~mask, mask, whole.mask)))
+
+
+def _in_own_hue(image: np.ndarray, added: np.ndarray, mask: np.ndarray, whole: np.ndarray) -> bool:
+    """The median chromaticity (``rgb / sum``) of the ``added`` pixels is nearer the ``mask``'s than that of the
+    surroundings just outside the ``whole`` next to them (a ring as wide as a tenth of the whole's size)."""
+    r = max(2, int(round(0.1 * np.sqrt(np.count_nonzero(whole)))))
+    near = dilate(added, 2 * r) & dilate(whole, r) & ~whole
+    if not added.any() or not near.any():
+        return False
+    rgb = image.astype(np.float32)
+    chroma = rgb[..., :2] / np.maximum(rgb.sum(-1, keepdims=True), 1.0)
+
+    def hue(region):
+        return np.median(chroma[region], axis=0)
+    here = hue(added)
+    return bool(np.linalg.norm(here - hue(mask)) <= np.linalg.norm(here - hue(near)))

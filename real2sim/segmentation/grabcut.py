@@ -55,8 +55,9 @@ apple lies on), is compact, outlined and separates from its ring nearly as well
 outline lies on the wide box mask's (``whole_shared_outline``: a cube's face, not a box on a board), or when it has
 no outline of its own and the region around it reaches the wide box mask's outline (``whole_plain_edge``,
 ``whole_plain_reach``: an apple's lit half, not a speck of a can standing on a board). A mask of an object's top (a lid, a cube's top face) is continued down
-to the side the camera sees under it, or a mask of its side up to the top over it (:mod:`segmentation.below`;
-``details["below_px"]``, ``details["above_px"]``). Then a mask that took along what the object stands on
+to the side the camera sees under it, or a mask of its side up to the top over it, else a mask that left a part of
+its object out (a shaded foot, a rim) is completed by a cut that adds a little, convex, no wider
+(:mod:`segmentation.below`; ``details["below_px"]``, ``details["above_px"]``, ``details["completed_px"]``). Then a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
 Last, a mask cut straight by a box's side (a spoon, a carrot or a pen longer than the box) is continued past the
 cut (:mod:`segmentation.continuation`; ``details["continued_past"]``). The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
@@ -81,7 +82,7 @@ from real2sim.core.imaging import (
     median_rows,
     solidity,
 )
-from real2sim.segmentation.below import BelowConfig, whole_above, whole_below
+from real2sim.segmentation.below import BelowConfig, whole_around
 from real2sim.segmentation.colour import refine_edges
 from real2sim.segmentation.continuation import continue_past_cuts
 from real2sim.segmentation.core import (
@@ -295,7 +296,8 @@ class GrabCutConfig:
     below: bool = True
     """A mask of an object's top (a lid, a cube's top face, a cabinet's top found as a large surface) is continued
     down to the side the camera sees under it (:func:`real2sim.segmentation.below.whole_below`); else a mask of its
-    side up to the top over it (:func:`~real2sim.segmentation.below.whole_above`)."""
+    side up to the top over it (:func:`~real2sim.segmentation.below.whole_above`); else one of their cuts that
+    completes the mask (:func:`~real2sim.segmentation.below.whole_around`)."""
     continue_cuts: bool = True
     """A mask taken that ends in a straight cut where a box's side was (a spoon, a carrot or a pen longer than the
     box) is continued past the cut (:func:`real2sim.segmentation.continuation.continue_past_cuts`)."""
@@ -890,11 +892,9 @@ def _finishing_steps(frame: _Frame, click, pos, conf: float, cfg: GrabCutConfig,
 
 
 def _below_or_above(image: np.ndarray, mask: np.ndarray, pos, seed: int):
-    """(the whole below a top, "below_px"), else (the whole above a side or None, "above_px")."""
-    below = whole_below(image, mask, pos, BelowConfig(seed=seed))
-    if below is not None:
-        return below, "below_px"
-    return whole_above(image, mask, pos, BelowConfig(seed=seed)), "above_px"
+    """(the whole below a top, "below_px"), else (the whole above a side, "above_px"), else (the whole that
+    completes the mask or None, "completed_px"): :func:`real2sim.segmentation.below.whole_around`."""
+    return whole_around(image, mask, pos, BelowConfig(seed=seed))
 
 
 def _steps_in_order(steps: list, mask: np.ndarray, parallel: bool) -> list[tuple]:
