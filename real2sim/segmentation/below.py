@@ -125,7 +125,7 @@ def whole_below(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig
     docstring), or None when what the cut adds does not look like the object's side."""
     cfg = config or BelowConfig()
     whole = _cut_whole(image, mask, clicks, False, cfg)
-    return whole.mask if whole is not None and _is_side(whole, mask, False, cfg) else None
+    return whole.mask if whole is not None and _is_side(whole, mask, cfg) else None
 
 
 def whole_above(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None) -> np.ndarray | None:
@@ -133,25 +133,25 @@ def whole_above(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig
     or None when what the cut adds does not look like the object's top (see the module docstring)."""
     cfg = config or BelowConfig()
     whole = _cut_whole(image, mask, clicks, True, cfg)
-    return whole.mask if whole is not None and _is_side(whole, mask, True, cfg) else None
+    return whole.mask if whole is not None and _is_side(whole, mask, cfg) else None
 
 
 def whole_around(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None
                  ) -> tuple[np.ndarray | None, str]:
     """:func:`whole_below`, else :func:`whole_above`, else the first of their cuts' wholes that completes ``mask``
-    (see the module docstring): ``(whole or None, "below_px" | "above_px" | "completed_px")``, the key naming
-    which (the details' key for the pixels added)."""
+    (see the module docstring): ``(whole, "below_px" | "above_px" | "completed_px")``, the key naming which (the
+    details' key for the pixels added), or ``(None, "")``."""
     cfg = config or BelowConfig()
     down = _cut_whole(image, mask, clicks, False, cfg)
-    if down is not None and _is_side(down, mask, False, cfg):
+    if down is not None and _is_side(down, mask, cfg):
         return down.mask, "below_px"
     up = _cut_whole(image, mask, clicks, True, cfg)
-    if up is not None and _is_side(up, mask, True, cfg):
+    if up is not None and _is_side(up, mask, cfg):
         return up.mask, "above_px"
     for whole in (down, up):
         if whole is not None and _completes(image, whole, mask, cfg):
             return whole.mask, "completed_px"
-    return None, "above_px"
+    return None, ""
 
 
 @dataclass(frozen=True)
@@ -194,9 +194,10 @@ def _grows_within(whole: _Whole, mask: np.ndarray, min_growth: float, max_growth
             and _touches(whole.mask, whole.grown, mask.shape, whole.up) <= cfg.max_touch)
 
 
-def _is_side(whole: _Whole, mask: np.ndarray, up: bool, cfg: BelowConfig) -> bool:
-    """The whole is the object's side under the top ``mask`` (``up``: its top over the side ``mask``): the bounds
-    of the module docstring, the new pixels on the far side of the mask's middle."""
+def _is_side(whole: _Whole, mask: np.ndarray, cfg: BelowConfig) -> bool:
+    """The whole is the object's side under the top ``mask`` (cut upwards: its top over the side ``mask``): the
+    bounds of the module docstring, the new pixels on the far side of the mask's middle."""
+    up = whole.up
     grow = (cfg.up_min_growth, cfg.up_max_growth, cfg.up_max_widen) if up else (cfg.min_growth, cfg.max_growth,
                                                                                 cfg.max_widen)
     if not _grows_within(whole, mask, *grow, cfg.min_solidity, cfg):
@@ -218,14 +219,19 @@ def _completes(image: np.ndarray, whole: _Whole, mask: np.ndarray, cfg: BelowCon
 def _in_own_hue(image: np.ndarray, added: np.ndarray, mask: np.ndarray, whole: np.ndarray) -> bool:
     """The median chromaticity (``rgb / sum``) of the ``added`` pixels is nearer the ``mask``'s than that of the
     surroundings just outside the ``whole`` next to them (a ring as wide as a tenth of the whole's size)."""
-    r = max(2, int(round(0.1 * np.sqrt(np.count_nonzero(whole)))))
-    near = dilate(added, 2 * r) & dilate(whole, r) & ~whole
-    if not added.any() or not near.any():
+    if not added.any():
         return False
-    rgb = image.astype(np.float32)
-    chroma = rgb[..., :2] / np.maximum(rgb.sum(-1, keepdims=True), 1.0)
+    r = max(2, int(round(0.1 * np.sqrt(np.count_nonzero(whole)))))
+    rows, cols = mask_box(whole)  # the ring lies within r of the whole: the box r + 1 wider holds it
+    h, w = whole.shape
+    box = (slice(max(0, rows.start - r - 1), min(h, rows.stop + r + 1)),
+           slice(max(0, cols.start - r - 1), min(w, cols.stop + r + 1)))
+    near = dilate(added[box], 2 * r) & dilate(whole[box], r) & ~whole[box]
+    if not near.any():
+        return False
 
-    def hue(region):
-        return np.median(chroma[region], axis=0)
-    here = hue(added)
-    return bool(np.linalg.norm(here - hue(mask)) <= np.linalg.norm(here - hue(near)))
+    def hue(region, crop):
+        rgb = crop[region].astype(np.float32)
+        return np.median(rgb[:, :2] / np.maximum(rgb.sum(-1, keepdims=True), 1.0), axis=0)
+    here = hue(added[box], image[box])
+    return bool(np.linalg.norm(here - hue(mask, image)) <= np.linalg.norm(here - hue(near, image[box])))
