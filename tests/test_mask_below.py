@@ -13,10 +13,9 @@ from real2sim.segmentation import Prompt, segment_result
 from real2sim.segmentation.grabcut import GrabCutConfig, grabcut_result
 
 
-def _can_scene(seed: int, h: int = 256, w: int = 320):
-    """A can seen from above at an angle on a mottled table: a pale elliptic lid over a shaded, saturated body with
-    a round bottom, a soft shadow beside it. Returns the image, the can's mask, the lid's mask and a click on the
-    lid."""
+def _table_and_can_place(seed: int, h: int, w: int):
+    """A mottled table ``(h, w, 3) float`` and where a can stands on it: ``(rng, image, (cx, top, width, body
+    height, half width, lid's half height))``, the generator left where the scenes go on drawing from it."""
     rng = np.random.default_rng(seed)
     mottle = cv2.resize(rng.normal(0, 1, (h // 8, w // 8, 3)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
     img = mottle * 10 + np.array([150, 135, 115]) * rng.uniform(0.8, 1.1) + rng.normal(0, 2, (h, w, 3))
@@ -24,6 +23,14 @@ def _can_scene(seed: int, h: int = 256, w: int = 320):
     ch, ew = int(cw * rng.uniform(1.2, 1.6)), cw / 2
     eh = ew * rng.uniform(0.35, 0.6)
     cx, top = int(rng.uniform(0.3, 0.7) * w), int(rng.uniform(0.25, 0.45) * h)
+    return rng, img, (cx, top, cw, ch, ew, eh)
+
+
+def _can_scene(seed: int, h: int = 256, w: int = 320):
+    """A can seen from above at an angle on a mottled table: a pale elliptic lid over a shaded, saturated body with
+    a round bottom, a soft shadow beside it. Returns the image, the can's mask, the lid's mask and a click on the
+    lid."""
+    rng, img, (cx, top, cw, ch, ew, eh) = _table_and_can_place(seed, h, w)
     body, lid, shadow = np.zeros((h, w), np.uint8), np.zeros((h, w), np.uint8), np.zeros((h, w), np.float32)
     cv2.rectangle(body, (int(cx - ew), top), (int(cx + ew), top + ch), 1, -1)
     cv2.ellipse(body, (cx, top + ch), (int(ew), int(eh)), 0, 0, 360, 1, -1)
@@ -105,13 +112,7 @@ def _can_with_shaded_foot(seed: int, towel: bool = False, h: int = 256, w: int =
     """A can on a mottled table whose lowest tenth is in shade (0.55 of its colour), and the mask a first cut
     would give of it: the lit part alone. ``towel``: the can stands on a towel of the shade's colour, wider than
     the can. Returns the image, the can's mask, the lit part's mask and a click on it."""
-    rng = np.random.default_rng(seed)
-    mottle = cv2.resize(rng.normal(0, 1, (h // 8, w // 8, 3)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
-    img = mottle * 10 + np.array([150, 135, 115]) * rng.uniform(0.8, 1.1) + rng.normal(0, 2, (h, w, 3))
-    cw = int(rng.uniform(0.08, 0.14) * w)
-    ch, ew = int(cw * rng.uniform(1.2, 1.6)), cw / 2
-    eh = ew * rng.uniform(0.35, 0.6)
-    cx, top = int(rng.uniform(0.3, 0.7) * w), int(rng.uniform(0.25, 0.45) * h)
+    rng, img, (cx, top, cw, ch, ew, eh) = _table_and_can_place(seed, h, w)
     can = np.zeros((h, w), np.uint8)
     cv2.rectangle(can, (int(cx - ew), top), (int(cx + ew), top + ch), 1, -1)
     for y in (top, top + ch):
