@@ -870,14 +870,14 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
 
 def _finishing_steps(frame: _Frame, click, pos, conf: float, cfg: GrabCutConfig, around: bool) -> dict:
     """The steps after the pick, in order, by name: each ``fn(mask) -> (new mask or None when it leaves the mask
-    as it is, info)``: the whole around a part, the side below a top (or the top above a side: info is the
-    details' key), the support taken along cut off, the cuts continued past, the handles."""
+    as it is, info)``: the whole around a part, the side below a top (or the top above a side, or the mask
+    completed: info is the details' key), the support taken along cut off, the cuts continued past, the handles."""
     image, seed = frame.image, cfg.seed
     steps = {}
     if around:
         steps["whole around"] = lambda m: (_whole_around(frame, click, m, conf, cfg), None)
     if cfg.below:
-        steps["below"] = lambda m: _below_or_above(image, m, pos, seed)
+        steps["below"] = lambda m: whole_around(image, m, pos, BelowConfig(seed=seed))  # (whole or None, its key)
     if cfg.support_split:
         steps["support"] = lambda m: without_support(image, m, pos, SupportConfig(seed=seed))
     if cfg.continue_cuts:
@@ -889,12 +889,6 @@ def _finishing_steps(frame: _Frame, click, pos, conf: float, cfg: GrabCutConfig,
     if cfg.handles:
         steps["handle"] = lambda m: (with_handle(image, m, HandleConfig(seed=seed)), "handle_px")
     return steps
-
-
-def _below_or_above(image: np.ndarray, mask: np.ndarray, pos, seed: int):
-    """(the whole below a top, "below_px"), else (the whole above a side, "above_px"), else (the whole that
-    completes the mask or None, "completed_px"): :func:`real2sim.segmentation.below.whole_around`."""
-    return whole_around(image, mask, pos, BelowConfig(seed=seed))
 
 
 def _steps_in_order(steps: list, mask: np.ndarray, parallel: bool) -> list[tuple]:
