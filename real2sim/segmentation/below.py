@@ -123,16 +123,18 @@ def _touches(whole: np.ndarray, grown, shape, up: bool = False) -> float:
 def whole_below(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None) -> np.ndarray | None:
     """The object under the top ``mask`` (``(h, w) bool`` of ``image`` ``(h, w, 3) uint8`` RGB; see the module
     docstring), or None when what the cut adds does not look like the object's side."""
-    cfg = config or BelowConfig()
-    whole = _cut_whole(image, mask, clicks, False, cfg)
-    return whole.mask if whole is not None and _is_side(whole, mask, cfg) else None
+    return _side_found(image, mask, clicks, False, config or BelowConfig())
 
 
 def whole_above(image: np.ndarray, mask: np.ndarray, clicks, config: BelowConfig | None = None) -> np.ndarray | None:
     """The object whose side ``mask`` is, with the top the camera sees over it (a can's body clicked: its lid),
     or None when what the cut adds does not look like the object's top (see the module docstring)."""
-    cfg = config or BelowConfig()
-    whole = _cut_whole(image, mask, clicks, True, cfg)
+    return _side_found(image, mask, clicks, True, config or BelowConfig())
+
+
+def _side_found(image, mask, clicks, up: bool, cfg: BelowConfig) -> np.ndarray | None:
+    """The cut's whole down (``up``: up) from ``mask`` when it is the object's side (top), else None."""
+    whole = _cut_whole(image, mask, clicks, up, cfg)
     return whole.mask if whole is not None and _is_side(whole, mask, cfg) else None
 
 
