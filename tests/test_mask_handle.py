@@ -43,7 +43,7 @@ def test_a_click_on_a_spoons_bowl_gives_the_spoon_with_its_handle():
     found, before, after = 0, [], []
     for seed in range(8):
         image, spoon, handle, click = _spoon_on_table(seed)
-        off = grabcut_result(image, Prompt([click]), config=GrabCutConfig(handles=False))
+        off = grabcut_result(image, Prompt([click]), config=GrabCutConfig(handles=False, lines=False))
         on = grabcut_result(image, Prompt([click]))
         before.append(iou(off.mask, spoon))
         after.append(iou(on.mask, spoon))
@@ -82,7 +82,7 @@ def test_a_thicker_piece_that_continues_the_mask_is_added_and_one_across_it_is_n
         case = made[seed, family].get(name)
         if case is None:
             pytest.skip(f"{name} needs plates and meshes that are not in the shared data")
-        mask = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(handles=False)).mask
+        mask = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(handles=False, lines=False)).mask
         on, off = (with_handle(case.image, mask, HandleConfig(max_width_along=a)) for a in (0.7, 0.0))
         on, off = (mask if m is None else m for m in (on, off))
         if gain:
@@ -103,7 +103,7 @@ def test_a_handle_longer_than_twice_the_part_of_the_bowl_found_is_added(shared_d
     if plate is None:
         pytest.skip("stack_cube_plate.png is not in the shared data")
     case = synthetic_case(shared_data, "stack_cube_plate", plate, "thin", "spoon", 6)
-    mask = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(handles=False)).mask
+    mask = grabcut_result(case.image, Prompt([case.click]), config=GrabCutConfig(handles=False, lines=False)).mask
     assert iou(mask, case.mask) < 0.4, "the boxes now find the whole spoon: the case no longer shows the failure"
     assert with_handle(case.image, mask, HandleConfig(max_growth=2.0)) is None
     with_it = with_handle(case.image, mask)

@@ -39,8 +39,9 @@ def test_a_click_on_a_long_thin_object_gives_all_of_it_not_the_box_around_the_cl
     cut, fixed, unchanged = 0, 0, 0
     for seed in range(12):
         image, bar, click = _bar_on_table(seed)
-        before = grabcut_result(image, Prompt(points=[click]), config=GrabCutConfig(continue_cuts=False))
-        after = grabcut_result(image, Prompt(points=[click]))
+        # (the thin-line step, which runs after this one, off in both: this is the continuation's own test)
+        before = grabcut_result(image, Prompt(points=[click]), config=GrabCutConfig(continue_cuts=False, lines=False))
+        after = grabcut_result(image, Prompt(points=[click]), config=GrabCutConfig(lines=False))
         if iou(before.mask, bar) < 0.8:
             cut += 1
             fixed += iou(after.mask, bar) > 0.9

@@ -59,8 +59,10 @@ to the side the camera sees under it, or a mask of its side up to the top over i
 its object out (a shaded foot, a rim) is completed by a cut that adds a little, convex, no wider
 (:mod:`segmentation.below`; ``details["below_px"]``, ``details["above_px"]``, ``details["completed_px"]``). Then a mask that took along what the object stands on
 (a pot and its towel) is cut to the object under the click (:mod:`segmentation.support`; ``details["support"]``).
-Last, a mask cut straight by a box's side (a spoon, a carrot or a pen longer than the box) is continued past the
-cut (:mod:`segmentation.continuation`; ``details["continued_past"]``). The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
+Then a mask cut straight by a box's side (a spoon, a carrot or a pen longer than the box) is continued past the
+cut (:mod:`segmentation.continuation`; ``details["continued_past"]``), a spoon's bowl along the handle a cut attaches
+(:mod:`segmentation.handle`; ``details["handle_px"]``), and a mask that lies on a thin line continuing it (a click
+on a spoon's 2 px handle: :mod:`segmentation.line`; ``details["line_px"]``). The cues' masks are cut in a second thread beside the sizes (``parallel_cues``; the same masks)."""
 from __future__ import annotations
 
 import logging
@@ -95,6 +97,7 @@ from real2sim.segmentation.core import (
 )
 from real2sim.segmentation.grabcut_legacy import LegacyConfig, legacy_grabcut
 from real2sim.segmentation.handle import HandleConfig, with_handle
+from real2sim.segmentation.line import with_line
 from real2sim.segmentation.support import SupportConfig, without_support
 
 log = logging.getLogger(__name__)
@@ -220,7 +223,10 @@ class GrabCutConfig:
     this IoU of it) is never a part of a larger one: a green cube beside a can's label, found three times, lost to
     the context boxes' cube-and-label (0.45 -> 0.97). 0 = off."""
     handles: bool = True
-    """Last, continue the mask along a thin handle it holds (a spoon's bowl clicked: :mod:`.handle`)."""
+    """Continue the mask along a thin handle it holds (a spoon's bowl clicked: :mod:`.handle`)."""
+    lines: bool = True
+    """Last, join the thin line the mask lies on and that continues it (a spoon clicked on its handle, or a bowl
+    whose handle the cut did not attach: :mod:`.line`)."""
     grown_over_speck: bool = True
     """When every cue left the chosen size's speck (a mask no larger than the clicks' sure-foreground disks: a click
     on a face or a half of an object larger than the usual boxes) in place, the best-scored size whose mask grew
@@ -850,7 +856,7 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
         if name == "whole around" and new is not None:
             part_px = int(np.count_nonzero(mask))  # what the usual boxes found: kept in the details for review
             mask, shadow, picked = new, np.zeros_like(new), "whole around"
-        elif name in ("below", "handle"):
+        elif name in ("below", "handle", "line"):
             mask, shadow = _grown(mask, shadow, new, info, grew)
         elif name == "support":
             support = info
@@ -871,7 +877,8 @@ def _from_clicks(image: np.ndarray, prompt: Prompt, pre: dict, cfg: GrabCutConfi
 def _finishing_steps(frame: _Frame, click, pos, conf: float, cfg: GrabCutConfig, around: bool) -> dict:
     """The steps after the pick, in order, by name: each ``fn(mask) -> (new mask or None when it leaves the mask
     as it is, info)``: the whole around a part, the side below a top (or the top above a side, or the mask
-    completed: info is the details' key), the support taken along cut off, the cuts continued past, the handles."""
+    completed: info is the details' key), the support taken along cut off, the cuts continued past, the handles,
+    the thin line."""
     image, seed = frame.image, cfg.seed
     steps = {}
     if around:
@@ -888,6 +895,8 @@ def _finishing_steps(frame: _Frame, click, pos, conf: float, cfg: GrabCutConfig,
         steps["continued"] = continued
     if cfg.handles:
         steps["handle"] = lambda m: (with_handle(image, m, HandleConfig(seed=seed)), "handle_px")
+    if cfg.lines:
+        steps["line"] = lambda m: (with_line(image, m, click), "line_px")
     return steps
 
 
