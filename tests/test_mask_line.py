@@ -86,3 +86,13 @@ def test_no_line_in_noise_or_on_a_plain_table():
     for image in (noise, plain, table):
         assert line_at(image, (130, 100)) is None
         assert with_line(image, np.zeros((200, 260), bool), (130, 100)) is None
+
+
+def test_clicks_on_the_image_border_and_tiny_images_give_no_error():
+    rng = np.random.default_rng(1)
+    for h, w in ((2, 2), (8, 8), (20, 300), (300, 20), (31, 47)):
+        image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        for click in ((0, 0), (w - 1, h - 1), (w - 0.5, h - 0.5), (w / 2, h / 2)):
+            line = line_at(image, click)
+            assert line is None or line.shape == (h, w)
+            assert with_line(image, np.zeros((h, w), bool), click) is None or line is not None

@@ -71,7 +71,7 @@ def line_at(image: np.ndarray, click, config: LineConfig | None = None, mask: np
     S = float(np.sqrt(h * w))
     k = max(7, int(round(cfg.window * S)) | 1)
     r = int(round(cfg.reach * S))
-    cx, cy = int(round(click[0])), int(round(click[1]))
+    cx, cy = min(max(int(round(click[0])), 0), w - 1), min(max(int(round(click[1])), 0), h - 1)
     x0, x1, y0, y1 = max(0, cx - r), min(w, cx + r + 1), max(0, cy - r), min(h, cy + r + 1)
     crop = np.ascontiguousarray(image[y0:y1, x0:x1])
     if min(crop.shape[:2]) < k:
