@@ -59,11 +59,10 @@ def _lab(image: np.ndarray) -> np.ndarray:
     return lab
 
 
-def line_at(image: np.ndarray, click, config: LineConfig | None = None, mask: np.ndarray | None = None
-            ) -> np.ndarray | None:
+def line_at(image: np.ndarray, click, config: LineConfig | None = None) -> np.ndarray | None:
     """``(h, w) bool`` the thin line at ``click`` (x, y) of ``image`` ``(h, w, 3) uint8`` RGB, or None when what is
-    there is not one (see the module docstring). ``mask``: the object's ``(h, w) bool`` mask so far: the line's
-    pixels are nearer its median colour than their surroundings' colour (else the colour at the click)."""
+    there is not one (see the module docstring). The line's colour is the median of the pixels that stand out
+    within 2 px of the click (not the mask found so far's: where that took a cast shadow along, so would the line)."""
     import cv2
 
     cfg = config or LineConfig()
@@ -136,7 +135,7 @@ def with_line(image: np.ndarray, mask: np.ndarray, click, config: LineConfig | N
     """``mask`` (``(h, w) bool``) joined with the thin line at ``click`` when the mask lies on it and the line
     continues it (a spoon's bowl and its handle, a speck on a handle), else None."""
     cfg = config or LineConfig()
-    line = line_at(image, click, cfg, mask)
+    line = line_at(image, click, cfg)
     if line is None:
         return None
     n = int(np.count_nonzero(mask))
