@@ -96,3 +96,16 @@ def test_clicks_on_the_image_border_and_tiny_images_give_no_error():
             line = line_at(image, click)
             assert line is None or line.shape == (h, w)
             assert with_line(image, np.zeros((h, w), bool), click) is None or line is not None
+
+
+def test_a_straight_one_pixel_line_is_a_line():
+    rng = np.random.default_rng(2)
+    image = procedural_plate(200, 260, rng)
+    cable = np.zeros((200, 260), bool)
+    cable[100, 80:180] = True  # along a row: no spread across it at all
+    image[cable] = (20, 20, 25)
+    line = line_at(image, (130, 100))
+    assert line is not None and iou(line, cable) >= 0.8
+    longer = procedural_plate(200, 260, np.random.default_rng(2))
+    longer[100, 20:240] = (20, 20, 25)  # running past the crop around the click: where it ends is not seen
+    assert line_at(longer, (130, 100)) is None

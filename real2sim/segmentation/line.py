@@ -109,8 +109,8 @@ def _is_line(m: np.ndarray, min_elongation: float, min_length: float) -> bool:
     ys, xs = np.nonzero(m)
     if len(ys) < 10:
         return False
-    small, large = np.linalg.eigvalsh(np.cov(np.stack([xs, ys]).astype(np.float64)))
-    return small > 0 and large >= min_elongation ** 2 * small and 4 * np.sqrt(large) >= min_length
+    small, large = np.maximum(np.linalg.eigvalsh(np.cov(np.stack([xs, ys]).astype(np.float64))), 0.0)
+    return large >= min_elongation ** 2 * small and 4 * np.sqrt(large) >= min_length  # (small 0: a straight 1 px line)
 
 
 def _inner_sides(shape: tuple[int, int], origin: tuple[int, int], size: tuple[int, int]) -> np.ndarray:
