@@ -896,7 +896,8 @@ def _finishing_steps(frame: _Frame, click, pos, conf: float, cfg: GrabCutConfig,
     if cfg.handles:
         steps["handle"] = lambda m: (with_handle(image, m, HandleConfig(seed=seed)), "handle_px")
     if cfg.lines:
-        steps["line"] = lambda m: (with_line(image, m, click), "line_px")
+        # at a click itself (the clicks' mean can lie off a thin object)
+        steps["line"] = lambda m: (with_line(image, m, pos[0]), "line_px")
     return steps
 
 
