@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from real2sim.core.imaging import component_at, fill_holes
+from real2sim.segmentation.colour import lab_image
 
 
 @dataclass(frozen=True)
@@ -50,15 +51,6 @@ class LineConfig:
     """... and the mask with the line is at least this many times the mask."""
 
 
-def _lab(image: np.ndarray) -> np.ndarray:
-    """``(h, w, 3) float32`` Lab with the lightness halved (a shade changes it most)."""
-    import cv2
-
-    lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(np.float32)
-    lab[..., 0] *= 0.5
-    return lab
-
-
 def line_at(image: np.ndarray, click, config: LineConfig | None = None) -> np.ndarray | None:
     """``(h, w) bool`` the thin line at ``click`` (x, y) of ``image`` ``(h, w, 3) uint8`` RGB, or None when what is
     there is not one (see the module docstring). The line's colour is the median of the pixels that stand out
@@ -75,7 +67,7 @@ def line_at(image: np.ndarray, click, config: LineConfig | None = None) -> np.nd
     crop = np.ascontiguousarray(image[y0:y1, x0:x1])
     if min(crop.shape[:2]) < k:
         return None
-    lab, around = _lab(crop), _lab(cv2.medianBlur(crop, k))
+    lab, around = lab_image(crop), lab_image(cv2.medianBlur(crop, k))  # (lightness halved: a shade changes it most)
     d = np.linalg.norm(lab - around, axis=-1)
     sigma = 1.4826 * float(np.median(np.abs(d - np.median(d))))
     sure = d > max(cfg.high * sigma, cfg.floor)
