@@ -182,6 +182,12 @@ class PlateConfig:
     plate rejected and of the plate where every frame agrees with it (a lingering arm, which some frames do not
     show, drops out of the latter). Around a lingering arm the well-decided surroundings are the arm, and the frames
     that show it again continue them best (:func:`~real2sim.capture.plate_background.arbitrate`). 0: no check."""
+    foreign_fine_dark: bool = True
+    """The likelihood ratios that decide over whole parts (``arbiter_foreign``, ``ghost_foreign``,
+    ``ghost_one_frame``) bin each channel by the square root of its level (0, 1-3, 4-8, ..., 225-255), not in even
+    bins 16 levels wide, which put a dark scene's grey arm and its brown desk in one bin
+    (:func:`~real2sim.capture.plate_background.level_bins`). The per-pixel decisions keep the even bins: one
+    pixel's ratio from the fine dark bins is noisy. False: even bins everywhere."""
     mixed_mode: int = 1
     """Where the frames agreeing with the median are no majority and the spatial arbiter left the pixel, the mean of
     the largest set of frames that agree with each other replaces the median when that set has at least this many

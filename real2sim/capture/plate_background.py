@@ -1255,7 +1255,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     plate, count, used = trimmed_mean(frames, anchor, tol, valid)
     n_avail = n if valid is None else valid.sum(0)
     if detect and cfg.ghost_foreign > 0 and ghost.any():
-        back = foreign_ghosts(frames, plate, used, ghost, valid, median, anchor, cfg.ghost_foreign)
+        back = foreign_ghosts(frames, plate, used, ghost, valid, median, anchor, cfg.ghost_foreign,
+                              cfg.foreign_fine_dark)
         if back.any():  # the median back there, reported
             anchor = np.where(back[..., None], median, anchor)
             ghost &= ~back
@@ -1272,7 +1273,7 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
         report["ghost_pass_foreign_fraction"] = round(float(back.mean()), 6)
     if one is not None and (one & ~ghost).any():
         taken = one_frame_ghosts(frames, plate, count, used, valid, n_avail, anchor, one_new, one & ~ghost,
-                                 cfg.ghost_one_frame)
+                                 cfg.ghost_one_frame, cfg.foreign_fine_dark)
         if taken.any():  # one frame decided them: reported
             anchor = np.where(taken[..., None], one_new, anchor)
             ghost |= taken
@@ -1429,7 +1430,8 @@ def _shadow_step(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, shade:
 
 
 def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghost: np.ndarray,
-                   valid: np.ndarray | None, median: np.ndarray, anchor: np.ndarray, margin: float) -> np.ndarray:
+                   valid: np.ndarray | None, median: np.ndarray, anchor: np.ndarray, margin: float,
+                   fine_dark: bool = True) -> np.ndarray:
     """``(h, w) bool``: the connected parts of ``ghost`` whose new colours (``anchor``) are on average more than
     ``margin`` (natural log of the likelihood ratio) more like the things seen in front than the ``median``'s
     colours they replaced (:func:`foreground_likelihood`, the ghosts left out of both its histograms).
@@ -1437,15 +1439,15 @@ def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghos
     A ghost's frames show what a lingering thing hid: the background, whose colours the well-decided plate has. A
     region merged from the place a lingering arm left and the place it moved to can be called a ghost as a whole;
     its frames then show the arm over background the median had right, and that part's new colours are the arm's,
-    seen in front all over the clip."""
-    like = foreground_likelihood(frames, plate, used, ghost, valid)
+    seen in front all over the clip. ``fine_dark``: see :func:`foreground_likelihood`."""
+    like = foreground_likelihood(frames, plate, used, ghost, valid, fine_dark=fine_dark)
     ys, xs = _nonzero(ghost)
     return parts_more_foreign(ghost, like, anchor[ys, xs], median[ys, xs], margin)
 
 
 def one_frame_ghosts(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, used: np.ndarray,
                      valid: np.ndarray | None, n_avail, anchor: np.ndarray, new: np.ndarray, candidates: np.ndarray,
-                     margin: float) -> np.ndarray:
+                     margin: float, fine_dark: bool = True) -> np.ndarray:
     """``(h, w) bool``: the connected parts of ``candidates`` (pixels that only one frame showed behind a ghost;
     ``new`` ``(h, w, 3)`` that frame's colours there) where the ``anchor`` agrees with a majority of the frames
     and its colours are on average more than ``margin`` more like the things seen in front than the new ones
@@ -1453,11 +1455,12 @@ def one_frame_ghosts(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, u
 
     An arm still in 6 of 7 frames is the median, and the one frame that shows the wall behind it is outvoted; one
     frame could be anything, so it is trusted only where what it would remove has the colours of the things that
-    move. Where the median is no majority the arbiter and the mixed mode decide."""
+    move. Where the median is no majority the arbiter and the mixed mode decide. ``fine_dark``: see
+    :func:`foreground_likelihood`."""
     cand = candidates & (count >= 0.5 * n_avail)
     if not cand.any():
         return cand
-    like = agreed_likelihood(frames, plate, count, used, np.zeros(cand.shape, bool), valid, n_avail)
+    like = agreed_likelihood(frames, plate, count, used, np.zeros(cand.shape, bool), valid, n_avail, fine_dark)
     ys, xs = _nonzero(cand)
     return parts_more_foreign(cand, like, anchor[ys, xs], new[ys, xs], margin)
 
@@ -1523,33 +1526,47 @@ def places_more_foreign(mask: np.ndarray, like, new: np.ndarray, old: np.ndarray
 
 def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, mixed: np.ndarray,
                           valid: np.ndarray | None, bins: int = 16, samples: int = 200000,
-                          background: np.ndarray | None = None):
+                          background: np.ndarray | None = None, fine_dark: bool = False):
     """A function colour ``(k, 3)`` -> ``(k,)`` log(p_fg / p_bg): colour histograms of the samples in front of the
     well-decided plate (not used there) and of the well-decided plate itself (only where ``background``, optional
     ``(h, w) bool``, holds). The things in front (a robot, a hand) have their own colours; a colour that is common
-    in front and rare in the background is more likely a thing that stayed than the background."""
+    in front and rare in the background is more likely a thing that stayed than the background.
+
+    ``fine_dark``: a channel's ``bins`` spaced by the square root of the level (:func:`level_bins`) instead of
+    evenly: bins 16 levels wide put a dark scene's grey arm and its brown desk in one bin, where the arm stays
+    and the frames disagree. For decisions averaged over whole parts (:func:`parts_more_foreign`): one pixel's
+    ratio from the fine dark bins is noisy (a black arm's samples spread over several; a close-up WidowX's ratio
+    2.35 -> 0.42), a part's mean is not (docs/capture.md *Dark colours told apart*)."""
     n, h, w, _ = frames.shape
     step = max(1, int(np.sqrt(n * h * w / samples)))
     dec = ~mixed[::step, ::step]
-    q = 256 // bins
-    sub = frames[:, ::step, ::step][:, dec] // q  # (n, k, 3)
+    q = level_bins(bins) if fine_dark else np.arange(256) // (256 // bins)
+    sub = q[frames[:, ::step, ::step][:, dec]]  # (n, k, 3)
     fg = ~used[:, ::step, ::step][:, dec]
     if valid is not None:
         fg &= valid[:, ::step, ::step][:, dec]
     h_fg = np.bincount(_colour_bin(sub, bins)[fg], minlength=bins ** 3).astype(np.float64) + 1.0
     if background is not None:
         dec &= background[::step, ::step]
-    h_bg = np.bincount(_colour_bin(plate[::step, ::step][dec] // q, bins), minlength=bins ** 3) + 1.0
+    h_bg = np.bincount(_colour_bin(q[plate[::step, ::step][dec]], bins), minlength=bins ** 3) + 1.0
     lr = np.log(h_fg / h_fg.sum()) - np.log(h_bg / h_bg.sum())
-    return lambda c: lr[_colour_bin(np.clip(c, 0, 255).astype(np.int64) // q, bins)]
+    return lambda c: lr[_colour_bin(q[np.clip(c, 0, 255).astype(np.int64)], bins)]
 
 
 def agreed_likelihood(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, used: np.ndarray,
-                      mixed: np.ndarray, valid: np.ndarray | None, n_avail):
+                      mixed: np.ndarray, valid: np.ndarray | None, n_avail, fine_dark: bool = False):
     """:func:`foreground_likelihood` with the background histogram taken where every usable frame (``n_avail``,
     ``(h, w)`` or a number) agrees with the plate (``count`` ``(h, w)`` the frames that do): a thing that lingers in
-    most frames, which some frames do not show, drops out of it, so its colours read as the things in front."""
-    return foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_avail)
+    most frames, which some frames do not show, drops out of it, so its colours read as the things in front.
+    ``fine_dark``: see :func:`foreground_likelihood`."""
+    return foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_avail, fine_dark=fine_dark)
+
+
+def level_bins(bins: int) -> np.ndarray:
+    """``(256,) int64``: each level's bin of ``bins``, spaced by the square root of the level (with 16 bins the
+    bin is ``floor(sqrt(level))``: 0, 1-3, 4-8, ..., 225-255): dark colours told apart as finely, relative to
+    their level, as bright ones."""
+    return np.minimum(bins - 1, np.floor(np.sqrt(np.arange(256) * (bins * bins / 256.0)))).astype(np.int64)
 
 
 def _colour_bin(c: np.ndarray, bins: int) -> np.ndarray:
@@ -1800,7 +1817,7 @@ def arbitrate(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: n
     k = at[fy, fx]
     mean = np.clip(acc[k] / np.maximum(cnt[k], 1)[..., None] + 0.5, 0, 255).astype(np.uint8)
     if cfg.arbiter_foreign > 0:
-        like = agreed_likelihood(frames, plate, count, used, mixed, valid, n_avail)
+        like = agreed_likelihood(frames, plate, count, used, mixed, valid, n_avail, cfg.foreign_fine_dark)
         foreign = parts_more_foreign(take, like, mean, plate[box][fy, fx], cfg.arbiter_foreign)[fy, fx]
         if foreign.all():
             return none
