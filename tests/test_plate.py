@@ -778,8 +778,8 @@ def test_a_black_arm_beside_a_black_post_is_not_taken_for_the_post(shared_data):
     post in 3 of the frames, strips of it beside the post continue the post, were called the background behind a
     ghost pixel by pixel and replaced the wall that 13 frames show: -2.7 dB against the median. Near black such a
     part must also be set apart from the rest of its region (``PlateConfig.dark_part_seam``); the strips are not.
-    The arbiter's check with fine dark bins (``PlateConfig.foreign_fine_dark``) turns the strips down too: each of
-    the two alone holds the case."""
+    The checks over whole parts with fine dark bins (``PlateConfig.foreign_fine_dark``) turn the strips down too:
+    each of the two alone holds the case."""
     from real2sim.demos.plate_cases import real_plates, robot_clip_through_another_camera
     from real2sim.demos.robot_clips import make_robot_clip
 
