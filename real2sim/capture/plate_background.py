@@ -1431,7 +1431,7 @@ def _shadow_step(part: np.ndarray, mean: np.ndarray, plate_s: np.ndarray, shade:
 
 def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghost: np.ndarray,
                    valid: np.ndarray | None, median: np.ndarray, anchor: np.ndarray, margin: float,
-                   fine_dark: bool = True) -> np.ndarray:
+                   fine_dark: bool) -> np.ndarray:
     """``(h, w) bool``: the connected parts of ``ghost`` whose new colours (``anchor``) are on average more than
     ``margin`` (natural log of the likelihood ratio) more like the things seen in front than the ``median``'s
     colours they replaced (:func:`foreground_likelihood`, the ghosts left out of both its histograms).
@@ -1447,7 +1447,7 @@ def foreign_ghosts(frames: np.ndarray, plate: np.ndarray, used: np.ndarray, ghos
 
 def one_frame_ghosts(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, used: np.ndarray,
                      valid: np.ndarray | None, n_avail, anchor: np.ndarray, new: np.ndarray, candidates: np.ndarray,
-                     margin: float, fine_dark: bool = True) -> np.ndarray:
+                     margin: float, fine_dark: bool) -> np.ndarray:
     """``(h, w) bool``: the connected parts of ``candidates`` (pixels that only one frame showed behind a ghost;
     ``new`` ``(h, w, 3)`` that frame's colours there) where the ``anchor`` agrees with a majority of the frames
     and its colours are on average more than ``margin`` more like the things seen in front than the new ones
@@ -1540,7 +1540,7 @@ def foreground_likelihood(frames: np.ndarray, plate: np.ndarray, used: np.ndarra
     n, h, w, _ = frames.shape
     step = max(1, int(np.sqrt(n * h * w / samples)))
     dec = ~mixed[::step, ::step]
-    q = level_bins(bins) if fine_dark else np.arange(256) // (256 // bins)
+    q = level_bins(bins, fine_dark)
     sub = q[frames[:, ::step, ::step][:, dec]]  # (n, k, 3)
     fg = ~used[:, ::step, ::step][:, dec]
     if valid is not None:
@@ -1562,10 +1562,12 @@ def agreed_likelihood(frames: np.ndarray, plate: np.ndarray, count: np.ndarray, 
     return foreground_likelihood(frames, plate, used, mixed, valid, background=count >= n_avail, fine_dark=fine_dark)
 
 
-def level_bins(bins: int) -> np.ndarray:
+def level_bins(bins: int, fine_dark: bool = True) -> np.ndarray:
     """``(256,) int64``: each level's bin of ``bins``, spaced by the square root of the level (with 16 bins the
     bin is ``floor(sqrt(level))``: 0, 1-3, 4-8, ..., 225-255): dark colours told apart as finely, relative to
-    their level, as bright ones."""
+    their level, as bright ones. ``fine_dark`` False: even bins, ``256 // bins`` levels wide."""
+    if not fine_dark:
+        return np.arange(256) // (256 // bins)
     return np.minimum(bins - 1, np.floor(np.sqrt(np.arange(256) * (bins * bins / 256.0)))).astype(np.int64)
 
 
