@@ -175,6 +175,39 @@ def test_clipped_pixels_are_neither_a_copy_nor_the_noise(value):
         assert "removed by hand" in res.details.get("note", ""), seed
 
 
+def _brighter_over_a_lit_table(c, seed: int, gain: float = 1.25):
+    """Frame and plate of case ``c`` with a warm, bright table (R about 214) beside the object from its middle
+    rightwards, the frame then taken at ``gain`` times the exposure: the table's red clips at 255 in the frame only."""
+    rng = np.random.default_rng(100 + seed)
+    h, w = c.mask.shape
+    ys, xs = np.nonzero(c.mask)
+    lit = np.zeros((h, w), bool)
+    lit[max(0, ys.min() - h // 8): ys.max(), (xs.min() + xs.max()) // 2:] = True
+    lit &= ~c.mask & ~c.shadow
+    warm = np.array([214.0, 150.0, 108.0]) + rng.normal(0, 4, (h, w, 1))
+    plate, image = c.plate.astype(np.float64), c.image.astype(np.float64)
+    plate[lit] = warm[lit]
+    image[lit] = warm[lit] + rng.normal(0, 1.5, (int(lit.sum()), 3))
+    frame = np.clip(image * gain, 0, 255).round().astype(np.uint8)
+    return frame, np.clip(plate, 0, 255).round().astype(np.uint8)
+
+
+def test_a_brighter_frame_whose_table_clips_is_not_a_change_there():
+    """The plate brought to a brighter frame's exposure predicts more than 255 on a bright table; the frame reads
+    255 there (the sensor clips). Read as 255, the prediction matches; read beyond it, the clipped red was a change
+    joined to the object (before: IoU 0.12-0.35 at confidence 0.86-0.90 on half these scenes, found on the mask
+    benchmark's held-out seed 5: a 7up can by the Bridge table 0.35)."""
+    scores = []
+    for seed in range(6):
+        c = procedural_case(seed)
+        frame, plate = _brighter_over_a_lit_table(c, seed)
+        assert (frame == 255).any(-1).mean() > 0.1, seed  # the scene does clip
+        res = difference_layers(frame, Prompt([c.click]), plate)
+        scores.append(iou(res.mask, c.mask))
+        assert scores[-1] > 0.85 and res.confidence > 0.5, (seed, scores[-1], res.confidence)
+    assert np.mean(scores) > 0.95, scores
+
+
 def test_one_click_without_plate_small_synthetic_set():
     scores = []
     for seed, size in ((0, (240, 320)), (1, (256, 320)), (2, (480, 640)), (4, (720, 1280))):

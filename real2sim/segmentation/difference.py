@@ -447,8 +447,10 @@ def _blur_both(I: np.ndarray, P: np.ndarray, sigma: float) -> tuple[np.ndarray, 
 
 
 def _at_exposure(P: np.ndarray, gains: np.ndarray) -> np.ndarray:
-    """The plate (float ``(h, w, 3)``) at the frame's exposure: ``(3, 2)`` per-channel gain and offset, at least 1."""
-    return np.maximum(P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32), 1.0)
+    """The plate (float ``(h, w, 3)``) at the frame's exposure: ``(3, 2)`` per-channel gain and offset, at least 1
+    and at most 255 (a brighter frame clips where the plate, brought to its exposure, would pass 255: read beyond
+    it, the clipped channel is a change there)."""
+    return np.clip(P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32), 1.0, 255.0)
 
 
 def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None) -> ChangeMaps:
