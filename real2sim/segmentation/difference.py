@@ -453,6 +453,16 @@ def _at_exposure(P: np.ndarray, gains: np.ndarray) -> np.ndarray:
     return np.clip(P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32), 1.0, 255.0)
 
 
+def _beyond_the_plates_clip(P: np.ndarray, I: np.ndarray, plate: np.ndarray) -> np.ndarray:
+    """The plate at the frame's exposure ``P`` (float ``(h, w, 3)``) raised to the frame ``I`` where the plate
+    (``(h, w, 3) uint8``) clipped at 255 and the frame is brighter than the prediction: there the plate only says
+    "at least 255" (a window, a lamp), and a darker frame shows the level the plate could not."""
+    clipped = plate >= 255
+    if not clipped.any():
+        return P
+    return np.where(clipped & (I > P), I, P).astype(np.float32)
+
+
 def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | None = None) -> ChangeMaps:
     """Object and shadow evidence of ``image`` against ``plate`` (both ``(h, w, 3) uint8``): see the module
     docstring, steps 1-4."""
@@ -471,7 +481,7 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     sb = max(cfg.blur_frac * S, min(raw / (2 * np.sqrt(np.pi) * cfg.target_noise), cfg.max_blur_frac * S))
     I, P = _blur_both(I, P, sb)
     gains = exposure_fit(I, P) if cfg.exposure else np.tile([1.0, 0.0], (3, 1))
-    P = _at_exposure(P, gains)
+    P = _beyond_the_plates_clip(_at_exposure(P, gains), I, plate)
     norm_p = channel_norm(P)
     ph = P / norm_p[..., None]
     along = channel_sum(I * ph)
