@@ -446,17 +446,15 @@ def _blur_both(I: np.ndarray, P: np.ndarray, sigma: float) -> tuple[np.ndarray, 
     return cv2.GaussianBlur(I, (0, 0), sigma), cv2.GaussianBlur(P, (0, 0), sigma)
 
 
-def _at_exposure(P: np.ndarray, gains: np.ndarray) -> np.ndarray:
-    """The plate (float ``(h, w, 3)``) at the frame's exposure: ``(3, 2)`` per-channel gain and offset, at least 1
-    and at most 255 (a brighter frame clips where the plate, brought to its exposure, would pass 255: read beyond
-    it, the clipped channel is a change there)."""
-    return np.clip(P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32), 1.0, 255.0)
-
-
-def _beyond_the_plates_clip(P: np.ndarray, I: np.ndarray, plate: np.ndarray) -> np.ndarray:
-    """The plate at the frame's exposure ``P`` (float ``(h, w, 3)``) raised to the frame ``I`` where the plate
-    (``(h, w, 3) uint8``) clipped at 255 and the frame is brighter than the prediction: there the plate only says
-    "at least 255" (a window, a lamp), and a darker frame shows the level the plate could not."""
+def _at_exposure(P: np.ndarray, gains: np.ndarray, I: np.ndarray, plate: np.ndarray) -> np.ndarray:
+    """The plate ``P`` (float ``(h, w, 3)``: ``plate`` as float, blurred as the frame was) at the frame's
+    exposure (``(3, 2)`` per-channel gain and offset) as the frame ``I`` (float ``(h, w, 3)``) would read it: at
+    least 1 and at most 255
+    (a brighter frame clips where the plate brought to its exposure passes 255: read beyond it, the clipped channel
+    is a change there), and raised to the frame where ``plate`` (``(h, w, 3) uint8``) clipped at 255 and the frame
+    is brighter than the prediction (the plate says only "at least 255" there: a window, a lamp, which a darker frame
+    shows at a level the plate could not)."""
+    P = np.clip(P * gains[:, 0].astype(np.float32) + gains[:, 1].astype(np.float32), 1.0, 255.0)
     clipped = plate >= 255
     if not clipped.any():
         return P
@@ -481,7 +479,7 @@ def change_maps(image: np.ndarray, plate: np.ndarray, cfg: DifferenceConfig | No
     sb = max(cfg.blur_frac * S, min(raw / (2 * np.sqrt(np.pi) * cfg.target_noise), cfg.max_blur_frac * S))
     I, P = _blur_both(I, P, sb)
     gains = exposure_fit(I, P) if cfg.exposure else np.tile([1.0, 0.0], (3, 1))
-    P = _beyond_the_plates_clip(_at_exposure(P, gains), I, plate)
+    P = _at_exposure(P, gains, I, plate)
     norm_p = channel_norm(P)
     ph = P / norm_p[..., None]
     along = channel_sum(I * ph)
@@ -991,7 +989,8 @@ def _with_handles(image: np.ndarray, plate: np.ndarray, mask: np.ndarray, ch: Ch
         return mask
     m = mask[box]
     r_blur = int(round(_blur_width(ch)))
-    c = cand[box] & _line_coverage(image[box], _at_exposure(plate[box].astype(np.float32), ch.gains), m, r_blur)
+    expected = _at_exposure(plate[box].astype(np.float32), ch.gains, image[box].astype(np.float32), plate[box])
+    c = cand[box] & _line_coverage(image[box], expected, m, r_blur)
     strong = ch.object[box] > cfg.k_high
     r_mask = float(inside_distance(m, precise=False).max())
     far = cv2.distanceTransform((~m).view(np.uint8), cv2.DIST_L2, 3)
@@ -1195,7 +1194,7 @@ def _outline_full_size(mask: np.ndarray, image: np.ndarray, plate: np.ndarray, d
         P, I = (cv2.GaussianBlur(P, (0, 0), sharp), I) if sharp > 0 else (P, cv2.GaussianBlur(I, (0, 0), -sharp))
     I, P = _blur_both(I, P, blur)
     gains = np.asarray(details.get("gains", [[1.0, 0.0]] * 3))
-    P = _at_exposure(P, gains)
+    P = _at_exposure(P, gains, I, plate[y0:y1, x0:x1])
     ch = ChangeMaps(np.zeros(I.shape[:2], np.float32), np.zeros(I.shape[:2], np.float32), None,
                     float(details.get("noise_sigma", 1.0)), gains, {"blur_px": blur, "sharpness_px": sharp},
                     frame=I, plate=P)
