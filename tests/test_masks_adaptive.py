@@ -185,18 +185,18 @@ def _lit_beside(c) -> np.ndarray:
     return lit & ~c.mask & ~c.shadow
 
 
-def _brighter_over_a_lit_table(c, seed: int, gain: float = 1.25):
-    """Frame and plate of case ``c`` with a warm, bright table (R about 214) beside the object (:func:`_lit_beside`),
-    the frame then taken at ``gain`` times the exposure: the table's red clips at 255 in the frame only."""
-    rng = np.random.default_rng(100 + seed)
+def _lit_patch_scene(c, rng, light, spread: float, gain: float):
+    """Frame and plate of case ``c`` with the patch :func:`_lit_beside` at the level ``light`` (``(3,)``, may pass
+    255: a window) with a texture of ``spread`` levels in both, the frame (its own sensor noise there) then taken
+    at ``gain`` times the exposure; both clipped to 0-255 as a sensor would."""
     h, w = c.mask.shape
     lit = _lit_beside(c)
-    warm = np.array([214.0, 150.0, 108.0]) + rng.normal(0, 4, (h, w, 1))
+    patch = np.asarray(light, np.float64) + rng.normal(0, spread, (h, w, 1))
     plate, image = c.plate.astype(np.float64), c.image.astype(np.float64)
-    plate[lit] = warm[lit]
-    image[lit] = warm[lit] + rng.normal(0, 1.5, (int(lit.sum()), 3))
+    plate[lit] = patch[lit]
+    image[lit] = patch[lit] + rng.normal(0, 1.5, (int(lit.sum()), 3))
     frame = np.clip(image * gain, 0, 255).round().astype(np.uint8)
-    return frame, np.clip(plate, 0, 255).round().astype(np.uint8)
+    return frame, np.clip(plate, 0, 255).round().astype(np.uint8), lit
 
 
 def test_a_brighter_frame_whose_table_clips_is_not_a_change_there():
@@ -206,8 +206,8 @@ def test_a_brighter_frame_whose_table_clips_is_not_a_change_there():
     benchmark's held-out seed 5: a 7up can by the Bridge table 0.35)."""
     scores = []
     for seed in range(6):
-        c = procedural_case(seed)
-        frame, plate = _brighter_over_a_lit_table(c, seed)
+        c = procedural_case(seed)  # a warm, bright table (R about 214): its red clips in the frame only
+        frame, plate, _ = _lit_patch_scene(c, np.random.default_rng(100 + seed), (214.0, 150.0, 108.0), 4, 1.25)
         assert (frame == 255).any(-1).mean() > 0.1, seed  # the scene does clip
         res = difference_layers(frame, Prompt([c.click]), plate)
         scores.append(iou(res.mask, c.mask))
@@ -223,14 +223,7 @@ def test_a_darker_frame_shows_what_the_plate_clipped_and_that_is_no_change():
     scores = []
     for seed in range(6):
         c = procedural_case(seed)
-        rng = np.random.default_rng(200 + seed)
-        h, w = c.mask.shape
-        lit = _lit_beside(c)
-        window = np.array([300.0, 285.0, 270.0]) + rng.normal(0, 6, (h, w, 1))
-        scene, plate = c.image.astype(np.float64), c.plate.astype(np.float64)
-        scene[lit], plate[lit] = window[lit], window[lit]
-        frame = np.clip(scene * 0.75 + rng.normal(0, 1.5, scene.shape), 0, 255).round().astype(np.uint8)
-        plate = np.clip(plate, 0, 255).round().astype(np.uint8)
+        frame, plate, lit = _lit_patch_scene(c, np.random.default_rng(200 + seed), (300.0, 285.0, 270.0), 6, 0.75)
         assert (plate == 255).any(-1).mean() > 0.1 and (frame[lit] < 250).all(-1).mean() > 0.9, seed
         res = difference_layers(frame, Prompt([c.click]), plate)
         scores.append(iou(res.mask, c.mask))
