@@ -193,6 +193,11 @@ class PlateConfig:
     the largest set of frames that agree with each other replaces the median when that set has at least this many
     frames more, and its colour is less like the things seen in front elsewhere in the clip (a colour histogram of
     the samples the plate rejected, against one of the plate) than the median's. 0: off."""
+    mixed_mode_levels: bool = True
+    """``mixed_mode`` groups the frames on a scale where their noise is the same at every level
+    (:func:`~real2sim.capture.plate_background.noise_levels`, measured on the clip): a sensor's noise grows with the
+    light and a tone curve stretches some levels and crushes others, so on the levels themselves a lit floor's
+    frames fall into small sets where a black arm's agree as one, and the arm won. False: on the levels."""
     foreign_majority: float = 0.15
     """Where the regions could not be told apart (a ghost's pixels too: the frames behind a lingering arm can be the
     arm passing) or no majority agrees with the median (and neither the arbiter nor ``mixed_mode`` decided) and the

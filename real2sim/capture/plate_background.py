@@ -204,6 +204,45 @@ def noise_sigmas(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | Non
     return max(0.5, level_quantile(d, 0.25, hist) / Q25_HALF_NORMAL), max(0.5, whole / Q25_HALF_NORMAL)
 
 
+def noise_levels(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None = None, samples: int = 200000,
+                 bins: int = 16, lo: float = 0.25, hi: float = 4.0) -> np.ndarray:
+    """``(3, 256) float32``: per channel, the frames' noise at each of the anchor's levels over their noise overall
+    (all channels), between ``lo`` and ``hi``. Per quantile bin of the anchor's level, the interpolated lower
+    quartile of the samples' deviations (:func:`level_quantile`), interpolated over the levels.
+
+    A sensor's noise grows with the light and a camera's tone curve stretches some levels and crushes others: in a
+    dark scene the floor's mid-tones can be three times as noisy as the crushed black of an arm. One tolerance for
+    every level then splits the floor's frames and keeps the arm's together."""
+    n, h, w, _ = frames.shape
+    step = max(1, int(np.sqrt(n * h * w / samples)))
+    a = anchor[::step, ::step]
+    d = np.abs(frames[:, ::step, ::step].astype(np.int16) - a[None].astype(np.int16))
+    ok = None if valid is None else valid[:, ::step, ::step]
+    every = d if ok is None else d[ok]
+    out = np.ones((3, 256), np.float32)
+    if every.size == 0:
+        return out
+    overall = max(level_quantile(every.ravel(), 0.25), 0.1)
+    levels = np.arange(256) + 0.5
+    for c in range(3):
+        dc = d[..., c]
+
+        def ratio(sel, dc=dc):
+            s = dc[:, sel] if ok is None else dc[:, sel][ok[:, sel]]
+            return max(level_quantile(s.ravel(), 0.25), 0.1) / overall if s.size else 1.0
+        centres, ks = by_quantile_bins(a[..., c], ratio, bins, 20)
+        if centres:
+            out[c] = np.clip(np.interp(levels, centres, ks), lo, hi)
+    return out
+
+
+def level_scale(noise: np.ndarray) -> np.ndarray:
+    """``(3, 256) float32`` per channel, each level's place on a scale where the noise is the same at every level
+    (the sum of ``1 / noise`` below it; ``noise`` from :func:`noise_levels`): one tolerance compares colours alike
+    at every level."""
+    return np.concatenate([np.zeros((3, 1), np.float32), np.cumsum(1.0 / noise[:, :-1], axis=1)], 1).astype(np.float32)
+
+
 def level_quantile(d: np.ndarray, q: float, hist: np.ndarray | None = None) -> float:
     """Quantile ``q`` of whole-level absolute differences ``d`` (ints >= 0), each level read as the interval it was
     rounded from (0: [0, 0.5], k: [k - 0.5, k + 0.5]) and interpolated inside it. ``np.percentile`` of the levels
@@ -1292,7 +1331,8 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     moded = np.zeros((h, w), bool)
     if detect and cfg.mixed_mode > 0:
         # after the arbiter: where space decided, it stays decided (before it, the mode moved the arbiter's calls)
-        moded = mixed_mode(frames, plate, mixed & ~spatial, count, used, valid, tol, cfg.mixed_mode)
+        scale = level_scale(noise_levels(frames, anchor, valid)) if cfg.mixed_mode_levels and (mixed & ~spatial).any() else None
+        moded = mixed_mode(frames, plate, mixed & ~spatial, count, used, valid, tol, cfg.mixed_mode, scale)
         undecided |= moded  # a plurality decided them, not a majority: reported
         report["mixed_mode_fraction"] = round(float(moded.mean()), 6)
     if detect and n >= 3 and cfg.foreign_majority > 0 and (valid is None or cfg.foreign_majority_with_masks):
@@ -1578,7 +1618,7 @@ def _colour_bin(c: np.ndarray, bins: int) -> np.ndarray:
 
 
 def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: np.ndarray, used: np.ndarray,
-               valid: np.ndarray | None, tol: np.ndarray, margin: int) -> np.ndarray:
+               valid: np.ndarray | None, tol: np.ndarray, margin: int, scale: np.ndarray | None = None) -> np.ndarray:
     """Where no majority agrees with the median (``mixed``), the mean of the largest set of frames that agree with
     each other (within ``tol`` ``(h, w)``, max channel), when it has at least ``margin`` frames more than the set
     that agrees with the plate (and at least 2) and its colour is less like the things in front than the plate's
@@ -1587,7 +1627,9 @@ def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: 
     A thing that moves spreads its colours over the frames, the background agrees with itself: where the median is
     a mix, the largest agreeing set is the background more often than the median is. But a thing that stays (an
     arm that lingers, a resting object) is an agreeing set too; it has the colours of the things seen in front
-    elsewhere in the clip, which the background rarely has. Updates ``plate``, ``count``, ``used`` in place;
+    elsewhere in the clip, which the background rarely has. ``scale``: optional ``(3, 256)`` :func:`level_scale`:
+    the frames agree on it (a sensor's noise grows with the light: on the levels themselves a lit floor's frames
+    fall into small sets where a black arm's agree as one). Updates ``plate``, ``count``, ``used`` in place;
     returns the ``(h, w) bool`` pixels changed."""
     n = frames.shape[0]
     out = np.zeros(mixed.shape, bool)
@@ -1596,7 +1638,7 @@ def mixed_mode(frames: np.ndarray, plate: np.ndarray, mixed: np.ndarray, count: 
         return out
     vals = np.ascontiguousarray(frames[:, ys, xs].transpose(0, 2, 1))  # (n, 3, k) uint8
     ok = np.ones((n, len(ys)), bool) if valid is None else valid[:, ys, xs]
-    agree, m, mean = _largest_agreeing(vals, ok, np.clip(np.floor(tol[ys, xs]), 0, 255).astype(np.uint8))
+    agree, m, mean = _largest_agreeing(vals, ok, tol[ys, xs], scale)
     use = (m >= count[ys, xs] + margin) & (m >= 2)
     if not use.any():
         return out
@@ -1651,7 +1693,7 @@ def foreign_majority(frames: np.ndarray, plate: np.ndarray, where: np.ndarray, c
     ok = ~used[:, ys, xs]  # the frames the plate did not take here
     if valid is not None:
         ok &= valid[:, ys, xs]
-    agree, m, mean = _largest_agreeing(vals, ok, np.clip(np.floor(tol[ys, xs]), 0, 255).astype(np.uint8))
+    agree, m, mean = _largest_agreeing(vals, ok, tol[ys, xs])
     take = (m >= max(2, int(np.ceil(min_share * n)))) & (like(mean) < np.minimum(0.0, lr - 2 * min_ratio))
     out[ys[take], xs[take]] = True
     out = clean_mask(out, 0, 0, False, min_area)
@@ -1662,19 +1704,26 @@ def foreign_majority(frames: np.ndarray, plate: np.ndarray, where: np.ndarray, c
     return out
 
 
-def _largest_agreeing(vals: np.ndarray, ok: np.ndarray, tk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _largest_agreeing(vals: np.ndarray, ok: np.ndarray, tol: np.ndarray, scale: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per pixel, the largest set of frames that agree with one of them: ``vals`` ``(n, 3, k) uint8``, ``ok``
-    ``(n, k) bool`` the frames that may take part, ``tk`` ``(k,) uint8`` the tolerance (max channel). Returns
-    (``(n, k) bool`` the set, ``(k,) int32`` its size, ``(k, 3) float32`` its mean)."""
+    ``(n, k) bool`` the frames that may take part, ``tol`` ``(k,)`` the tolerance (max channel, whole levels).
+    ``scale``: optional ``(3, 256)`` :func:`level_scale`: the colours are compared on it (``tol`` then in the
+    noise's units at every level), the mean taken of the colours. Returns (``(n, k) bool`` the set, ``(k,) int32``
+    its size, ``(k, 3) float32`` its mean)."""
     n = vals.shape[0]
+    if scale is None:
+        key, tk = vals, np.clip(np.floor(tol), 0, 255).astype(np.uint8)
+    else:
+        key, tk = np.stack([scale[c][vals[:, c]] for c in range(3)], 1), np.floor(tol).astype(np.float32)
     cnt = ok.astype(np.int32)  # every frame agrees with itself; each pair is compared once
     for i in range(n - 1):
-        agree = _within(vals[i + 1:], vals[i], tk) & ok[i + 1:] & ok[i]
+        agree = _within(key[i + 1:], key[i], tk) & ok[i + 1:] & ok[i]
         cnt[i] += agree.sum(0, dtype=np.int32)
         cnt[i + 1:] += agree
     cnt[~ok] = -1
     best_i = cnt.argmax(0)
-    agree = _within(vals, vals[best_i, :, np.arange(vals.shape[2])].T, tk) & ok
+    agree = _within(key, key[best_i, :, np.arange(key.shape[2])].T, tk) & ok
     m = agree.sum(0, dtype=np.int32)
     mean = (vals * agree[:, None]).sum(0, dtype=np.float32).T / np.maximum(m, 1)[:, None]
     return agree, m, mean
