@@ -1331,7 +1331,9 @@ def estimate_background(frames: np.ndarray, valid: np.ndarray | None, cfg, detec
     moded = np.zeros((h, w), bool)
     if detect and cfg.mixed_mode > 0:
         # after the arbiter: where space decided, it stays decided (before it, the mode moved the arbiter's calls)
-        scale = level_scale(noise_levels(frames, anchor, valid)) if cfg.mixed_mode_levels and (mixed & ~spatial).any() else None
+        scale = None
+        if cfg.mixed_mode_levels and (mixed & ~spatial).any():
+            scale = level_scale(noise_levels(frames, anchor, valid))
         moded = mixed_mode(frames, plate, mixed & ~spatial, count, used, valid, tol, cfg.mixed_mode, scale)
         undecided |= moded  # a plurality decided them, not a majority: reported
         report["mixed_mode_fraction"] = round(float(moded.mean()), 6)
@@ -1730,8 +1732,8 @@ def _largest_agreeing(vals: np.ndarray, ok: np.ndarray, tol: np.ndarray, scale: 
 
 
 def _within(a: np.ndarray, b: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """``(m, k) bool``: uint8 colours ``a`` ``(m, 3, k)`` within ``tol`` ``(k,)`` of ``b`` ``(3, k)`` in every
-    channel."""
+    """``(m, k) bool``: colours ``a`` ``(m, 3, k)`` within ``tol`` ``(k,)`` of ``b`` ``(3, k)`` in every channel
+    (uint8 levels, or float32 places on a :func:`level_scale`)."""
     out = None
     for c in range(3):
         x, y = a[:, c], b[c]
