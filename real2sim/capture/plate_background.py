@@ -188,12 +188,8 @@ def noise_sigmas(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | Non
     """:func:`noise_sigma` with and without ``interpolate`` from one pass over the samples: the levels'
     interpolated quartile (:func:`level_quantile`) and ``np.percentile``'s (linear between the two order statistics
     around ``0.25 * (m - 1)``; read from the same histogram: the same float)."""
-    n, h, w, _ = frames.shape
-    step = max(1, int(np.sqrt(n * h * w / samples)))
-    d = np.abs(frames[:, ::step, ::step].astype(np.int16) - anchor[::step, ::step].astype(np.int16))
-    if valid is not None:
-        d = d[valid[:, ::step, ::step]]
-    d = d.ravel()
+    d, _, ok = _deviation_samples(frames, anchor, valid, samples)
+    d = (d if ok is None else d[ok]).ravel()
     if d.size == 0:
         return 2.0, 2.0
     hist = np.bincount(d)
@@ -202,6 +198,17 @@ def noise_sigmas(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | Non
     a, b = np.searchsorted(np.cumsum(hist), [lo, min(lo + 1, d.size - 1)], side="right")
     whole = float(a) + (float(b) - float(a)) * (at - lo)
     return max(0.5, level_quantile(d, 0.25, hist) / Q25_HALF_NORMAL), max(0.5, whole / Q25_HALF_NORMAL)
+
+
+def _deviation_samples(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None, samples: int
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """About ``samples`` samples of ``(n, h, w, 3) uint8`` frames on a regular grid: ``(|frame - anchor|
+    (n, hs, ws, 3) int16, the anchor there (hs, ws, 3), the valid samples (n, hs, ws) bool or None)``."""
+    n, h, w, _ = frames.shape
+    step = max(1, int(np.sqrt(n * h * w / samples)))
+    a = anchor[::step, ::step]
+    d = np.abs(frames[:, ::step, ::step].astype(np.int16) - a.astype(np.int16))
+    return d, a, None if valid is None else valid[:, ::step, ::step]
 
 
 def noise_levels(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | None = None, samples: int = 200000,
@@ -213,11 +220,7 @@ def noise_levels(frames: np.ndarray, anchor: np.ndarray, valid: np.ndarray | Non
     A sensor's noise grows with the light and a camera's tone curve stretches some levels and crushes others: in a
     dark scene the floor's mid-tones can be three times as noisy as the crushed black of an arm. One tolerance for
     every level then splits the floor's frames and keeps the arm's together."""
-    n, h, w, _ = frames.shape
-    step = max(1, int(np.sqrt(n * h * w / samples)))
-    a = anchor[::step, ::step]
-    d = np.abs(frames[:, ::step, ::step].astype(np.int16) - a[None].astype(np.int16))
-    ok = None if valid is None else valid[:, ::step, ::step]
+    d, a, ok = _deviation_samples(frames, anchor, valid, samples)
     every = d if ok is None else d[ok]
     out = np.ones((3, 256), np.float32)
     if every.size == 0:
